@@ -1,0 +1,161 @@
+"""Robot description: a serial chain of revolute joints with its nominal link dynamics.
+
+Every convention (classical DH, modified DH, URDF) is reduced to one form per joint i:
+
+    T_{i-1,i}(q_i) = pre_i @ Rot(axis_i, q_i) @ post_i
+
+where frame i-1 is the previous *link* frame, ``pre_i`` places the joint frame, the joint rotates
+about ``axis_i`` (a unit vector in the joint frame) and ``post_i`` places link frame i. Link i's
+inertial parameters are given in link frame i. Lengths in m, angles in rad.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .parameters import BodyInertia, check_consistency
+from .transforms import dh_transform, mdh_transform, rot_axis
+
+CONVENTIONS = ("dh", "mdh", "urdf")
+
+
+class RobotDescriptionError(ValueError):
+    """A robot description is malformed or physically inconsistent; the message names the problem."""
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    """One revolute joint: ``T = pre @ Rot(axis, q) @ post`` from link frame i-1 to link frame i."""
+
+    name: str
+    pre: np.ndarray
+    axis: np.ndarray
+    post: np.ndarray
+
+    def transform(self, q: float) -> np.ndarray:
+        """4x4 pose of link frame i in link frame i-1 at joint angle ``q`` (rad)."""
+        return self.pre @ rot_axis(self.axis, q) @ self.post
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    """Position (n x 2, rad), velocity (n, rad/s) and effort (n, N m) limits in model joint order."""
+
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+    def clip_position(self, q: np.ndarray) -> np.ndarray:
+        return np.clip(q, self.position[:, 0], self.position[:, 1])
+
+
+@dataclass(frozen=True)
+class RobotDescription:
+    """A serial revolute chain with nominal link dynamics (see module docstring for frames).
+
+    ``flange`` is the pose of the flange frame in the last link frame; ``payload_frame`` is the
+    pose of the payload frame in the last link frame (identity: the last link frame, paper 000).
+    ``gravity`` is the gravity acceleration vector in the base frame (m/s^2).
+    """
+
+    name: str
+    joints: tuple[JointSpec, ...]
+    links: tuple[BodyInertia, ...]
+    limits: JointLimits
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    flange: np.ndarray = field(default_factory=lambda: np.eye(4))
+    payload_frame: np.ndarray = field(default_factory=lambda: np.eye(4))
+    payload_frame_name: str = "link_n"
+    convention: str = "dh"
+    source: str = ""
+
+    @property
+    def n(self) -> int:
+        return len(self.joints)
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return tuple(j.name for j in self.joints)
+
+    def link_poses(self, q: np.ndarray) -> list[np.ndarray]:
+        """Poses (4x4, base frame) of link frames 1..n at configuration ``q`` (rad)."""
+        t = np.eye(4)
+        out = []
+        for joint, qi in zip(self.joints, q):
+            t = t @ joint.transform(qi)
+            out.append(t)
+        return out
+
+    def with_links(self, links) -> RobotDescription:
+        """A copy with other link dynamics (same kinematics)."""
+        links = tuple(links)
+        if len(links) != self.n:
+            raise RobotDescriptionError(f"{len(links)} link inertias given for {self.n} joints")
+        return _replace(self, links=links)
+
+
+def _replace(desc: RobotDescription, **changes) -> RobotDescription:
+    from dataclasses import replace
+
+    return replace(desc, **changes)
+
+
+def joints_from_dh(names, rows) -> tuple[JointSpec, ...]:
+    """Classical DH rows [a, alpha, d, theta_offset]: A_i = Rz(q_i+off) Tz(d) Tx(a) Rx(alpha)."""
+    z = np.array([0.0, 0.0, 1.0])
+    return tuple(
+        JointSpec(name, rot_axis(z, off), z, dh_transform(a, alpha, d))
+        for name, (a, alpha, d, off) in zip(names, rows)
+    )
+
+
+def joints_from_mdh(names, rows) -> tuple[JointSpec, ...]:
+    """Modified DH rows [a_{i-1}, alpha_{i-1}, d_i, theta_offset_i]:
+    A_i = Rx(alpha_{i-1}) Tx(a_{i-1}) Rz(q_i+off) Tz(d_i)."""
+    z = np.array([0.0, 0.0, 1.0])
+    out = []
+    for name, (a, alpha, d, off) in zip(names, rows):
+        post = np.eye(4)
+        post[2, 3] = d
+        out.append(JointSpec(name, mdh_transform(a, alpha) @ rot_axis(z, off), z, post))
+    return tuple(out)
+
+
+def validate(desc: RobotDescription) -> RobotDescription:
+    """Raise :class:`RobotDescriptionError` unless dimensions, limits and link inertias are sane."""
+    n = desc.n
+    if n == 0:
+        raise RobotDescriptionError(f"robot '{desc.name}': no joints")
+    names = desc.joint_names
+    if len(set(names)) != n:
+        raise RobotDescriptionError(f"robot '{desc.name}': duplicate joint names in {list(names)}")
+    if len(desc.links) != n:
+        raise RobotDescriptionError(
+            f"robot '{desc.name}': 'links' has {len(desc.links)} entries for {n} joints"
+        )
+    lim = desc.limits
+    if lim.position.shape != (n, 2) or lim.velocity.shape != (n,) or lim.effort.shape != (n,):
+        raise RobotDescriptionError(
+            f"robot '{desc.name}': 'limits' must give {n} [lower, upper] position pairs and {n} "
+            "velocity and effort values"
+        )
+    for i, (lo, hi) in enumerate(lim.position):
+        if not lo < hi:
+            raise RobotDescriptionError(
+                f"robot '{desc.name}': limits.position[{i}] (joint {names[i]}): lower {lo} >= upper {hi}"
+            )
+    if np.any(lim.velocity <= 0) or np.any(lim.effort <= 0):
+        raise RobotDescriptionError(f"robot '{desc.name}': velocity and effort limits must be positive")
+    g = np.asarray(desc.gravity, dtype=float)
+    if g.shape != (3,) or not np.all(np.isfinite(g)):
+        raise RobotDescriptionError(f"robot '{desc.name}': 'gravity' must be 3 finite numbers")
+    for i, body in enumerate(desc.links):
+        report = check_consistency(body)
+        if not report.ok:
+            raise RobotDescriptionError(
+                f"robot '{desc.name}': links[{i}] (joint {names[i]}) is physically inconsistent: "
+                + "; ".join(report.problems)
+            )
+    return desc
