@@ -1,0 +1,72 @@
+"""`payload-estimation` command line: one sub-command per module in payload_estimation/commands/.
+
+Each command module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
+Modules are imported lazily so that e.g. ``coefficients`` never loads rclpy or MuJoCo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# sub-command name -> module under payload_estimation.commands
+COMMANDS = {
+    "coefficients": "coefficients",
+    "estimate": "estimate",
+    "identify": "identify",
+    "validate": "validate",
+    "residual": "residual",
+    "excite": "excite",
+    "demo": "demo",
+    "report": "report",
+    "bench": "bench",
+}
+
+
+def _load(name: str):
+    return importlib.import_module(f"payload_estimation.commands.{COMMANDS[name]}")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="payload-estimation",
+        description="Payload estimation, robot identification and collision detection for torque-sensing arms.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name, help="(see `payload-estimation %s --help`)" % name, add_help=False)
+            continue
+        try:
+            mod = _load(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("payload_estimation.commands"):
+                continue  # not implemented in this build
+            raise
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    only = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(only)
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as exc:  # our errors are ValueError subclasses with operator-readable text
+        print(f"payload-estimation {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

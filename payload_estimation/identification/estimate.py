@@ -1,0 +1,89 @@
+"""The payload estimate record shared by the estimator, the observer, the nodes and the CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model.parameters import BodyInertia, sym_from_vec6, vec6_from_sym
+
+
+@dataclass(frozen=True)
+class PayloadEstimate:
+    """An estimated payload in the payload frame.
+
+    mass (kg); com (m, payload frame); inertia about the CoM [xx, xy, xz, yy, yz, zz] (kg m^2,
+    payload-frame axes) or None when only the gravity parameters were estimated; std: standard
+    deviation of every estimated quantity by name (``mass``, ``cx``.., ``Ixx``..); fit quality.
+    """
+
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray | None = None
+    frame: str = "last_link"
+    std: dict[str, float] = field(default_factory=dict)
+    condition_number: float = float("nan")
+    residual_rms: float = float("nan")
+    samples: int = 0
+    method: str = ""
+
+    def body(self) -> BodyInertia:
+        """The payload as a rigid body in the payload frame (zero inertia if not estimated)."""
+        i = sym_from_vec6(self.inertia) if self.inertia is not None else np.zeros((3, 3))
+        return BodyInertia(float(self.mass), np.asarray(self.com, dtype=float), i)
+
+    def gravity_params(self) -> np.ndarray:
+        """p_L,g = (m, m cx, m cy, m cz) in the payload frame."""
+        return np.concatenate([[self.mass], self.mass * np.asarray(self.com, dtype=float)])
+
+    def inertia_about_frame(self) -> np.ndarray | None:
+        """Inertia about the payload-frame origin [xx, xy, xz, yy, yz, zz], or None."""
+        if self.inertia is None:
+            return None
+        return self.body().to_params()[4:10]
+
+    def to_dict(self) -> dict:
+        """JSON-ready mapping (the CLI's ``--json`` format)."""
+        return {
+            "mass": float(self.mass),
+            "com": [float(x) for x in self.com],
+            "inertia": None if self.inertia is None else [float(x) for x in self.inertia],
+            "inertia_about_frame": None
+            if self.inertia is None
+            else [float(x) for x in self.inertia_about_frame()],
+            "frame": self.frame,
+            "std": {k: float(v) for k, v in self.std.items()},
+            "condition_number": float(self.condition_number),
+            "residual_rms": float(self.residual_rms),
+            "samples": int(self.samples),
+            "method": self.method,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> PayloadEstimate:
+        """Inverse of :meth:`to_dict` (extra keys ignored)."""
+        inertia = d.get("inertia")
+        return cls(
+            mass=float(d["mass"]),
+            com=np.asarray(d["com"], dtype=float),
+            inertia=None if inertia is None else np.asarray(inertia, dtype=float),
+            frame=str(d.get("frame", "last_link")),
+            std={k: float(v) for k, v in d.get("std", {}).items()},
+            condition_number=float(d.get("condition_number", float("nan"))),
+            residual_rms=float(d.get("residual_rms", float("nan"))),
+            samples=int(d.get("samples", 0)),
+            method=str(d.get("method", "")),
+        )
+
+    @classmethod
+    def from_body(cls, body: BodyInertia, frame: str = "last_link", method: str = "given") -> PayloadEstimate:
+        """A known payload (e.g. from a data sheet) as an estimate record."""
+        return cls(body.mass, np.asarray(body.com, float), vec6_from_sym(body.inertia_com), frame, method=method)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+NO_PAYLOAD = PayloadEstimate(0.0, np.zeros(3), None, method="none")
