@@ -183,16 +183,17 @@ def solve_least_squares(Y: np.ndarray, tau: np.ndarray, weights: np.ndarray | No
     )
 
 
-def essential_parameters(Y: np.ndarray, tau: np.ndarray, names: Sequence[str], min_abs: float = 0.01,
+def essential_parameters(Y: np.ndarray, tau: np.ndarray, names: Sequence[str], min_abs: float | None = 0.01,
                          max_rsd: float = 40.0, weights: np.ndarray | None = None,
                          rtol: float = 1e-8) -> tuple[np.ndarray, LSResult]:
-    """Essential parameters by iterative elimination (paper 003 Sec. on RSD, paper 001).
+    """Essential parameters by iterative elimination (paper 003, eq. 7 and the text after it).
 
-    Exact rule: start from a full-rank column set (:func:`full_rank_columns`); fit; among the
-    parameters whose RSD exceeds ``max_rsd`` (%) **or** whose magnitude is below ``min_abs``,
-    remove the one with the largest RSD; refit; repeat until every kept parameter has
-    RSD <= max_rsd and |p| >= min_abs, or one parameter is left. Returns the kept column
-    indices (sorted, into the original ``Y``) and the final fit (its names are the kept ones).
+    Exact rule (the paper's): start from a full-rank column set (:func:`full_rank_columns`); fit;
+    a parameter is *poorly identified* when its RSD exceeds ``max_rsd`` (%) **and** its magnitude
+    is below ``min_abs`` (pass ``min_abs=None`` to use the RSD test alone); remove the poorly
+    identified parameter with the largest RSD, refit, and repeat until none is poorly identified
+    or one parameter is left. Returns the kept column indices (sorted, into the original ``Y``)
+    and the final fit (its ``names`` are the kept ones).
     """
     y, tau_, w = _validate(Y, tau, weights)
     nm = _names(names, y.shape[1])
@@ -202,7 +203,9 @@ def essential_parameters(Y: np.ndarray, tau: np.ndarray, names: Sequence[str], m
         raise RankDeficientError("every regressor column is zero: no parameter can be identified", nm)
     while True:
         res = solve_least_squares(y[:, kept], tau_, w, [nm[i] for i in kept], rtol)
-        bad = (res.rsd > max_rsd) | (np.abs(res.params) < min_abs)
+        bad = res.rsd > max_rsd
+        if min_abs is not None:
+            bad &= np.abs(res.params) < min_abs
         if not bad.any() or len(kept) == 1:
             return np.asarray(kept, dtype=int), res
         rsd = np.where(bad, res.rsd, -np.inf)
