@@ -1,0 +1,44 @@
+"""QoS profiles used by every node of the package (one place, so remaps stay compatible).
+
+- :data:`LATCHED_QOS` — reliable + transient-local, depth 1: the current payload estimate and
+  status; a late subscriber (e.g. a monitor started after the estimate) gets the last value.
+- :data:`SENSOR_QOS` — best effort, keep last: joint_states. A best-effort subscriber accepts
+  both reliable (ros2_control's joint_state_broadcaster) and best-effort publishers.
+- :data:`COMMAND_QOS` — reliable, volatile: joint_trajectory commands (what
+  joint_trajectory_controller's ``~/joint_trajectory`` subscription expects).
+- :data:`EVENT_QOS` — reliable, volatile, deeper queue: collision events, residuals.
+"""
+
+from __future__ import annotations
+
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+LATCHED_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+
+SENSOR_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=50,
+    reliability=ReliabilityPolicy.BEST_EFFORT,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+COMMAND_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=10,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+EVENT_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=50,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+__all__ = ["LATCHED_QOS", "SENSOR_QOS", "COMMAND_QOS", "EVENT_QOS"]
