@@ -62,7 +62,7 @@ def main() -> int:
         "names its own command, machine and date. Timings are medians on a shared 2-core machine: read",
         "ratios, not absolute figures.",
         "",
-        f"Assembled {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on: {machine()}",
+        f"Assembled {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC on: {machine()}",
         "",
     ]
     for p in parts:

@@ -36,7 +36,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         if only is not None and name != only:
-            sub.add_parser(name, help="(see `payload-estimation %s --help`)" % name, add_help=False)
+            sub.add_parser(name, help=f"(see `payload-estimation {name} --help`)", add_help=False)
             continue
         try:
             mod = _load(name)

@@ -40,7 +40,7 @@ def emit(src, setname, out, name, joints, flange_z, vel_deg, eff, notes):
         lines.append(f"    - [{math.radians(a)!r}, {math.radians(b)!r}]   # [{a}, {b}] deg")
     lines.append(f"  velocity: [{', '.join(repr(math.radians(v)) for v in vel_deg)}]   # {vel_deg} deg/s")
     lines.append(f"  effort: {eff}   # N m")
-    lines.append(f"links:   # set '{setname}' in the DH frames: CoM (m), inertia about the CoM [xx, xy, xz, yy, yz, zz]")
+    lines.append(f"links:   # set '{setname}' in DH frames: CoM (m), inertia about the CoM [xx, xy, xz, yy, yz, zz]")
     for v in vals:
         i = v["inertia_at_com"]
         lines.append(

@@ -138,7 +138,8 @@ class RigidBodyDynamics:
 
     def inverse_dynamics(self, q, dq, ddq) -> np.ndarray:
         """tau = M(q) ddq + C(q, dq) dq + g(q) (N m)."""
-        return pin.rnea(self.model, self.data, np.asarray(q, float), np.asarray(dq, float), np.asarray(ddq, float)).copy()
+        q, dq, ddq = (np.asarray(v, dtype=float) for v in (q, dq, ddq))
+        return pin.rnea(self.model, self.data, q, dq, ddq).copy()
 
     def forward_kinematics(self, q: np.ndarray, frame: str = "flange") -> np.ndarray:
         """4x4 pose of ``frame`` (``link_k``, ``flange`` or ``payload``) in the base frame."""

@@ -1,0 +1,116 @@
+"""Plots and text tables shared by the demo and the offline report (matplotlib, no ROS).
+
+Figures follow paper 000: Fig. 5 (measured vs predicted joint torques on a validation motion) and
+Fig. 6 (residuals with the threshold and the contacts, with and without the payload update).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ContactMark:
+    """An injected (true) contact: start/end time (s), link name, force magnitude (N)."""
+
+    start: float
+    end: float
+    link: str
+    force: float = float("nan")
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _grid(n: int) -> tuple[int, int]:
+    cols = 2 if n > 3 else 1
+    return (n + cols - 1) // cols, cols
+
+
+def plot_torques(path: Path, t: np.ndarray, tau_measured: np.ndarray, tau_predicted: np.ndarray,
+                 joint_names: Sequence[str], title: str, predicted_label: str = "model with payload estimate",
+                 tau_unloaded: np.ndarray | None = None) -> Path:
+    """Measured (dashed) vs predicted (solid) joint torques per joint, N m over s (paper Fig. 5)."""
+    plt = _pyplot()
+    n = len(joint_names)
+    rows, cols = _grid(n)
+    fig, axes = plt.subplots(rows, cols, figsize=(11, 2.2 * rows), sharex=True, squeeze=False)
+    for j, ax in enumerate(axes.flat):
+        if j >= n:
+            ax.set_visible(False)
+            continue
+        ax.plot(t, tau_measured[:, j], "--", color="tab:green", lw=1.2, label="measured τ_J")
+        ax.plot(t, tau_predicted[:, j], "-", color="tab:blue", lw=1.0, label=predicted_label)
+        if tau_unloaded is not None:
+            ax.plot(t, tau_unloaded[:, j], ":", color="tab:red", lw=1.0, label="model without payload")
+        err = np.sqrt(np.mean((tau_measured[:, j] - tau_predicted[:, j]) ** 2))
+        ax.set_ylabel(f"{joint_names[j]} [N m]")
+        ax.set_title(f"{joint_names[j]}: RMS error {err:.2f} N m", fontsize=9)
+        ax.grid(alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel("time [s]")
+    axes.flat[0].legend(fontsize=8, loc="best")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_residuals(path: Path, panels: Sequence[tuple[str, np.ndarray, np.ndarray]], joint_names: Sequence[str],
+                   threshold: float | np.ndarray, contacts: Sequence[ContactMark] = (),
+                   detections: Sequence[Sequence[float]] = ()) -> Path:
+    """Residual components (N m) over time, one panel per (title, t, r) with threshold and contacts.
+
+    ``detections[k]`` are the detection times of panel k (vertical markers); contacts are shaded.
+    """
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 3.2 * len(panels)), sharex=True, squeeze=False)
+    thr = np.broadcast_to(np.asarray(threshold, float), (len(joint_names),))
+    for k, (ax, (title, t, r)) in enumerate(zip(axes[:, 0], panels)):
+        for j, name in enumerate(joint_names):
+            ax.plot(t, r[:, j], lw=0.9, label=name)
+        ax.axhline(thr.min(), color="k", ls="--", lw=1, label=f"threshold ±{thr.min():g} N m")
+        ax.axhline(-thr.min(), color="k", ls="--", lw=1)
+        for i, c in enumerate(contacts):
+            ax.axvspan(c.start, c.end, color="tab:red", alpha=0.15, label="injected contact" if i == 0 else None)
+            ax.text(c.start, ax.get_ylim()[1] * 0.85 if ax.get_ylim()[1] > 0 else 1, c.link, fontsize=7)
+        if k < len(detections):
+            for i, td in enumerate(detections[k]):
+                ax.axvline(td, color="tab:purple", lw=1, ls=":", label="detection" if i == 0 else None)
+        ax.set_ylabel("residual r [N m]")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, ncol=5, loc="upper right")
+    axes[-1, 0].set_xlabel("time [s]")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain-text table (also valid Markdown)."""
+    cells = [[str(h) for h in headers]] + [[_fmt(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float | np.floating):
+        if not np.isfinite(v):
+            return "n/a"
+        return f"{v:.4g}"
+    return str(v)
