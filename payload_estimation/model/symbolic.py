@@ -1,0 +1,505 @@
+"""Symbolic dynamic coefficients (sympy) of a :class:`RobotDescription`, paper 000 (Gaz & De Luca).
+
+What this module derives, for any convention (DH, MDH, URDF; it only uses each joint's
+``pre @ Rot(axis, q) @ post``):
+
+* the gravity regressor ``Y_g(q)`` (n x 4n), symbolically from the potential energy
+  ``U = -sum_i gamma^T (m_i p_i + R_i m_i c_i)`` (linear in ``m_i`` and ``m_i c_i``), ``g = dU/dq``;
+* the gravity dynamic coefficients ``pi_g = K_g p_g`` (base parameters) as expressions in the
+  standard-parameter symbols (``m7``, ``c7y*m7`` ... as in eq. 38) and the symbolic base regressor
+  ``Y_gb(q)`` with ``g(q) = Y_gb(q) pi_g``;
+* the full dynamic coefficients ``pi = K p`` (10 per link; ``J{i}xx`` .. about the link-frame origin)
+  from the numeric regressor of :class:`RigidBodyDynamics` (the "numeric mapping");
+* the payload terms: ``eps(p_L) = pi_L - pi`` (eq. 21), its non-zero rows and the payload Jacobian
+  ``J_eps = d eps / d p_L`` (eq. 27), ``p_L = (mL, cLx*mL, cLy*mL, cLz*mL, JLxx, .., JLzz)`` in the
+  payload frame (merged into the last link through ``desc.payload_frame``, eqs. 16-17).
+
+Which regressor columns are independent, and the linear combinations of the dependent ones, are
+decided numerically on random configurations (columns taken greedily in a fixed preference order:
+inertias, then first moments, then masses, last link first; see :func:`select_base`); the
+combination coefficients are then snapped to exact short decimals (kinematic constants such as
+d1 = 0.4, d1*d2 = 0.156) where they are within round-off of one.
+
+Results are cached on disk (``$PAYLOAD_ESTIMATION_CACHE`` or ``~/.cache/payload_estimation``), keyed
+by a hash of the kinematics, gravity, payload frame, kind, sympy version and this module's version.
+Units: SI (kg, m, kg m^2, N m); gravity coefficients multiply ``Y_g`` which already contains g0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import sympy as sp
+
+from .description import RobotDescription
+from .parameters import N_GRAVITY_PARAMS, N_PARAMS, params_transform_matrix
+
+log = logging.getLogger(__name__)
+
+SYMBOLIC_VERSION = 1
+KINDS = ("gravity", "full")
+_SNAP_TOL = 1e-12
+_INERTIA_NAMES = ("xx", "xy", "xz", "yy", "yz", "zz")
+
+
+class SymbolicModelError(ValueError):
+    """The symbolic derivation failed (e.g. the numeric base-parameter decomposition is inconsistent)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Numbers and symbols
+# ----------------------------------------------------------------------------------------------
+def exact_number(x: float, tol: float = _SNAP_TOL) -> sp.Expr:
+    """A sympy number for the float ``x``: 0 and +-1 snapped within ``tol``, short decimals as exact
+    rationals (0.39 -> 39/100), anything else a sympy Float."""
+    x = float(x)
+    if not np.isfinite(x):
+        raise SymbolicModelError(f"cannot turn the non-finite number {x} into a symbolic constant")
+    if abs(x) < tol:
+        return sp.Integer(0)
+    for v in (1, -1):
+        if abs(x - v) < tol:
+            return sp.Integer(v)
+    for digits in range(0, 10):
+        r = round(x, digits)
+        if abs(x - r) <= tol * max(1.0, abs(x)):
+            return sp.Rational(repr(r))
+    return sp.Float(x, 17)
+
+
+def exact_matrix(a: np.ndarray, tol: float = _SNAP_TOL) -> sp.Matrix:
+    """Elementwise :func:`exact_number` of a numeric matrix."""
+    a = np.atleast_2d(np.asarray(a, dtype=float))
+    return sp.Matrix(a.shape[0], a.shape[1], [exact_number(v, tol) for v in a.ravel()])
+
+
+def joint_symbols(n: int) -> tuple[sp.Symbol, ...]:
+    """Joint angle symbols q1..qn (rad)."""
+    return tuple(sp.symbols(f"q1:{n + 1}", real=True)) if n > 1 else (sp.Symbol("q1", real=True),)
+
+
+def body_parameter_symbols(tag: str | int, per: int = N_PARAMS) -> tuple[sp.Expr, ...]:
+    """Standard parameters of one body as expressions: (m, cx*m, cy*m, cz*m, Jxx, Jxy, Jxz, Jyy, Jyz, Jzz).
+
+    ``tag`` is the link number (1-based) or ``"L"`` for the payload; ``per`` = 4 keeps (m, m c) only.
+    """
+    m = sp.Symbol(f"m{tag}", real=True)
+    c = [sp.Symbol(f"c{tag}{a}", real=True) for a in "xyz"]
+    j = [sp.Symbol(f"J{tag}{a}", real=True) for a in _INERTIA_NAMES]
+    full = (m, c[0] * m, c[1] * m, c[2] * m, *j)
+    return full[:per]
+
+
+def parameter_symbols(n: int, per: int = N_PARAMS) -> tuple[sp.Expr, ...]:
+    """Stacked standard-parameter expressions of links 1..n (``per`` = 10 or 4 per link)."""
+    return tuple(e for i in range(1, n + 1) for e in body_parameter_symbols(i, per))
+
+
+def _per_link(kind: str) -> int:
+    if kind not in KINDS:
+        raise SymbolicModelError(f"kind must be one of {KINDS}, got {kind!r}")
+    return N_GRAVITY_PARAMS if kind == "gravity" else N_PARAMS
+
+
+# ----------------------------------------------------------------------------------------------
+# Symbolic kinematics and gravity regressor
+# ----------------------------------------------------------------------------------------------
+def _rot_axis_sym(axis: np.ndarray, q: sp.Symbol) -> sp.Matrix:
+    k = [exact_number(v) for v in np.asarray(axis, float) / np.linalg.norm(axis)]
+    c, s = sp.cos(q), sp.sin(q)
+    for idx in range(3):
+        if k[idx] in (1, -1) and all(k[j] == 0 for j in range(3) if j != idx):
+            sgn = k[idx]
+            s = sgn * s
+            if idx == 0:
+                r = [[1, 0, 0], [0, c, -s], [0, s, c]]
+            elif idx == 1:
+                r = [[c, 0, s], [0, 1, 0], [-s, 0, c]]
+            else:
+                r = [[c, -s, 0], [s, c, 0], [0, 0, 1]]
+            break
+    else:
+        kx = sp.Matrix([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+        r = (sp.eye(3) + s * kx + (1 - c) * kx * kx).tolist()
+    t = sp.eye(4)
+    t[:3, :3] = sp.Matrix(r)
+    return t
+
+
+def link_transforms(desc: RobotDescription, q: Sequence[sp.Symbol] | None = None) -> list[sp.Matrix]:
+    """Symbolic poses (4x4) of link frames 1..n in the base frame; constants snapped to exact values."""
+    q = joint_symbols(desc.n) if q is None else q
+    out = []
+    t = sp.eye(4)
+    for joint, qi in zip(desc.joints, q):
+        t = t * exact_matrix(joint.pre) * _rot_axis_sym(joint.axis, qi) * exact_matrix(joint.post)
+        t = t.applyfunc(sp.expand)
+        out.append(t)
+    return out
+
+
+def potential_regressor(desc: RobotDescription, q: Sequence[sp.Symbol] | None = None) -> sp.Matrix:
+    """Row u(q) (1 x 4n) with the potential energy U = u(q) p_g, p_g = (m_i, m_i c_i) stacked (J)."""
+    q = joint_symbols(desc.n) if q is None else q
+    gamma = exact_matrix(np.asarray(desc.gravity, float).reshape(3, 1))
+    u = []
+    for t in link_transforms(desc, q):
+        p, r = t[:3, 3], t[:3, :3]
+        u.append(sp.expand(-(gamma.T * p)[0]))
+        for k in range(3):
+            u.append(sp.expand(-(gamma.T * r[:, k])[0]))
+    return sp.Matrix(1, len(u), u)
+
+
+def gravity_regressor_symbolic(desc: RobotDescription, q: Sequence[sp.Symbol] | None = None) -> sp.Matrix:
+    """Symbolic Y_g(q) (n x 4n) with g(q) = Y_g(q) p_g = dU/dq (N m per unit parameter)."""
+    q = joint_symbols(desc.n) if q is None else q
+    u = potential_regressor(desc, q)
+    return sp.Matrix(desc.n, u.shape[1], lambda j, c: sp.expand(sp.diff(u[c], q[j])))
+
+
+# ----------------------------------------------------------------------------------------------
+# Base-parameter selection (numeric decision, exact-ish coefficients)
+# ----------------------------------------------------------------------------------------------
+def preference_order(n: int, kind: str) -> list[int]:
+    """Order in which regressor columns are tried as independent: the inertia entries of all links
+    (full only), then all first moments, then all masses (best folded into the others, as in
+    eq. 38); within each group the last link first."""
+    per = _per_link(kind)
+    groups = ([[9, 4, 7, 5, 6, 8]] if per == N_PARAMS else []) + [[1, 2, 3], [0]]
+    return [per * link + k for group in groups for link in range(n - 1, -1, -1) for k in group]
+
+
+def select_base(w: np.ndarray, order: Sequence[int], rtol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy independent-column selection of the stacked regressor ``w`` in ``order``.
+
+    Returns (independent column indices in selection order, B) with ``w[:, dep] = w[:, indep] @ B``
+    for ``dep`` = the remaining columns in increasing order.
+    """
+    norms = np.linalg.norm(w, axis=0)
+    scale = max(float(norms.max()), 1.0)
+    basis: list[np.ndarray] = []
+    indep: list[int] = []
+    for col in order:
+        if norms[col] <= rtol * scale:
+            continue
+        v = w[:, col] / norms[col]
+        r = v.copy()
+        for _ in range(2):  # re-orthogonalise once for round-off
+            for b in basis:
+                r -= (b @ r) * b
+        if np.linalg.norm(r) > rtol * 1e2:
+            basis.append(r / np.linalg.norm(r))
+            indep.append(col)
+    indep_arr = np.array(indep, dtype=int)
+    dep = np.setdiff1d(np.arange(w.shape[1]), indep_arr)
+    b, *_ = np.linalg.lstsq(w[:, indep_arr], w[:, dep], rcond=None)
+    resid = np.linalg.norm(w[:, dep] - w[:, indep_arr] @ b) if dep.size else 0.0
+    if resid > 1e-7 * scale:
+        raise SymbolicModelError(f"base-parameter decomposition is inconsistent (residual {resid:.3g})")
+    return indep_arr, b
+
+
+def _mapping_matrix(n_cols: int, indep: np.ndarray, b: np.ndarray) -> sp.Matrix:
+    """Exact-ish K (r x P): pi = K p, identity on the independent columns, B on the dependent ones."""
+    dep = np.setdiff1d(np.arange(n_cols), indep)
+    k = sp.zeros(len(indep), n_cols)
+    for row, col in enumerate(indep):
+        k[row, int(col)] = sp.Integer(1)
+        for j, dcol in enumerate(dep):
+            k[row, int(dcol)] = exact_number(b[row, j], tol=1e-9)
+    return k
+
+
+def _random_configurations(desc: RobotDescription, count: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    lo = np.maximum(desc.limits.position[:, 0], -np.pi)
+    hi = np.minimum(desc.limits.position[:, 1], np.pi)
+    return rng.uniform(lo, hi, size=(count, desc.n))
+
+
+# ----------------------------------------------------------------------------------------------
+# The result record
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class SymbolicCoefficients:
+    """Dynamic coefficients of one robot, symbolic in the standard parameters (see module docstring).
+
+    ``kind``: ``"gravity"`` (p_g: 4 per link) or ``"full"`` (10 per link). ``K`` (r x P) maps the stacked
+    standard parameters to the coefficients: ``coefficients = K * parameters``. ``independent`` are the
+    indices of the standard parameters whose regressor columns form the base regressor.
+    ``base_regressor`` (gravity only) is the symbolic n x r Y_gb(q): g(q) = Y_gb(q) pi_g.
+    ``payload_jacobian`` (r x 4 or r x 10) is J_eps: epsilon = J_eps p_L (eq. 27).
+    """
+
+    robot: str
+    kind: str
+    n: int
+    q: tuple[sp.Symbol, ...]
+    independent: np.ndarray
+    K: sp.Matrix
+    payload_transform: sp.Matrix
+    base_regressor: sp.Matrix | None = None
+    method: str = ""
+    _funcs: dict = field(default_factory=dict, repr=False)
+
+    # --- symbolic views ---------------------------------------------------------------------
+    @property
+    def per_link(self) -> int:
+        return _per_link(self.kind)
+
+    @property
+    def rank(self) -> int:
+        return int(self.K.shape[0])
+
+    @property
+    def parameters(self) -> tuple[sp.Expr, ...]:
+        """Stacked standard parameters (symbols/products), P = per_link * n."""
+        return parameter_symbols(self.n, self.per_link)
+
+    @property
+    def coefficients(self) -> list[sp.Expr]:
+        """pi = K p, the dynamic coefficients of the unloaded robot (eq. 38 style products)."""
+        p = sp.Matrix(self.parameters)
+        return [sp.expand(e) for e in self.K * p]
+
+    @property
+    def payload_parameters(self) -> tuple[sp.Expr, ...]:
+        """p_L = (mL, cLx*mL, cLy*mL, cLz*mL[, JLxx..JLzz]) in the payload frame (eq. 20)."""
+        return body_parameter_symbols("L", self.per_link)
+
+    @property
+    def payload_jacobian(self) -> sp.Matrix:
+        """J_eps (r x per_link) = K_n T_L: epsilon = J_eps p_L (eq. 27)."""
+        per = self.per_link
+        k_last = self.K[:, per * (self.n - 1):]
+        return k_last * self.payload_transform
+
+    @property
+    def epsilon(self) -> list[sp.Expr]:
+        """eps(p_L) = pi_L - pi (eq. 21)."""
+        return [sp.expand(e) for e in self.payload_jacobian * sp.Matrix(self.payload_parameters)]
+
+    @property
+    def loaded_coefficients(self) -> list[sp.Expr]:
+        """pi_L: the coefficients with the payload merged into the last link (eqs. 16-19)."""
+        return [sp.expand(a + b) for a, b in zip(self.coefficients, self.epsilon)]
+
+    @property
+    def nonzero(self) -> list[int]:
+        """Indices (0-based) of the non-zero components of epsilon (eps_nz)."""
+        jac = self.payload_jacobian
+        return [i for i in range(jac.shape[0]) if any(v != 0 for v in jac.row(i))]
+
+    @property
+    def payload_jacobian_nz(self) -> sp.Matrix:
+        """J_eps,nz: the rows of J_eps of the non-zero components."""
+        jac = self.payload_jacobian
+        return sp.Matrix([list(jac.row(i)) for i in self.nonzero])
+
+    # --- numeric evaluation -----------------------------------------------------------------
+    def K_numeric(self) -> np.ndarray:
+        return np.array(self.K.evalf(17).tolist(), dtype=float)
+
+    def payload_jacobian_numeric(self, nonzero_only: bool = False) -> np.ndarray:
+        jac = self.payload_jacobian_nz if nonzero_only else self.payload_jacobian
+        return np.array(jac.evalf(17).tolist(), dtype=float)
+
+    def coefficient_values(self, params: np.ndarray) -> np.ndarray:
+        """pi = K p for numeric stacked standard parameters p (length P)."""
+        p = np.asarray(params, dtype=float)
+        if p.shape != (self.K.shape[1],):
+            raise SymbolicModelError(f"expected {self.K.shape[1]} standard parameters, got shape {p.shape}")
+        return self.K_numeric() @ p
+
+    def base_regressor_function(self) -> Callable[[np.ndarray], np.ndarray]:
+        """Fast numeric Y_gb(q) (n x r) from the lambdified symbolic base regressor (gravity only)."""
+        if self.base_regressor is None:
+            raise SymbolicModelError("the symbolic base regressor exists for kind='gravity' only")
+        if "yb" not in self._funcs:
+            f = sp.lambdify([self.q], self.base_regressor, modules="numpy", cse=True)
+            n, r = self.n, self.rank
+
+            def yb(q: np.ndarray) -> np.ndarray:
+                q = np.asarray(q, dtype=float)
+                if q.shape != (n,):
+                    raise SymbolicModelError(f"q must have {n} joint angles (rad), got shape {q.shape}")
+                return np.asarray(f(q), dtype=float).reshape(n, r)
+
+            self._funcs["yb"] = yb
+        return self._funcs["yb"]
+
+    def gravity(self, q: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
+        """g(q) = Y_gb(q) pi_g (N m) for numeric gravity coefficients."""
+        return self.base_regressor_function()(q) @ np.asarray(coefficients, dtype=float)
+
+
+# ----------------------------------------------------------------------------------------------
+# Derivation, caching
+# ----------------------------------------------------------------------------------------------
+def cache_dir() -> Path:
+    """``$PAYLOAD_ESTIMATION_CACHE`` or ``$XDG_CACHE_HOME/payload_estimation`` (~/.cache/...)."""
+    env = os.environ.get("PAYLOAD_ESTIMATION_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "payload_estimation"
+
+
+def cache_key(desc: RobotDescription, kind: str) -> str:
+    """Hash of everything the derivation depends on (kinematics, gravity, payload frame, versions)."""
+    h = hashlib.sha256()
+    h.update(f"v{SYMBOLIC_VERSION};sympy{sp.__version__};{kind};n{desc.n};".encode())
+    for j in desc.joints:
+        for a in (j.pre, j.axis, j.post):
+            h.update(np.ascontiguousarray(np.asarray(a, dtype=np.float64)).tobytes())
+    for a in (desc.gravity, desc.payload_frame):
+        h.update(np.ascontiguousarray(np.asarray(a, dtype=np.float64)).tobytes())
+    if kind == "full":  # the full mapping is decided on the description's joint limits' samples
+        h.update(np.ascontiguousarray(desc.limits.position, dtype=np.float64).tobytes())
+    return h.hexdigest()[:32]
+
+
+def _to_cache(sc: SymbolicCoefficients) -> dict:
+    return {
+        "version": SYMBOLIC_VERSION,
+        "sympy": sp.__version__,
+        "robot": sc.robot,
+        "kind": sc.kind,
+        "n": sc.n,
+        "method": sc.method,
+        "independent": [int(i) for i in sc.independent],
+        "K": [[sp.srepr(v) for v in sc.K.row(i)] for i in range(sc.K.shape[0])],
+        "payload_transform": [[sp.srepr(v) for v in sc.payload_transform.row(i)]
+                              for i in range(sc.payload_transform.shape[0])],
+        "base_regressor": None if sc.base_regressor is None else
+        [[sp.srepr(v) for v in sc.base_regressor.row(i)] for i in range(sc.base_regressor.shape[0])],
+    }
+
+
+def _from_cache(d: dict, q: tuple[sp.Symbol, ...]) -> SymbolicCoefficients:
+    def mat(rows):
+        return sp.Matrix([[sp.sympify(s) for s in row] for row in rows])
+
+    yb = d.get("base_regressor")
+    base = None
+    if yb is not None:
+        ns = {f"q{i + 1}": qi for i, qi in enumerate(q)}
+        base = sp.Matrix([[sp.sympify(s, locals=ns) for s in row] for row in yb])
+        base = base.xreplace({sp.Symbol(str(qi)): qi for qi in q})
+    return SymbolicCoefficients(
+        robot=d["robot"], kind=d["kind"], n=int(d["n"]), q=q,
+        independent=np.array(d["independent"], dtype=int), K=mat(d["K"]),
+        payload_transform=mat(d["payload_transform"]), base_regressor=base,
+        method=d["method"] + " (cached)" if "cached" not in d["method"] else d["method"],
+    )
+
+
+def derive(desc: RobotDescription, kind: str = "gravity", n_samples: int | None = None, seed: int = 0,
+           use_cache: bool = True) -> SymbolicCoefficients:
+    """Symbolic dynamic coefficients of ``desc`` (``kind``: gravity | full), cached on disk.
+
+    gravity: Y_g(q) from the potential energy (sympy), base columns decided on ``n_samples`` random
+    configurations of the lambdified Y_g. full: the numeric regressor of pinocchio
+    (:class:`RigidBodyDynamics`) on random states, i.e. the numeric mapping, exact-ified.
+    """
+    per = _per_link(kind)
+    q = joint_symbols(desc.n)
+    path = cache_dir() / f"coefficients-{kind}-{cache_key(desc, kind)}.json"
+    if use_cache and path.is_file():
+        try:
+            sc = _from_cache(json.loads(path.read_text()), q)
+            sc.robot = desc.name
+            return sc
+        except (ValueError, KeyError, TypeError, SyntaxError) as exc:  # a corrupt cache entry: re-derive
+            log.warning("ignoring unreadable symbolic cache %s: %s", path, exc)
+
+    n = desc.n
+    t_l = exact_matrix(params_transform_matrix(desc.payload_frame)[:per, :per])
+    order = preference_order(n, kind)
+    if kind == "gravity":
+        yg = gravity_regressor_symbolic(desc, q)
+        f = sp.lambdify([q], yg, modules="numpy", cse=True)
+        qs = _random_configurations(desc, n_samples or max(40, 8 * n), seed)
+        w = np.vstack([np.asarray(f(qi), dtype=float).reshape(n, per * n) for qi in qs])
+        indep, b = select_base(w, order)
+        base = yg[:, [int(i) for i in indep]]
+        method = "symbolic potential energy; base columns decided numerically"
+    else:
+        from .dynamics import RigidBodyDynamics
+
+        dyn = RigidBodyDynamics(desc)
+        rng = np.random.default_rng(seed)
+        qs = _random_configurations(desc, n_samples or max(60, 12 * n), seed)
+        w = np.vstack([dyn.regressor(qi, rng.uniform(-2, 2, n), rng.uniform(-5, 5, n)) for qi in qs])
+        indep, b = select_base(w, order)
+        base = None
+        method = "numeric mapping (pinocchio regressor), coefficients snapped to exact decimals"
+    sc = SymbolicCoefficients(desc.name, kind, n, q, indep, _mapping_matrix(per * n, indep, b), t_l, base, method)
+    if use_cache:
+        _write_cache(path, _to_cache(sc))
+    return sc
+
+
+def _write_cache(path: Path, data: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+    except OSError as exc:  # a read-only home must not break the derivation
+        log.warning("cannot write the symbolic cache %s: %s", path, exc)
+
+
+def group_terms(expr: sp.Expr) -> str:
+    """Readable form of a linear coefficient: terms with the same numeric factor grouped,
+    e.g. ``c5y*m5 + c4z*m4 + 39/100*(m5 + m6 + m7)`` (display only; parse the plain str for math)."""
+    expr = sp.expand(expr)
+    if expr == 0:
+        return "0"
+    groups: dict[sp.Expr, list[sp.Expr]] = {}
+    for term in sp.Add.make_args(expr):
+        coeff, rest = term.as_coeff_Mul()
+        groups.setdefault(coeff, []).append(rest)
+    parts: list[tuple[bool, str]] = []  # (negative, text)
+    for coeff, terms in sorted(groups.items(), key=lambda kv: (abs(kv[0]) != 1, -abs(kv[0]))):
+        mag = abs(coeff)
+        if mag == 1:
+            parts += [(bool(coeff < 0), str(t)) for t in terms]
+        elif len(terms) == 1:
+            parts.append((bool(coeff < 0), f"{mag}*{terms[0]}"))
+        else:
+            parts.append((bool(coeff < 0), f"{mag}*(" + " + ".join(str(t) for t in terms) + ")"))
+    parts.sort(key=lambda p: p[0])  # positive terms first
+    out = ("-" if parts[0][0] else "") + parts[0][1]
+    for neg, text in parts[1:]:
+        out += (" - " if neg else " + ") + text
+    return out
+
+
+__all__ = [
+    "SymbolicCoefficients",
+    "SymbolicModelError",
+    "body_parameter_symbols",
+    "cache_dir",
+    "cache_key",
+    "derive",
+    "exact_number",
+    "gravity_regressor_symbolic",
+    "group_terms",
+    "joint_symbols",
+    "link_transforms",
+    "parameter_symbols",
+    "potential_regressor",
+    "preference_order",
+    "select_base",
+]
