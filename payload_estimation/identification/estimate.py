@@ -17,6 +17,9 @@ class PayloadEstimate:
     mass (kg); com (m, payload frame); inertia about the CoM [xx, xy, xz, yy, yz, zz] (kg m^2,
     payload-frame axes) or None when only the gravity parameters were estimated; std: standard
     deviation of every estimated quantity by name (``mass``, ``cx``.., ``Ixx``..); fit quality.
+    ``params``: the identified linear parameters by name (``m``, ``mcx``.., ``Jxx``.. about the
+    payload-frame origin, ``offset_<joint>``); ``offsets``: constant joint-torque offsets (N m) when
+    they were estimated, else None.
     """
 
     mass: float
@@ -28,6 +31,8 @@ class PayloadEstimate:
     residual_rms: float = float("nan")
     samples: int = 0
     method: str = ""
+    params: dict[str, float] = field(default_factory=dict)
+    offsets: np.ndarray | None = None
 
     def body(self) -> BodyInertia:
         """The payload as a rigid body in the payload frame (zero inertia if not estimated)."""
@@ -59,6 +64,8 @@ class PayloadEstimate:
             "residual_rms": float(self.residual_rms),
             "samples": int(self.samples),
             "method": self.method,
+            "params": {k: float(v) for k, v in self.params.items()},
+            "offsets": None if self.offsets is None else [float(x) for x in self.offsets],
         }
 
     @classmethod
@@ -75,6 +82,8 @@ class PayloadEstimate:
             residual_rms=float(d.get("residual_rms", float("nan"))),
             samples=int(d.get("samples", 0)),
             method=str(d.get("method", "")),
+            params={k: float(v) for k, v in (d.get("params") or {}).items()},
+            offsets=None if d.get("offsets") is None else np.asarray(d["offsets"], dtype=float),
         )
 
     @classmethod

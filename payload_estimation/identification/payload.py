@@ -1,0 +1,534 @@
+"""Payload estimation from joint torques (Gaz & De Luca, IROS 2017 = paper 000).
+
+Payload parameters ``p_L = (m, m cx, m cy, m cz, Jxx, Jxy, Jxz, Jyy, Jyz, Jzz)`` in the payload
+frame (J about the payload-frame origin), gravity subset ``p_L,g`` = the first four.
+
+* :func:`estimate_payload_gravity` — static samples, the pick-estimate-and-move procedure of
+  Sec. VI-A: ``Delta tau = Y_Lg(q) p_L,g`` with ``Delta tau = tau_L - g(q)`` (one-shot, eq. 26, the
+  unloaded torque from a model) or ``tau_L - tau_unloaded`` measured at the same poses
+  (differential; cancels model errors and sensor offsets). ``Y_Lg = dyn.payload_gravity_regressor``
+  equals ``Y_g J_eps`` of eqs. (22) and (27).
+* :func:`estimate_payload_two_stage` — eqs. (24), (25), (28): ``p_L = J_eps^# (pi_L - pi)``;
+  :func:`identify_coefficients` gives pi and pi_L (with covariances) from data.
+* :func:`estimate_payload_full` — all 10 parameters from dynamic motion, optionally stacked with
+  static gravity equations (eq. 45); refuses (or flags) data that do not excite the inertia.
+
+Every estimator returns a :class:`~.estimate.PayloadEstimate` with standard deviations from the
+least-squares covariance (propagated to CoM and inertia about the CoM by the delta method), and
+rejects physically impossible results with :class:`PayloadRejected`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.base_parameters import BaseParameters, compute_base_parameters, payload_jacobian
+from ..model.dynamics import RigidBodyDynamics
+from ..model.parameters import BodyInertia, check_consistency, sym_from_vec6, vec6_from_sym
+from ..model.transforms import skew
+from .estimate import PayloadEstimate
+from .least_squares import LSResult, full_rank_columns, solve_least_squares, stack_rows
+
+PAYLOAD_NAMES = ("m", "mcx", "mcy", "mcz", "Jxx", "Jxy", "Jxz", "Jyy", "Jyz", "Jzz")
+GRAVITY_NAMES = PAYLOAD_NAMES[:4]
+_COM = ("cx", "cy", "cz")
+_ICOM = ("Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
+METHODS = ("one-shot", "differential")
+
+
+class PayloadRejected(ValueError):
+    """The estimate is physically impossible or outside the configured limits (message says why)."""
+
+
+class PayloadDataError(ValueError):
+    """Inputs to a payload estimator are malformed (shapes, NaN/inf, too few samples)."""
+
+
+class InertiaNotExcited(PayloadRejected):
+    """The motion does not determine the payload inertia; ``columns`` names the undetermined ones."""
+
+    def __init__(self, message: str, columns: tuple[str, ...]):
+        super().__init__(message)
+        self.columns = columns
+
+
+@dataclass(frozen=True)
+class PayloadLimits:
+    """Plausibility limits: mass in (min_mass, max_payload] kg, |CoM| <= max_com_radius m from the
+    payload-frame origin, inertia about the CoM positive definite with the triangle inequality."""
+
+    max_payload: float = 50.0
+    max_com_radius: float = 1.0
+    min_mass: float = 0.0
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+def _arr2(a, name: str, n: int | None = None, rows: int | None = None) -> np.ndarray:
+    try:
+        x = np.asarray(a, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise PayloadDataError(f"{name} must be numeric: {exc}") from exc
+    if x.ndim == 1 and n is not None and x.shape[0] == n:
+        x = x[None, :]
+    if x.ndim != 2:
+        raise PayloadDataError(f"{name} must be (N samples, n joints), got shape {x.shape}")
+    if n is not None and x.shape[1] != n:
+        raise PayloadDataError(f"{name} has {x.shape[1]} joints per sample, the robot has {n}")
+    if rows is not None and x.shape[0] != rows:
+        raise PayloadDataError(f"{name} has {x.shape[0]} samples, expected {rows} (one per pose of q)")
+    bad = ~np.isfinite(x)
+    if bad.any():
+        k, j = np.argwhere(bad)[0]
+        raise PayloadDataError(f"{name} is NaN/inf at sample {k}, joint {j + 1}")
+    return x
+
+
+def _row_weights(weights, n_samples: int, n: int) -> np.ndarray | None:
+    """Weights per joint (n,), per sample and joint (N, n) or per stacked row (N n,)."""
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=float)
+    if w.shape == (n,):
+        return np.tile(w, n_samples)
+    if w.shape == (n_samples, n) or w.shape == (n_samples * n,):
+        return w.reshape(-1)
+    raise PayloadDataError(f"weights must have shape ({n},), ({n_samples}, {n}) or ({n_samples * n},), got {w.shape}")
+
+
+def payload_gravity_rows(dyn: RigidBodyDynamics, q: np.ndarray) -> np.ndarray:
+    """Stacked payload gravity regressor (N n x 4) at the poses ``q`` (N, n), rows as stack_rows."""
+    q = _arr2(q, "q", dyn.n)
+    return stack_rows([dyn.payload_gravity_regressor(qk) for qk in q])
+
+
+def gravity_from_coefficients(dyn: RigidBodyDynamics, base: BaseParameters,
+                              pi_g: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Unloaded gravity torque g(q) = Y_g,b(q) pi_g from identified gravity coefficients."""
+    if base.kind != "gravity":
+        raise PayloadDataError(f"base parameters must be of kind 'gravity', got {base.kind!r}")
+    pi_g = np.asarray(pi_g, dtype=float).reshape(-1)
+    if pi_g.shape[0] != base.rank:
+        raise PayloadDataError(f"{pi_g.shape[0]} gravity coefficients given, the robot has {base.rank}")
+
+    def g(q: np.ndarray) -> np.ndarray:
+        return base.base_regressor(dyn.gravity_regressor(q)) @ pi_g
+
+    return g
+
+
+def _numeric_jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
+    f0 = f(x)
+    jac = np.zeros((f0.shape[0], x.shape[0]))
+    for k in range(x.shape[0]):
+        h = 1e-6 * max(abs(x[k]), 1e-3)
+        e = np.zeros_like(x)
+        e[k] = h
+        jac[:, k] = (f(x + e) - f(x - e)) / (2 * h)
+    return jac
+
+
+def _derived(p10: np.ndarray) -> np.ndarray:
+    """(cx, cy, cz, I_com(6)) from the 10 payload parameters."""
+    m, h = p10[0], p10[1:4]
+    c = h / m
+    s = skew(h)
+    i_c = sym_from_vec6(p10[4:10]) - (s.T @ s) / m
+    return np.concatenate([c, vec6_from_sym(i_c)])
+
+
+def _build_estimate(p: np.ndarray, cov: np.ndarray, identified: np.ndarray, names: Sequence[str],
+                    *, method: str, frame: str, samples: int, condition_number: float,
+                    residual_rms: float, limits: PayloadLimits | None,
+                    offsets: tuple[np.ndarray, np.ndarray, Sequence[str]] | None = None) -> PayloadEstimate:
+    """Assemble a PayloadEstimate from the payload parameter vector ``p`` (4 or 10) and covariance.
+
+    ``identified`` marks the components the data determined (others are 0 with std NaN).
+    """
+    k = p.shape[0]
+    std_p = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    std_p = np.where(identified, std_p, np.nan)
+    std: dict[str, float] = {names[i]: float(std_p[i]) for i in range(k)}
+    std["mass"] = std["m"]
+    m = float(p[0])
+    has_inertia = k == 10 and bool(identified[4:10].all())
+    if not np.all(np.isfinite(p)):
+        raise PayloadRejected(f"estimate is not finite: {dict(zip(names, p.tolist()))}")
+    if limits is not None:
+        if m <= limits.min_mass:
+            raise PayloadRejected(
+                f"estimated payload mass {m:.4g} kg (std {std['m']:.2g}) is not above {limits.min_mass} kg: "
+                "no payload is held, or the unloaded reference torques are wrong"
+            )
+        if m > limits.max_payload:
+            raise PayloadRejected(
+                f"estimated payload mass {m:.4g} kg exceeds the limit of {limits.max_payload} kg: "
+                "check the torque data (units, offsets, joint order) or raise --max-payload"
+            )
+    if m == 0:
+        raise PayloadRejected("estimated payload mass is exactly zero: CoM undefined")
+    pfull = np.zeros(10)
+    pfull[:k] = p
+    cfull = np.zeros((10, 10))
+    cfull[:k, :k] = np.where(np.outer(identified, identified), cov, 0.0)
+    if not has_inertia:
+        # Give the CoM derivation a harmless, well-defined inertia (only c is used then).
+        pfull[4:10] = 0.0
+    derived = _derived(pfull)
+    jac = _numeric_jacobian(_derived, pfull)
+    dcov = jac @ cfull @ jac.T
+    dstd = np.sqrt(np.clip(np.diag(dcov), 0.0, None))
+    com = derived[:3]
+    for i, nm in enumerate(_COM):
+        std[nm] = float(dstd[i]) if identified[1 + i] else float("nan")
+        if not identified[1 + i]:
+            com[i] = 0.0
+    inertia = None
+    if has_inertia:
+        inertia = derived[3:]
+        for i, nm in enumerate(_ICOM):
+            std[nm] = float(dstd[3 + i])
+    if limits is not None:
+        r = float(np.linalg.norm(com))
+        if r > limits.max_com_radius:
+            raise PayloadRejected(
+                f"estimated CoM {np.round(com, 4).tolist()} m is {r:.3g} m from the payload frame, beyond "
+                f"max_com_radius {limits.max_com_radius} m: the data do not describe a held payload"
+            )
+        if inertia is not None:
+            rep = check_consistency(BodyInertia(m, com, sym_from_vec6(inertia)))
+            if not rep.ok:
+                raise PayloadRejected("estimated payload inertia is physically impossible: " + "; ".join(rep.problems))
+    params = {names[i]: float(p[i]) for i in range(k) if identified[i]}
+    off = None
+    if offsets is not None:
+        off, off_std, off_names = offsets
+        for nm, v, s in zip(off_names, off, off_std):
+            params[nm] = float(v)
+            std[nm] = float(s)
+    return PayloadEstimate(
+        mass=m, com=com, inertia=inertia, std=std, condition_number=float(condition_number),
+        residual_rms=float(residual_rms), samples=int(samples), method=method, frame=frame,
+        params=params, offsets=off,
+    )
+
+
+def _frame_name(dyn: RigidBodyDynamics) -> str:
+    return dyn.desc.payload_frame_name
+
+
+def _limits(limits: PayloadLimits | None, check: bool) -> PayloadLimits | None:
+    if not check:
+        return None
+    return limits if limits is not None else PayloadLimits()
+
+
+# ------------------------------------------------------------------------------------ static gravity
+
+def estimate_payload_gravity(
+    dyn: RigidBodyDynamics,
+    q: np.ndarray,
+    tau_loaded: np.ndarray,
+    tau_unloaded: np.ndarray | None = None,
+    method: str | None = None,
+    *,
+    unloaded_gravity: Callable[[np.ndarray], np.ndarray] | None = None,
+    weights: np.ndarray | None = None,
+    estimate_offsets: bool = False,
+    limits: PayloadLimits | None = None,
+    check: bool = True,
+) -> PayloadEstimate:
+    """Mass and CoM of the payload from static samples (paper 000, Sec. VI-A).
+
+    q, tau_loaded, tau_unloaded: (N, n) rad and N m, model joint order, arm at rest.
+    ``method``: ``"one-shot"`` (default without ``tau_unloaded``): unloaded torque from the model,
+    ``unloaded_gravity(q)`` if given (e.g. :func:`gravity_from_coefficients`) else ``dyn.gravity``;
+    ``"differential"`` (default with ``tau_unloaded``): measured unloaded torques at the same poses.
+    ``weights``: per joint (n,), per sample (N, n) or per row; e.g. 1/sigma_j^2.
+    ``estimate_offsets``: also fit a constant torque offset per joint (needs well spread poses;
+    only meaningful for one-shot, since the differential method cancels offsets).
+    Raises :class:`PayloadDataError` on bad input, :class:`~.least_squares.RankDeficientError` when
+    the poses do not determine the parameters, :class:`PayloadRejected` for impossible results.
+    """
+    n = dyn.n
+    q = _arr2(q, "q", n)
+    n_s = q.shape[0]
+    tau_l = _arr2(tau_loaded, "tau_loaded", n, n_s)
+    if method is None:
+        method = "one-shot" if tau_unloaded is None else "differential"
+    if method not in METHODS:
+        raise PayloadDataError(f"method must be one of {METHODS}, got {method!r}")
+    if method == "differential":
+        if tau_unloaded is None:
+            raise PayloadDataError("method 'differential' needs tau_unloaded measured at the same poses")
+        ref = _arr2(tau_unloaded, "tau_unloaded", n, n_s)
+    else:
+        if tau_unloaded is not None:
+            raise PayloadDataError("method one-shot takes the unloaded torque from the model; omit tau_unloaded")
+        gfun = unloaded_gravity if unloaded_gravity is not None else dyn.gravity
+        ref = np.array([np.asarray(gfun(qk), dtype=float).reshape(n) for qk in q])
+    dtau = (tau_l - ref).reshape(-1)
+    y = payload_gravity_rows(dyn, q)
+    names: list[str] = list(GRAVITY_NAMES)
+    if estimate_offsets:
+        y = np.hstack([y, np.tile(np.eye(n), (n_s, 1))])
+        names += [f"offset_{j}" for j in dyn.desc.joint_names]
+    res = solve_least_squares(y, dtau, _row_weights(weights, n_s, n), names)
+    offsets = None
+    if estimate_offsets:
+        offsets = (res.params[4:], res.std[4:], names[4:])
+    return _build_estimate(
+        res.params[:4], res.covariance[:4, :4], np.ones(4, bool), GRAVITY_NAMES,
+        method=f"gravity {method}" + (" + offsets" if estimate_offsets else ""), frame=_frame_name(dyn),
+        samples=n_s, condition_number=float(np.linalg.cond(y[:, :4])), residual_rms=res.residual_rms,
+        limits=_limits(limits, check), offsets=offsets,
+    )
+
+
+# ------------------------------------------------------------------------------------------ two-stage
+
+def identify_coefficients(dyn: RigidBodyDynamics, base: BaseParameters, q: np.ndarray,
+                          dq: np.ndarray | None = None, ddq: np.ndarray | None = None,
+                          tau: np.ndarray | None = None, weights: np.ndarray | None = None) -> LSResult:
+    """Dynamic coefficients pi (eq. 14 / 24) by least squares on the stacked base regressor.
+
+    ``base.kind == "gravity"``: static samples, only q and tau are used; ``"full"``: q, dq, ddq, tau.
+    """
+    n = dyn.n
+    q = _arr2(q, "q", n)
+    n_s = q.shape[0]
+    if tau is None:
+        raise PayloadDataError("identify_coefficients needs measured torques tau")
+    tau = _arr2(tau, "tau", n, n_s)
+    if base.kind == "gravity":
+        blocks = [base.base_regressor(dyn.gravity_regressor(qk)) for qk in q]
+    else:
+        if dq is None or ddq is None:
+            raise PayloadDataError("full dynamic coefficients need dq and ddq")
+        dq, ddq = _arr2(dq, "dq", n, n_s), _arr2(ddq, "ddq", n, n_s)
+        blocks = [base.base_regressor(dyn.regressor(a, b, c)) for a, b, c in zip(q, dq, ddq)]
+    names = [f"pi{i + 1}" for i in range(base.rank)]
+    return solve_least_squares(stack_rows(blocks), tau.reshape(-1), _row_weights(weights, n_s, n), names)
+
+
+def estimate_payload_two_stage(
+    pi_hat: np.ndarray,
+    pi_hat_L: np.ndarray,
+    J_eps: np.ndarray,
+    *,
+    cov_pi: np.ndarray | None = None,
+    cov_pi_L: np.ndarray | None = None,
+    param_names: Sequence[str] | None = None,
+    frame: str = "last_link",
+    samples: int = 0,
+    limits: PayloadLimits | None = None,
+    check: bool = True,
+    rtol: float = 1e-9,
+) -> PayloadEstimate:
+    """p_L = J_eps^# (pi_L - pi), eqs. (25) and (28), on the non-zero components of epsilon.
+
+    ``J_eps`` (r x k) with k = 4 (gravity) or 10 columns in PAYLOAD_NAMES order (or ``param_names``).
+    Rows of J_eps that are zero (coefficients the payload does not change) are discarded;
+    columns the remaining rows do not determine (e.g. mcz and Jxx.. of a planar arm) are reported
+    as not identified (value 0, std NaN). Covariances of pi and pi_L, if given, are propagated
+    (cov_eps = cov_pi + cov_pi_L); otherwise the fit residual gives sigma^2 when rows > columns.
+    """
+    pi = np.asarray(pi_hat, dtype=float).reshape(-1)
+    pil = np.asarray(pi_hat_L, dtype=float).reshape(-1)
+    jac = np.asarray(J_eps, dtype=float)
+    if jac.ndim != 2 or pi.shape != pil.shape or jac.shape[0] != pi.shape[0]:
+        raise PayloadDataError(
+            f"shapes do not match: pi {pi.shape}, pi_L {pil.shape}, J_eps {jac.shape} (need r, r, r x k)"
+        )
+    k = jac.shape[1]
+    names = tuple(param_names) if param_names is not None else (GRAVITY_NAMES if k == 4 else PAYLOAD_NAMES)
+    if len(names) != k or names[:4] != GRAVITY_NAMES:
+        raise PayloadDataError(f"J_eps columns must be named starting with {GRAVITY_NAMES}, got {names}")
+    for a, nm in ((pi, "pi_hat"), (pil, "pi_hat_L"), (jac, "J_eps")):
+        if not np.all(np.isfinite(a)):
+            raise PayloadDataError(f"{nm} contains NaN/inf")
+    eps = pil - pi
+    scale = max(np.abs(jac).max(), np.finfo(float).tiny)
+    nz = np.abs(jac).max(axis=1) > rtol * scale
+    cols = full_rank_columns(jac[nz], rtol)
+    identified = np.zeros(k, bool)
+    identified[cols] = True
+    if not identified[:4].all():
+        missing = [names[i] for i in range(4) if not identified[i]]
+        raise PayloadRejected(f"the coefficients do not determine {', '.join(missing)} of the payload")
+    js = jac[np.ix_(nz, cols)]
+    pinv = np.linalg.pinv(js)
+    p_sel = pinv @ eps[nz]
+    resid = eps[nz] - js @ p_sel
+    if cov_pi is not None or cov_pi_L is not None:
+        ce = np.zeros((pi.shape[0], pi.shape[0]))
+        for c, nm in ((cov_pi, "cov_pi"), (cov_pi_L, "cov_pi_L")):
+            if c is not None:
+                c = np.asarray(c, dtype=float)
+                if c.shape != ce.shape:
+                    raise PayloadDataError(f"{nm} has shape {c.shape}, expected {ce.shape}")
+                ce = ce + c
+        cov_sel = pinv @ ce[np.ix_(nz, nz)] @ pinv.T
+    elif js.shape[0] > js.shape[1]:
+        sigma2 = float(resid @ resid) / (js.shape[0] - js.shape[1])
+        cov_sel = sigma2 * np.linalg.inv(js.T @ js)
+    else:
+        cov_sel = np.full((cols.size, cols.size), np.nan)
+    p = np.zeros(k)
+    p[cols] = p_sel
+    cov = np.zeros((k, k))
+    cov[np.ix_(cols, cols)] = cov_sel
+    return _build_estimate(
+        p, cov, identified, names, method="two-stage", frame=frame, samples=samples,
+        condition_number=float(np.linalg.cond(js)), residual_rms=float(np.sqrt(np.mean(resid**2))),
+        limits=_limits(limits, check),
+    )
+
+
+def estimate_payload_two_stage_from_data(
+    dyn: RigidBodyDynamics,
+    unloaded: dict,
+    loaded: dict,
+    kind: str = "full",
+    base: BaseParameters | None = None,
+    **kwargs,
+) -> PayloadEstimate:
+    """Both stages from data: pi from ``unloaded``, pi_L from ``loaded`` (dicts with q, tau and, for
+    kind="full", dq, ddq), J_eps from the numeric base parameters, then eq. (28)."""
+    base = base if base is not None else compute_base_parameters(dyn, kind)
+    r0 = identify_coefficients(dyn, base, unloaded.get("q"), unloaded.get("dq"), unloaded.get("ddq"),
+                               unloaded.get("tau"))
+    r1 = identify_coefficients(dyn, base, loaded.get("q"), loaded.get("dq"), loaded.get("ddq"), loaded.get("tau"))
+    jac = payload_jacobian(base, dyn)
+    n_s = int(np.asarray(loaded["q"]).shape[0] + np.asarray(unloaded["q"]).shape[0])
+    est = estimate_payload_two_stage(r0.params, r1.params, jac, cov_pi=r0.covariance, cov_pi_L=r1.covariance,
+                                     frame=_frame_name(dyn), samples=n_s, **kwargs)
+    return est
+
+
+# ------------------------------------------------------------------------------- full (10 parameters)
+
+def estimate_payload_full(
+    dyn: RigidBodyDynamics,
+    q: np.ndarray,
+    dq: np.ndarray,
+    ddq: np.ndarray,
+    tau_loaded: np.ndarray,
+    tau_unloaded: np.ndarray | None = None,
+    *,
+    static_q: np.ndarray | None = None,
+    static_tau_loaded: np.ndarray | None = None,
+    static_tau_unloaded: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+    static_weight: float = 1.0,
+    max_condition: float = 1e3,
+    on_not_excited: str = "raise",
+    limits: PayloadLimits | None = None,
+    check: bool = True,
+) -> PayloadEstimate:
+    """All 10 payload parameters from dynamic motion, stacked with static gravity rows (eq. 45).
+
+    Dynamic rows: ``Y_L(q, dq, ddq) p_L = tau_L - tau_ref`` with tau_ref the measured unloaded
+    torque on the same trajectory (``tau_unloaded``) or the nominal inverse dynamics of ``dyn``.
+    Static rows (optional): ``Y_Lg(q_s) p_L,g = tau_Ls - tau_ref,s`` (measured or ``dyn.gravity``).
+    The motion excites the inertia if the column-normalised regressor has full rank and condition
+    number <= ``max_condition``; otherwise ``on_not_excited="raise"`` raises
+    :class:`InertiaNotExcited` naming the undetermined parameters, ``"gravity"`` returns a gravity-only
+    estimate whose ``method`` says ``inertia not excited``.
+    """
+    if on_not_excited not in ("raise", "gravity"):
+        raise PayloadDataError(f"on_not_excited must be 'raise' or 'gravity', got {on_not_excited!r}")
+    n = dyn.n
+    q = _arr2(q, "q", n)
+    n_s = q.shape[0]
+    dq, ddq = _arr2(dq, "dq", n, n_s), _arr2(ddq, "ddq", n, n_s)
+    tau_l = _arr2(tau_loaded, "tau_loaded", n, n_s)
+    if tau_unloaded is not None:
+        ref = _arr2(tau_unloaded, "tau_unloaded", n, n_s)
+        how = "differential"
+    else:
+        ref = np.array([dyn.inverse_dynamics(a, b, c) for a, b, c in zip(q, dq, ddq)])
+        how = "one-shot"
+    y = stack_rows([dyn.payload_regressor(a, b, c) for a, b, c in zip(q, dq, ddq)])
+    rhs = (tau_l - ref).reshape(-1)
+    w = _row_weights(weights, n_s, n)
+    if w is None:
+        w = np.ones(y.shape[0])
+    n_static = 0
+    if static_q is not None:
+        sq = _arr2(static_q, "static_q", n)
+        n_static = sq.shape[0]
+        st_l = _arr2(static_tau_loaded, "static_tau_loaded", n, n_static)
+        if static_tau_unloaded is not None:
+            st_ref = _arr2(static_tau_unloaded, "static_tau_unloaded", n, n_static)
+        else:
+            st_ref = np.array([dyn.gravity(qk) for qk in sq])
+        yg = np.hstack([payload_gravity_rows(dyn, sq), np.zeros((n_static * n, 6))])
+        y = np.vstack([y, yg])
+        rhs = np.concatenate([rhs, (st_l - st_ref).reshape(-1)])
+        w = np.concatenate([w, np.full(n_static * n, float(static_weight))])
+    yw = y * np.sqrt(w)[:, None]
+    keep = full_rank_columns(yw)
+    norms = np.linalg.norm(yw, axis=0)
+    s = np.linalg.svd(yw / np.where(norms > 0, norms, 1.0), compute_uv=False)
+    cond_scaled = float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
+    method = f"full {how}" + (f" + {n_static} static" if n_static else "")
+    if keep.size < 10 or cond_scaled > max_condition:
+        if keep.size < 10:
+            missing = tuple(PAYLOAD_NAMES[i] for i in np.setdiff1d(np.arange(10), keep))
+        else:
+            _, _, vt = np.linalg.svd(yw / norms, full_matrices=False)
+            weak = np.abs(vt[-1])
+            missing = tuple(PAYLOAD_NAMES[i] for i in np.argsort(-weak) if weak[i] > 0.3)
+        msg = (
+            f"the motion does not excite the payload inertia (scaled condition number {cond_scaled:.3g} > "
+            f"{max_condition:g}; poorly determined: {', '.join(missing)}); use faster, more varied motion "
+            "(e.g. an excitation trajectory) or estimate mass and CoM only"
+        )
+        if on_not_excited == "raise":
+            raise InertiaNotExcited(msg, missing)
+        yg_cols = y[:, :4]
+        if not set(range(4)) <= set(keep.tolist()):
+            raise InertiaNotExcited(msg + " — not even mass and CoM are determined", missing)
+        res = solve_least_squares(yg_cols, rhs, w, GRAVITY_NAMES)
+        return _build_estimate(
+            res.params, res.covariance, np.ones(4, bool), GRAVITY_NAMES,
+            method=method + " (inertia not excited: gravity only)", frame=_frame_name(dyn),
+            samples=n_s + n_static, condition_number=float(np.linalg.cond(yg_cols)),
+            residual_rms=res.residual_rms, limits=_limits(limits, check),
+        )
+    res = solve_least_squares(y, rhs, w, PAYLOAD_NAMES)
+    return _build_estimate(
+        res.params, res.covariance, np.ones(10, bool), PAYLOAD_NAMES, method=method,
+        frame=_frame_name(dyn), samples=n_s + n_static, condition_number=float(np.linalg.cond(yw)),
+        residual_rms=res.residual_rms, limits=_limits(limits, check),
+    )
+
+
+def cramer_rao_std(dyn: RigidBodyDynamics, q: np.ndarray, sigma: float, differential: bool = False) -> np.ndarray:
+    """Lower bound on the std of (m, m cx, m cy, m cz) for i.i.d. torque noise ``sigma`` (N m):
+    sqrt(diag(sigma^2 (Y^T Y)^-1)) of the static design ``q``; differential doubles the variance."""
+    y = payload_gravity_rows(dyn, q)
+    var = sigma**2 * (2.0 if differential else 1.0)
+    return np.sqrt(np.diag(var * np.linalg.inv(y.T @ y)))
+
+
+__all__ = [
+    "GRAVITY_NAMES",
+    "InertiaNotExcited",
+    "PAYLOAD_NAMES",
+    "PayloadDataError",
+    "PayloadLimits",
+    "PayloadRejected",
+    "cramer_rao_std",
+    "estimate_payload_full",
+    "estimate_payload_gravity",
+    "estimate_payload_two_stage",
+    "estimate_payload_two_stage_from_data",
+    "gravity_from_coefficients",
+    "identify_coefficients",
+    "payload_gravity_rows",
+]
