@@ -219,6 +219,17 @@ def _mapping_matrix(n_cols: int, indep: np.ndarray, b: np.ndarray) -> sp.Matrix:
     return k
 
 
+def _joint_frame_maps(desc: RobotDescription, per: int) -> tuple[np.ndarray, np.ndarray, list[sp.Matrix]]:
+    """Block-diagonal T (p_joint = T p_link), its inverse (numeric) and T's exact blocks."""
+    from scipy.linalg import block_diag
+
+    from .transforms import invert
+
+    blocks = [params_transform_matrix(j.post)[:per, :per] for j in desc.joints]
+    inv_blocks = [params_transform_matrix(invert(j.post))[:per, :per] for j in desc.joints]
+    return block_diag(*blocks), block_diag(*inv_blocks), [exact_matrix(b) for b in blocks]
+
+
 def _random_configurations(desc: RobotDescription, count: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     lo = np.maximum(desc.limits.position[:, 0], -np.pi)
@@ -234,8 +245,9 @@ class SymbolicCoefficients:
     """Dynamic coefficients of one robot, symbolic in the standard parameters (see module docstring).
 
     ``kind``: ``"gravity"`` (p_g: 4 per link) or ``"full"`` (10 per link). ``K`` (r x P) maps the stacked
-    standard parameters to the coefficients: ``coefficients = K * parameters``. ``independent`` are the
-    indices of the standard parameters whose regressor columns form the base regressor.
+    standard parameters (link frames) to the coefficients: ``coefficients = K * parameters``.
+    ``independent`` are the indices of the *joint-frame* standard parameters (each link's parameters
+    expressed in its joint frame ``link_{i-1} @ pre_i``) whose regressor columns form the base regressor.
     ``base_regressor`` (gravity only) is the symbolic n x r Y_gb(q): g(q) = Y_gb(q) pi_g.
     ``payload_jacobian`` (r x 4 or r x 10) is J_eps: epsilon = J_eps p_L (eq. 27).
     """
@@ -425,13 +437,19 @@ def derive(desc: RobotDescription, kind: str = "gravity", n_samples: int | None 
     n = desc.n
     t_l = exact_matrix(params_transform_matrix(desc.payload_frame)[:per, :per])
     order = preference_order(n, kind)
+    # Decide the base in joint-frame parameters (each link's parameters about its own joint frame,
+    # link_{i-1} @ pre_i): then the coefficients come out as the physical regroupings of the
+    # Lagrangian (inertia and first moment about the joint axis, masses folded into the previous
+    # link), i.e. the form of eqs. (29) and (38). K = K_joint T with p_joint = T p_link.
+    t_num, t_inv_num, t_sym = _joint_frame_maps(desc, per)
     if kind == "gravity":
         yg = gravity_regressor_symbolic(desc, q)
         f = sp.lambdify([q], yg, modules="numpy", cse=True)
         qs = _random_configurations(desc, n_samples or max(40, 8 * n), seed)
         w = np.vstack([np.asarray(f(qi), dtype=float).reshape(n, per * n) for qi in qs])
-        indep, b = select_base(w, order)
-        base = yg[:, [int(i) for i in indep]]
+        indep, b = select_base(w @ t_inv_num, order)
+        t_inv_cols = sp.diag(*[blk.inv() for blk in t_sym])[:, [int(i) for i in indep]]
+        base = (yg * t_inv_cols).applyfunc(sp.expand)
         method = "symbolic potential energy; base columns decided numerically"
     else:
         from .dynamics import RigidBodyDynamics
@@ -440,10 +458,12 @@ def derive(desc: RobotDescription, kind: str = "gravity", n_samples: int | None 
         rng = np.random.default_rng(seed)
         qs = _random_configurations(desc, n_samples or max(60, 12 * n), seed)
         w = np.vstack([dyn.regressor(qi, rng.uniform(-2, 2, n), rng.uniform(-5, 5, n)) for qi in qs])
-        indep, b = select_base(w, order)
+        indep, b = select_base(w @ t_inv_num, order)
         base = None
         method = "numeric mapping (pinocchio regressor), coefficients snapped to exact decimals"
-    sc = SymbolicCoefficients(desc.name, kind, n, q, indep, _mapping_matrix(per * n, indep, b), t_l, base, method)
+    del t_num
+    k = _mapping_matrix(per * n, indep, b) * sp.diag(*t_sym)
+    sc = SymbolicCoefficients(desc.name, kind, n, q, indep, k, t_l, base, method)
     if use_cache:
         _write_cache(path, _to_cache(sc))
     return sc
