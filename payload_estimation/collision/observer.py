@@ -1,0 +1,255 @@
+"""Generalised-momentum observer (residual) of eq. 48 of paper 000 (De Luca's residual).
+
+Continuous time::
+
+    r = K_I ( M̂(q) dq - ∫ (τ_J + Ĉᵀ(q, dq) dq - ĝ(q) - τ̂_f(dq) + r) ds - p0 ),   p0 = M̂(q0) dq0
+
+so that ``dr/dt = K_I (τ_ext - r)``: the residual is a first-order low-pass (time constant 1/K_I per
+joint) of the external joint torque τ_ext = J_cᵀ F.
+
+Discrete time (this module): between two accepted samples k-1, k (step h = t_k - t_{k-1}, taken from
+the samples' own time stamps, so jitter and dropped samples are integrated correctly) the mean
+external torque over the step is
+
+    ū_k = (p_k - p_{k-1}) / h - (β_k + β_{k-1}) / 2,     β = τ_J + Ĉᵀ dq - ĝ - τ̂_f
+
+(momentum difference exact, the known terms integrated by the trapezoidal rule) and the residual
+is propagated exactly for a first-order system with constant input over the step::
+
+    r_k = a ⊙ r_{k-1} + (1 - a) ⊙ ū_k,     a = exp(-K_I h)
+
+Summing the increments telescopes back to eq. 48 with p0 taken at the first sample; the update is
+stable for any step and any gain (no K_I h < 2 restriction of the forward-Euler form).
+
+Units: q rad, dq rad/s, τ N m, t s, K_I 1/s. Joint order: the model's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from ..identification.estimate import PayloadEstimate
+from ..model.dynamics import RigidBodyDynamics
+from ..model.parameters import BodyInertia
+
+
+class ObserverInputError(ValueError):
+    """An observer argument or sample has the wrong shape; the message names it."""
+
+
+@dataclass(frozen=True)
+class JointFriction:
+    """Per-joint friction model τ_f = F_v dq + F_c tanh(dq / v_eps) (N m).
+
+    viscous F_v (N m s/rad), coulomb F_c (N m), v_eps (rad/s) smooths the sign at rest so that
+    a standing joint contributes no Coulomb torque. Friction opposes motion: it is subtracted from
+    the measured joint torque in the observer.
+    """
+
+    viscous: np.ndarray
+    coulomb: np.ndarray
+    v_eps: float = 1e-3
+
+    def torque(self, dq: np.ndarray) -> np.ndarray:
+        """Friction torque (N m) at joint velocities ``dq`` (rad/s)."""
+        return self.viscous * dq + self.coulomb * np.tanh(dq / self.v_eps)
+
+
+def _per_joint(value, n: int, what: str, positive: bool = False, nonneg: bool = False) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise ObserverInputError(f"{what} must be a scalar or {n} values (one per joint), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ObserverInputError(f"{what} must be finite, got {arr.tolist()}")
+    if positive and np.any(arr <= 0):
+        raise ObserverInputError(f"{what} must be > 0 for every joint, got {arr.tolist()}")
+    if nonneg and np.any(arr < 0):
+        raise ObserverInputError(f"{what} must be >= 0 for every joint, got {arr.tolist()}")
+    return arr
+
+
+def make_friction(n: int, viscous=0.0, coulomb=0.0, v_eps: float = 1e-3) -> JointFriction:
+    """Validated :class:`JointFriction` (scalars broadcast to all ``n`` joints)."""
+    if not v_eps > 0:
+        raise ObserverInputError(f"friction v_eps must be > 0 rad/s, got {v_eps}")
+    return JointFriction(_per_joint(viscous, n, "viscous friction", nonneg=True),
+                         _per_joint(coulomb, n, "Coulomb friction", nonneg=True), float(v_eps))
+
+
+class MomentumObserver:
+    """Momentum-observer residual r (N m) of one arm, one update per joint-state sample.
+
+    ``dyn`` is the unloaded (identified) model; ``gains`` K_I (1/s, scalar or per joint);
+    ``friction`` an optional :class:`JointFriction`; ``max_gap`` (s): a step longer than this (e.g.
+    the stream stopped) is not integrated — the residual only decays over it and integration
+    restarts at the new sample (counted in :attr:`gaps`).
+
+    Counters: :attr:`skipped_nonfinite` (NaN/inf samples), :attr:`skipped_time` (time not
+    increasing), :attr:`skipped` (their sum), :attr:`accepted`. Not thread-safe.
+    """
+
+    def __init__(self, dyn: RigidBodyDynamics, gains=25.0, friction: JointFriction | None = None,
+                 max_gap: float = 0.1):
+        self.dyn = dyn
+        self.n = n = dyn.n
+        self.gains = _per_joint(gains, n, "observer gain K_I (1/s)", positive=True)
+        if friction is not None and (np.shape(friction.viscous) != (n,) or np.shape(friction.coulomb) != (n,)):
+            raise ObserverInputError(f"friction must have {n} viscous and {n} Coulomb coefficients")
+        self.friction = friction
+        if not max_gap > 0:
+            raise ObserverInputError(f"max_gap must be > 0 s, got {max_gap}")
+        self.max_gap = float(max_gap)
+        self._m_model, self._m_data = dyn.model, dyn.model.createData()  # M̂, Ĉ
+        self._g_model, self._g_data = self._m_model, self._m_data  # ĝ (payload-aware)
+        self.payload: PayloadEstimate | None = None
+        self._p = np.zeros(n)
+        self._beta = np.zeros(n)
+        self._p_prev = np.zeros(n)
+        self._beta_prev = np.zeros(n)
+        self._u = np.zeros(n)
+        self._r = np.zeros(n)
+        self._a = np.zeros(n)
+        self._h_cached = -1.0
+        self._t_prev: float | None = None
+        self._restart_next = False
+        self.skipped_nonfinite = self.skipped_time = self.accepted = self.gaps = 0
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        """Forget the history: the next sample re-initialises p0 and r = 0. Counters are kept."""
+        self._r[:] = 0.0
+        self._t_prev = None
+        self._restart_next = False
+
+    def reset_counters(self) -> None:
+        """Zero the skipped/accepted/gap counters."""
+        self.skipped_nonfinite = self.skipped_time = self.accepted = self.gaps = 0
+
+    @property
+    def skipped(self) -> int:
+        """Samples ignored (non-finite values or non-increasing time)."""
+        return self.skipped_nonfinite + self.skipped_time
+
+    @property
+    def residual(self) -> np.ndarray:
+        """Last residual r (N m), a copy."""
+        return self._r.copy()
+
+    @property
+    def initialised(self) -> bool:
+        return self._t_prev is not None
+
+    # ------------------------------------------------------------------ model
+    def set_payload(self, estimate: PayloadEstimate | None) -> None:
+        """Use ``estimate`` (payload frame) from now on; None or zero mass: unloaded.
+
+        Gravity-only estimates (``inertia is None``) change ĝ only, M̂ and Ĉ stay unloaded (paper
+        000, Sec. VI-B): ĝ^L = g + Y_L,g(q) p_L,g, evaluated as the gravity of the model with the
+        payload's (m, m c) merged into the last link (identical, since gravity depends on the
+        gravity parameters only, and one pinocchio call). A full estimate with inertia also
+        updates M̂ and Ĉ. The momentum reference is re-initialised at the next sample (the
+        model's momentum jumps), the residual value is kept.
+        """
+        if estimate is None or estimate.mass == 0.0:
+            self.payload = None
+            self._m_model, self._m_data = self.dyn.model, self.dyn.model.createData()
+            self._g_model, self._g_data = self._m_model, self._m_data
+        else:
+            if not (math.isfinite(estimate.mass) and np.all(np.isfinite(estimate.com))):
+                raise ObserverInputError(f"payload estimate is not finite: mass {estimate.mass}, com {estimate.com}")
+            if estimate.mass < 0:
+                raise ObserverInputError(f"payload mass {estimate.mass} kg is negative; re-estimate or reset")
+            if estimate.inertia is None:
+                body = BodyInertia(float(estimate.mass), np.asarray(estimate.com, float), np.zeros((3, 3)))
+                loaded = self.dyn.with_payload(body)
+                self._m_model, self._m_data = self.dyn.model, self.dyn.model.createData()
+                self._g_model, self._g_data = loaded.model, loaded.model.createData()
+            else:
+                loaded = self.dyn.with_payload(estimate.body())
+                self._m_model, self._m_data = loaded.model, loaded.model.createData()
+                self._g_model, self._g_data = self._m_model, self._m_data
+            self.payload = estimate
+        if self._t_prev is not None:
+            self._restart_next = True
+
+    def gravity(self, q: np.ndarray) -> np.ndarray:
+        """The observer's current gravity model ĝ(q) (N m), payload included."""
+        return pin.computeGeneralizedGravity(self._g_model, self._g_data, np.asarray(q, float)).copy()
+
+    # ------------------------------------------------------------------ update
+    def _check(self, x, what: str) -> np.ndarray:
+        a = np.asarray(x, dtype=float)
+        if a.shape != (self.n,):
+            raise ObserverInputError(f"{what} must have {self.n} values (joints {', '.join(self.dyn.desc.joint_names)})"
+                                     f", got shape {a.shape}")
+        return a
+
+    def update(self, t: float, q, dq, tau) -> np.ndarray:
+        """Feed one sample (t s, q rad, dq rad/s, measured joint torque tau N m); return r (N m).
+
+        The first sample initialises p0 (r = 0). Samples with NaN/inf, or whose time does not
+        increase, are ignored and counted; the last residual is returned for them. A wrong vector
+        length raises :class:`ObserverInputError` (a programming error, not a bad sample).
+        """
+        q = self._check(q, "q")
+        dq = self._check(dq, "dq")
+        tau = self._check(tau, "tau")
+        t = float(t)
+        if not (math.isfinite(t) and math.isfinite(q.sum() + dq.sum() + tau.sum())):
+            self.skipped_nonfinite += 1
+            return self._r.copy()
+        if self._t_prev is not None and t <= self._t_prev:
+            self.skipped_time += 1
+            return self._r.copy()
+
+        md = self._m_data
+        pin.computeCoriolisMatrix(self._m_model, md, q, dq)
+        pin.crba(self._m_model, md, q)
+        g = pin.computeGeneralizedGravity(self._g_model, self._g_data, q)
+        p, beta = self._p, self._beta
+        np.dot(md.M, dq, out=p)
+        np.dot(dq, md.C, out=beta)  # Ĉᵀ dq
+        beta += tau
+        beta -= g
+        if self.friction is not None:
+            beta -= self.friction.torque(dq)
+        self.accepted += 1
+
+        if self._t_prev is None:
+            self._r[:] = 0.0
+        else:
+            h = t - self._t_prev
+            if h != self._h_cached:
+                np.exp(-self.gains * h, out=self._a)
+                self._h_cached = h
+            if h > self.max_gap or self._restart_next:
+                self._r *= self._a  # no information over the gap: decay only
+                if h > self.max_gap:
+                    self.gaps += 1
+            else:
+                u = self._u
+                np.subtract(p, self._p_prev, out=u)
+                u /= h
+                u -= 0.5 * (beta + self._beta_prev)
+                # r = a r + (1 - a) u  ==  u + a (r - u)
+                self._r -= u
+                self._r *= self._a
+                self._r += u
+        self._restart_next = False
+        self._t_prev = t
+        self._p_prev[:] = p
+        self._beta_prev[:] = beta
+        return self._r.copy()
+
+    def external_torque_step(self) -> np.ndarray:
+        """ū of the last step: the unfiltered mean external torque estimate (N m), noisy."""
+        return self._u.copy()
+
+
+__all__ = ["MomentumObserver", "JointFriction", "ObserverInputError", "make_friction"]
