@@ -1,0 +1,311 @@
+"""A simulated torque-sensing arm: MuJoCo physics, a position controller, joint-torque sensors.
+
+Physics: MuJoCo (``implicitfast``, contacts off) of the *true* robot, which differs from the
+description the nodes use by ``SimConfig.model_error`` (or ``SimConfig.true_links``).
+
+Controller (what a KUKA joint position controller does, plus an integral term)::
+
+    tau_m = ID_nom(q_d, dq_d, ddq_d) + B ddq_d + Kp (q_d - q) + Kd (dq_d - dq) + Ki * integral(q_d - q)
+
+``ID_nom`` is inverse dynamics of the *nominal* description (gravity feed-forward at rest), ``B``
+the drives' reflected rotor inertia (``SimConfig.armature``); the
+integral removes the steady-state error of the model error and of an unmodelled payload. The
+damping term is a MuJoCo velocity servo so it is integrated implicitly (stable for any gain);
+``Kp (q_d - q) + ID_nom + Ki * integral`` saturates at the effort limits.
+
+Sensor: the link-side joint torque transmitted to each link,
+
+    tau_J = M(q) ddq + C(q, dq) dq + g(q) - tau_ext,   tau_ext = sum_k J_k(q)^T [F_k; mu_k]
+
+(true robot + payload; ``J_k`` the base-frame-axes geometric Jacobian of the contact point, as
+:meth:`RigidBodyDynamics.frame_jacobian`). Friction (``SensorConfig.viscous``/``coulomb``) sits on
+the motor side: tau_m = tau_J + tau_f, and the sensor reads tau_J unless ``sensor_sees_friction``.
+So at rest a contact force F at a point of link k changes the measurement by ``-J_k^T F``, and the
+momentum-observer residual of a correct model converges to ``+J_k^T F``. Noise and offset are added
+at every physics step, then the optional first-order low-pass filters the sensor signal.
+
+Time is continuous over resets (a ROS clock never jumps back).
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from ..model.description import RobotDescription
+from ..model.dynamics import RigidBodyDynamics
+from ..model.parameters import BodyInertia, check_consistency
+from .config import ArmState, SimConfig, per_joint
+from .mjcf import PAYLOAD_BODY, build_mjcf, principal_inertia
+from .trajectory import JointTrajectory, parse_points
+from .truth import true_description, true_links
+
+# Payload allowance used when deriving default gains (kg, m in the payload frame).
+_GAIN_PAYLOAD = BodyInertia(3.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 5e-3)
+_GAIN_SAMPLES = 64
+
+
+def default_gains(desc: RobotDescription, bandwidth: float, armature: np.ndarray | float = 0.0
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(kp, kd, ki) per joint: triple closed-loop pole at ``bandwidth`` rad/s for the largest
+    joint inertia M_ii over random configurations with a 3 kg payload allowance; lighter
+    configurations get a stable, better damped loop (Routh: any inertia up to 9x the design one)."""
+    dyn = RigidBodyDynamics(desc, _GAIN_PAYLOAD)
+    rng = np.random.default_rng(12345)
+    lo, hi = desc.limits.position[:, 0], desc.limits.position[:, 1]
+    m = np.zeros(desc.n)
+    for _ in range(_GAIN_SAMPLES):
+        m = np.maximum(m, np.diag(dyn.mass_matrix(rng.uniform(lo, hi))))
+    m = m + armature
+    w = float(bandwidth)
+    return 3 * m * w**2, 3 * m * w, m * w**3
+
+
+class SimulatedArm:
+    """Position-controlled, torque-sensing arm simulated with MuJoCo (see module docstring).
+
+    ``desc`` is the description the rest of the system believes in; the true robot differs by
+    ``config.model_error``. Not thread-safe: one caller at a time.
+    """
+
+    def __init__(self, desc: RobotDescription, config: SimConfig | None = None):
+        cfg = SimConfig() if config is None else config
+        if not (np.isfinite(cfg.dt) and 0 < cfg.dt <= 0.01):
+            raise ValueError(f"SimConfig.dt must be in (0, 0.01] s, got {cfg.dt}")
+        if not (np.isfinite(cfg.model_error) and cfg.model_error >= 0):
+            raise ValueError(f"SimConfig.model_error must be >= 0, got {cfg.model_error}")
+        n = desc.n
+        self.desc = desc
+        self.config = cfg
+        if cfg.true_links is not None:
+            links = tuple(cfg.true_links)
+        else:
+            links = true_links(desc, cfg.model_error, cfg.seed)
+        self._true_desc = true_description(desc, links)
+        s = cfg.sensor
+        self._noise_std = per_joint(s.noise_std, n, "SensorConfig.noise_std", nonnegative=True)
+        self._offset = per_joint(s.offset, n, "SensorConfig.offset")
+        viscous = per_joint(s.viscous, n, "SensorConfig.viscous", nonnegative=True)
+        coulomb = per_joint(s.coulomb, n, "SensorConfig.coulomb", nonnegative=True)
+        if s.lowpass_hz is not None and not (np.isfinite(s.lowpass_hz) and s.lowpass_hz > 0):
+            raise ValueError(f"SensorConfig.lowpass_hz must be > 0 or None, got {s.lowpass_hz}")
+        self._alpha = None if s.lowpass_hz is None else 1.0 - np.exp(-2 * np.pi * s.lowpass_hz * cfg.dt)
+        self.armature = per_joint(cfg.armature, n, "SimConfig.armature", nonnegative=True)
+        kp0, kd0, ki0 = default_gains(desc, cfg.bandwidth, self.armature)
+        self.kp = kp0 if cfg.kp is None else per_joint(cfg.kp, n, "SimConfig.kp", nonnegative=True)
+        self.kd = kd0 if cfg.kd is None else per_joint(cfg.kd, n, "SimConfig.kd", nonnegative=True)
+        self.ki = ki0 if cfg.ki is None else per_joint(cfg.ki, n, "SimConfig.ki", nonnegative=True)
+        self._nominal = RigidBodyDynamics(desc)
+        xml = build_mjcf(self._true_desc, dt=cfg.dt, damping=viscous, frictionloss=coulomb, kd=self.kd,
+                         armature=self.armature)
+        self.mjcf = xml
+        self.model = mujoco.MjModel.from_xml_string(xml)
+        self.data = mujoco.MjData(self.model)
+        self._scratch = mujoco.MjData(self.model)
+        self._payload_id = self.model.body(PAYLOAD_BODY).id
+        self._link_ids = {f"link_{k + 1}": self.model.body(f"link_{k + 1}").id for k in range(n)}
+        self._rng = np.random.default_rng(cfg.seed)
+        self._effort = desc.limits.effort
+        self._integral = np.zeros(n)
+        self._integral_max = np.where(self.ki > 0, 2 * self._effort / np.maximum(self.ki, 1e-300), 0.0)
+        self._contacts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, float]] = []
+        self._payload: BodyInertia | None = None
+        self._traj = JointTrajectory(0.0, np.zeros(n), np.zeros(n), [])
+        self._meas = np.zeros(n)
+        self._filtered = None
+        q0 = np.clip(np.zeros(n), desc.limits.position[:, 0], desc.limits.position[:, 1])
+        self.reset(q0)
+
+    # --- properties -----------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return self.desc.n
+
+    @property
+    def dt(self) -> float:
+        return self.config.dt
+
+    @property
+    def time(self) -> float:
+        return float(self.data.time)
+
+    @property
+    def true_description(self) -> RobotDescription:
+        """The simulated robot's true description (for tests and benchmarks only)."""
+        return self._true_desc
+
+    @property
+    def true_payload(self) -> BodyInertia | None:
+        """The attached payload (payload frame) or None."""
+        return self._payload
+
+    @property
+    def trajectory_done(self) -> bool:
+        return self.data.time >= self._traj.t_end - 0.5 * self.dt
+
+    @property
+    def desired(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Desired (q, dq, ddq) of the controller now."""
+        return self._traj.sample(self.data.time)
+
+    # --- commands --------------------------------------------------------------------------------
+    def reset(self, q0) -> None:
+        """Put the arm at rest at ``q0`` (rad), holding it, with settled torques and filter."""
+        q0 = self._check_q(q0, "reset q0")
+        d = self.data
+        d.qpos[:] = q0
+        d.qvel[:] = 0.0
+        d.qacc_warmstart[:] = 0.0
+        self._contacts.clear()
+        d.xfrc_applied[:] = 0.0
+        self._traj = JointTrajectory(d.time, q0, np.zeros(self.n), [])
+        # Preload the integral so the motor torque equals the true static torque: exactly at rest.
+        mujoco.mj_fwdPosition(self.model, d)
+        mujoco.mj_fwdVelocity(self.model, d)
+        g_true = d.qfrc_bias.copy()
+        g_nom = self._nominal.gravity(q0)
+        self._integral = np.where(self.ki > 0, (g_true - g_nom) / np.maximum(self.ki, 1e-300), 0.0)
+        self._refresh()
+        self._filtered = None
+        self._measure()
+
+    def set_trajectory(self, points) -> None:
+        """Replace the trajectory: ``points`` = [(time_from_start_s, positions, velocities|None)].
+
+        Starts from the current state at the current time; raises ValueError (nothing changes)
+        on bad shapes/NaN, waypoint positions outside the limits, non-increasing times, or a
+        segment needing more than the velocity limits.
+        """
+        pts = parse_points(points, self.n, self.desc.joint_names, self.desc.limits)
+        q = self.data.qpos.copy()
+        dq = np.clip(self.data.qvel.copy(), -self.desc.limits.velocity, self.desc.limits.velocity)
+        traj = JointTrajectory(self.data.time, q, dq, pts)
+        traj.check_limits(self.desc.limits, self.desc.joint_names)
+        self._traj = traj
+
+    def hold(self) -> None:
+        """Stop at the current position (the desired velocity becomes zero)."""
+        self._traj = JointTrajectory(self.data.time, self.data.qpos.copy(), np.zeros(self.n), [])
+
+    def step(self, n: int = 1) -> None:
+        """Advance ``n`` physics steps of ``dt``."""
+        m, d = self.model, self.data
+        for _ in range(int(n)):
+            mujoco.mj_implicit(m, d)
+            q_d = self._traj.sample(d.time)[0]
+            self._integral = np.clip(
+                self._integral + (q_d - d.qpos) * self.dt, -self._integral_max, self._integral_max
+            )
+            self._refresh()
+            self._measure()
+
+    def state(self) -> ArmState:
+        """The current measurement (time s, q rad, dq rad/s, measured torque N m)."""
+        d = self.data
+        return ArmState(float(d.time), d.qpos.copy(), d.qvel.copy(), self._meas.copy())
+
+    def attach_payload(self, body: BodyInertia) -> None:
+        """Rigidly attach ``body`` (mass, CoM, inertia in the description's payload frame)."""
+        report = check_consistency(body)
+        if not report.ok:
+            raise ValueError("attach_payload: payload is physically inconsistent: " + "; ".join(report.problems))
+        moments, quat = principal_inertia(body)
+        self._set_payload_body(float(body.mass), np.asarray(body.com, float), quat, moments)
+        self._payload = BodyInertia(float(body.mass), np.asarray(body.com, float).copy(),
+                                    np.asarray(body.inertia_com, float).copy())
+
+    def detach_payload(self) -> None:
+        """Remove the payload (the payload body gets exactly zero mass and inertia)."""
+        self._set_payload_body(0.0, np.zeros(3), np.array([1.0, 0, 0, 0]), np.zeros(3))
+        self._payload = None
+
+    def apply_contact(self, link: str, force, point=None, duration: float = 0.1, torque=None) -> None:
+        """Apply ``force`` (N, base-frame axes) at ``point`` (m, link frame; default origin) of
+        ``link`` ('link_1'..'link_n'), plus an optional pure ``torque`` (N m, base axes), for
+        ``duration`` s from now."""
+        if link not in self._link_ids:
+            raise ValueError(f"apply_contact: unknown link '{link}'; expected one of {list(self._link_ids)}")
+        force = _vec3(force, "apply_contact force")
+        point = np.zeros(3) if point is None else _vec3(point, "apply_contact point")
+        torque = np.zeros(3) if torque is None else _vec3(torque, "apply_contact torque")
+        if not (np.isfinite(duration) and duration > 0):
+            raise ValueError(f"apply_contact: duration must be > 0 s, got {duration}")
+        self._contacts.append((self._link_ids[link], force, point, torque, self.data.time + float(duration)))
+        self._refresh()
+
+    def clear_contacts(self) -> None:
+        """Remove all applied contact forces now."""
+        self._contacts.clear()
+        self._refresh()
+
+    # --- internals -------------------------------------------------------------------------------
+    def _check_q(self, q, what: str) -> np.ndarray:
+        q = np.asarray(q, dtype=float)
+        if q.shape != (self.n,) or not np.all(np.isfinite(q)):
+            raise ValueError(f"{what}: expected {self.n} finite joint positions, got {q}")
+        lim = self.desc.limits.position
+        bad = np.flatnonzero((q < lim[:, 0]) | (q > lim[:, 1]))
+        if bad.size:
+            j = bad[0]
+            raise ValueError(f"{what}: joint {self.desc.joint_names[j]} = {q[j]:.4f} rad is outside its limits "
+                             f"[{lim[j, 0]:.4f}, {lim[j, 1]:.4f}]")
+        return q
+
+    def _set_payload_body(self, mass, com, quat, moments) -> None:
+        m, i = self.model, self._payload_id
+        m.body_mass[i] = mass
+        m.body_ipos[i] = com
+        m.body_iquat[i] = quat
+        m.body_inertia[i] = moments
+        # Constants derived from masses (subtree masses, invweights) live in the model.
+        mujoco.mj_setConst(m, self._scratch)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Forward dynamics at the current state with the current control and contact forces."""
+        m, d = self.model, self.data
+        mujoco.mj_fwdPosition(m, d)
+        q_d, dq_d, ddq_d = self._traj.sample(d.time)
+        tau = (self._nominal.inverse_dynamics(q_d, dq_d, ddq_d) + self.armature * ddq_d
+               + self.kp * (q_d - d.qpos) + self.ki * self._integral)
+        d.qfrc_applied[:] = np.clip(tau, -self._effort, self._effort)
+        d.ctrl[:] = dq_d
+        d.xfrc_applied[:] = 0.0
+        if self._contacts:
+            self._contacts = [c for c in self._contacts if d.time < c[4] - 1e-12]
+            for bid, f, p, mu, _ in self._contacts:
+                p_w = d.xpos[bid] + d.xmat[bid].reshape(3, 3) @ p
+                d.xfrc_applied[bid, :3] += f
+                d.xfrc_applied[bid, 3:] += np.cross(p_w - d.xipos[bid], f) + mu
+        mujoco.mj_forwardSkip(m, d, mujoco.mjtStage.mjSTAGE_POS, 0)
+
+    def _measure(self) -> None:
+        d = self.data
+        # motor torque minus rotor inertia torque = link-side torque + friction
+        motor = d.qfrc_applied + d.qfrc_actuator - self.armature * d.qacc
+        if self.config.sensor.sensor_sees_friction:
+            raw = motor
+        else:  # link side: M ddq + bias - J^T f_ext
+            raw = motor + d.qfrc_passive + d.qfrc_constraint
+        signal = raw + self._offset
+        if np.any(self._noise_std > 0):
+            signal = signal + self._noise_std * self._rng.standard_normal(self.n)
+        if self._alpha is None:
+            self._meas = signal
+        else:
+            if self._filtered is None:
+                self._filtered = raw + self._offset
+            self._filtered = self._filtered + self._alpha * (signal - self._filtered)
+            self._meas = self._filtered.copy()
+
+    def link_side_torque(self) -> np.ndarray:
+        """Noise-free link-side joint torque tau_J now (N m), whatever the sensor settings."""
+        d = self.data
+        return d.qfrc_applied + d.qfrc_actuator - self.armature * d.qacc + d.qfrc_passive + d.qfrc_constraint
+
+
+def _vec3(v, what: str) -> np.ndarray:
+    a = np.asarray(v, dtype=float)
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{what}: expected 3 finite numbers, got {v}")
+    return a
