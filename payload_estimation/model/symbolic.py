@@ -219,15 +219,15 @@ def _mapping_matrix(n_cols: int, indep: np.ndarray, b: np.ndarray) -> sp.Matrix:
     return k
 
 
-def _joint_frame_maps(desc: RobotDescription, per: int) -> tuple[np.ndarray, np.ndarray, list[sp.Matrix]]:
-    """Block-diagonal T (p_joint = T p_link), its inverse (numeric) and T's exact blocks."""
+def _joint_frame_maps(desc: RobotDescription, per: int) -> tuple[np.ndarray, list[sp.Matrix], list[sp.Matrix]]:
+    """Block-diagonal inverse of T (p_joint = T p_link; numeric) and the exact blocks of T and T^-1."""
     from scipy.linalg import block_diag
 
     from .transforms import invert
 
     blocks = [params_transform_matrix(j.post)[:per, :per] for j in desc.joints]
     inv_blocks = [params_transform_matrix(invert(j.post))[:per, :per] for j in desc.joints]
-    return block_diag(*blocks), block_diag(*inv_blocks), [exact_matrix(b) for b in blocks]
+    return block_diag(*inv_blocks), [exact_matrix(b) for b in blocks], [exact_matrix(b) for b in inv_blocks]
 
 
 def _random_configurations(desc: RobotDescription, count: int, seed: int) -> np.ndarray:
@@ -248,7 +248,9 @@ class SymbolicCoefficients:
     standard parameters (link frames) to the coefficients: ``coefficients = K * parameters``.
     ``independent`` are the indices of the *joint-frame* standard parameters (each link's parameters
     expressed in its joint frame ``link_{i-1} @ pre_i``) whose regressor columns form the base regressor.
-    ``base_regressor`` (gravity only) is the symbolic n x r Y_gb(q): g(q) = Y_gb(q) pi_g.
+    ``selection`` (P x r) turns a link-frame standard regressor Y (e.g. ``RigidBodyDynamics.regressor``)
+    into the base regressor: Y_b = Y @ selection, and Y p = Y_b K p for every p.
+    ``base_regressor`` (gravity only) is the symbolic n x r Y_gb(q) = Y_g(q) selection: g = Y_gb pi_g.
     ``payload_jacobian`` (r x 4 or r x 10) is J_eps: epsilon = J_eps p_L (eq. 27).
     """
 
@@ -259,6 +261,7 @@ class SymbolicCoefficients:
     independent: np.ndarray
     K: sp.Matrix
     payload_transform: sp.Matrix
+    selection: sp.Matrix
     base_regressor: sp.Matrix | None = None
     method: str = ""
     _funcs: dict = field(default_factory=dict, repr=False)
@@ -319,7 +322,16 @@ class SymbolicCoefficients:
 
     # --- numeric evaluation -----------------------------------------------------------------
     def K_numeric(self) -> np.ndarray:
-        return np.array(self.K.evalf(17).tolist(), dtype=float)
+        """K as floats (r x P)."""
+        if "K" not in self._funcs:
+            self._funcs["K"] = np.array(self.K.evalf(17).tolist(), dtype=float)
+        return self._funcs["K"]
+
+    def selection_numeric(self) -> np.ndarray:
+        """``selection`` as floats (P x r): Y_b = Y @ selection."""
+        if "S" not in self._funcs:
+            self._funcs["S"] = np.array(self.selection.evalf(17).tolist(), dtype=float)
+        return self._funcs["S"]
 
     def payload_jacobian_numeric(self, nonzero_only: bool = False) -> np.ndarray:
         jac = self.payload_jacobian_nz if nonzero_only else self.payload_jacobian
@@ -392,6 +404,7 @@ def _to_cache(sc: SymbolicCoefficients) -> dict:
         "K": [[sp.srepr(v) for v in sc.K.row(i)] for i in range(sc.K.shape[0])],
         "payload_transform": [[sp.srepr(v) for v in sc.payload_transform.row(i)]
                               for i in range(sc.payload_transform.shape[0])],
+        "selection": [[sp.srepr(v) for v in sc.selection.row(i)] for i in range(sc.selection.shape[0])],
         "base_regressor": None if sc.base_regressor is None else
         [[sp.srepr(v) for v in sc.base_regressor.row(i)] for i in range(sc.base_regressor.shape[0])],
     }
@@ -410,7 +423,7 @@ def _from_cache(d: dict, q: tuple[sp.Symbol, ...]) -> SymbolicCoefficients:
     return SymbolicCoefficients(
         robot=d["robot"], kind=d["kind"], n=int(d["n"]), q=q,
         independent=np.array(d["independent"], dtype=int), K=mat(d["K"]),
-        payload_transform=mat(d["payload_transform"]), base_regressor=base,
+        payload_transform=mat(d["payload_transform"]), selection=mat(d["selection"]), base_regressor=base,
         method=d["method"] + " (cached)" if "cached" not in d["method"] else d["method"],
     )
 
@@ -441,15 +454,15 @@ def derive(desc: RobotDescription, kind: str = "gravity", n_samples: int | None 
     # link_{i-1} @ pre_i): then the coefficients come out as the physical regroupings of the
     # Lagrangian (inertia and first moment about the joint axis, masses folded into the previous
     # link), i.e. the form of eqs. (29) and (38). K = K_joint T with p_joint = T p_link.
-    t_num, t_inv_num, t_sym = _joint_frame_maps(desc, per)
+    t_inv_num, t_sym, t_inv_sym = _joint_frame_maps(desc, per)
     if kind == "gravity":
         yg = gravity_regressor_symbolic(desc, q)
         f = sp.lambdify([q], yg, modules="numpy", cse=True)
         qs = _random_configurations(desc, n_samples or max(40, 8 * n), seed)
         w = np.vstack([np.asarray(f(qi), dtype=float).reshape(n, per * n) for qi in qs])
         indep, b = select_base(w @ t_inv_num, order)
-        t_inv_cols = sp.diag(*[blk.inv() for blk in t_sym])[:, [int(i) for i in indep]]
-        base = (yg * t_inv_cols).applyfunc(sp.expand)
+        selection = sp.diag(*t_inv_sym)[:, [int(i) for i in indep]]
+        base = (yg * selection).applyfunc(sp.expand)
         method = "symbolic potential energy; base columns decided numerically"
     else:
         from .dynamics import RigidBodyDynamics
@@ -459,11 +472,11 @@ def derive(desc: RobotDescription, kind: str = "gravity", n_samples: int | None 
         qs = _random_configurations(desc, n_samples or max(60, 12 * n), seed)
         w = np.vstack([dyn.regressor(qi, rng.uniform(-2, 2, n), rng.uniform(-5, 5, n)) for qi in qs])
         indep, b = select_base(w @ t_inv_num, order)
+        selection = sp.diag(*t_inv_sym)[:, [int(i) for i in indep]]
         base = None
         method = "numeric mapping (pinocchio regressor), coefficients snapped to exact decimals"
-    del t_num
     k = _mapping_matrix(per * n, indep, b) * sp.diag(*t_sym)
-    sc = SymbolicCoefficients(desc.name, kind, n, q, indep, k, t_l, base, method)
+    sc = SymbolicCoefficients(desc.name, kind, n, q, indep, k, t_l, selection, base, method)
     if use_cache:
         _write_cache(path, _to_cache(sc))
     return sc
