@@ -1,0 +1,162 @@
+"""``bringup``: start the package's nodes without the ROS CLI (demo, tests, robots without launch).
+
+    bringup --robot lwr4 --nodes sim,estimator,sampler,monitor [--processes] [--namespace /arm]
+            [--params-file config/lwr4.yaml] [--use-sim-time] [-r from:=to ...] [-p node.key:=value ...]
+
+In-process (default) every node runs in one MultiThreadedExecutor; with ``--processes`` each node
+is a child process (``python -m payload_estimation.ros.<module> --ros-args ...``), so one crashing
+node does not take the others down. Both modes read the same parameter file
+(default: the package's ``config/<robot>.yaml``) and take the same remaps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+NODES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "sim": ("payload_estimation.ros.sim_node", ("SimNode", "SimArmNode", "SimulatedArmNode")),
+    "estimator": ("payload_estimation.ros.estimator_node", ("PayloadEstimatorNode",)),
+    "sampler": ("payload_estimation.ros.sampler_node", ("PayloadSamplerNode",)),
+    "monitor": ("payload_estimation.ros.monitor_node", ("CollisionMonitorNode",)),
+}
+"""Short name -> (module, candidate node class names)."""
+
+
+def node_class(short: str) -> type[Node]:
+    """The Node subclass behind a short name (``sim``, ``estimator``, ``sampler``, ``monitor``)."""
+    if short not in NODES:
+        raise ValueError(f"unknown node {short!r}; choose from {', '.join(NODES)}")
+    module, names = NODES[short]
+    mod = importlib.import_module(module)
+    for name in names:
+        if hasattr(mod, name):
+            return getattr(mod, name)
+    raise ValueError(f"{module} defines none of {names}")
+
+
+def config_file(robot: str) -> Path | None:
+    """The package parameter file for ``robot`` (source tree or installed share), or None."""
+    from ..model.robot_file import share_dir
+
+    for base in (Path(__file__).resolve().parents[2] / "config", share_dir() / "config"):
+        f = base / f"{Path(robot).stem}.yaml"
+        if f.is_file():
+            return f
+    return None
+
+
+def ros_args(params_file: str | Path | None = None, namespace: str | None = None, use_sim_time: bool | None = None,
+             remaps: Sequence[str] = (), params: Sequence[str] = ()) -> list[str]:
+    """The ``--ros-args ...`` list shared by both modes (global to all nodes of a process)."""
+    args = ["--ros-args"]
+    if params_file:
+        args += ["--params-file", str(params_file)]
+    if namespace:
+        args += ["-r", f"__ns:={namespace if namespace.startswith('/') else '/' + namespace}"]
+    if use_sim_time is not None:
+        args += ["-p", f"use_sim_time:={'true' if use_sim_time else 'false'}"]
+    for r in remaps:
+        args += ["-r", r]
+    for p in params:
+        args += ["-p", p]
+    return args
+
+
+def spin_nodes(nodes: Sequence[Node], threads: int | None = None) -> None:
+    """Spin ``nodes`` in one MultiThreadedExecutor until shutdown or Ctrl-C, then destroy them."""
+    executor = MultiThreadedExecutor(num_threads=threads or max(4, 2 * len(nodes)))
+    for n in nodes:
+        executor.add_node(n)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        for n in nodes:
+            n.destroy_node()
+
+
+def start_processes(short_names: Sequence[str], args: list[str], env=None) -> list[subprocess.Popen]:
+    """Start each node as ``python -m <module> <args>``; returns the child processes."""
+    procs = []
+    for short in short_names:
+        if short not in NODES:
+            raise ValueError(f"unknown node {short!r}; choose from {', '.join(NODES)}")
+        procs.append(subprocess.Popen([sys.executable, "-m", NODES[short][0], *args], env=env))
+    return procs
+
+
+def stop_processes(procs: Sequence[subprocess.Popen], timeout: float = 5.0) -> None:
+    """SIGINT, then SIGKILL after ``timeout`` seconds, for each child."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="bringup", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--robot", default="lwr4", help="robot name or file (selects config/<robot>.yaml)")
+    ap.add_argument("--nodes", default="sim,estimator,sampler,monitor",
+                    help=f"comma-separated subset of {','.join(NODES)}")
+    ap.add_argument("--params-file", default=None, help="ROS parameter file (default: config/<robot>.yaml)")
+    ap.add_argument("--namespace", default=None, help="namespace for every node, e.g. /lbr")
+    ap.add_argument("--use-sim-time", action="store_true", help="set use_sim_time:=true on every node")
+    ap.add_argument("--processes", action="store_true", help="one child process per node")
+    ap.add_argument("-r", "--remap", action="append", default=[], help="remap rule from:=to (repeatable)")
+    ap.add_argument("-p", "--param", action="append", default=[], help="parameter name:=value for every node")
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    short = [s.strip() for s in a.nodes.split(",") if s.strip()]
+    for s in short:
+        if s not in NODES:
+            print(f"bringup: unknown node {s!r}; choose from {', '.join(NODES)}", file=sys.stderr)
+            return 2
+    pfile = a.params_file or config_file(a.robot)
+    params = list(a.param)
+    if not any(p.startswith("robot:=") for p in params):
+        params.append(f"robot:={a.robot}")
+    args = ros_args(pfile, a.namespace, True if a.use_sim_time else None, a.remap, params)
+    if a.processes:
+        procs = start_processes(short, args)
+        try:
+            while all(p.poll() is None for p in procs):
+                time.sleep(0.2)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            stop_processes(procs)
+        return max((p.returncode or 0) for p in procs)
+    rclpy.init(args=["bringup", *args])
+    try:
+        nodes = [node_class(s)() for s in short]
+        spin_nodes(nodes)
+    finally:
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""``payload_estimator``: static captures from joint_states -> payload mass and CoM (paper 000, VI-A).
+
+Interface (names relative to the node namespace, all remappable):
+
+- subscribes ``joint_states`` (sensor_msgs/JointState; effort = measured joint torque);
+- services ``~/capture``, ``~/capture_unloaded``, ``~/estimate``, ``~/reset``, ``~/clear_captures``
+  (std_srvs/Trigger; clear_captures forgets loaded captures only, used at the start of a sampling run);
+- publishes ``payload/estimate`` (geometry_msgs/InertiaStamped, reliable + transient local;
+  frame_id = payload frame; inertia about the CoM, 0 when only gravity parameters are estimated),
+  ``~/status`` and ``/diagnostics`` (diagnostic_msgs/DiagnosticArray).
+
+Parameters: ``robot`` (name or robot file), ``joint_names`` (message joint names in model order,
+empty = the model's), ``method`` (one-shot | differential), ``max_payload`` (kg),
+``max_com_radius`` (m), ``window`` (s, static-check window), ``max_velocity`` (rad/s),
+``max_position_spread`` (rad), ``max_torque_std`` (N m), ``stale_timeout`` (s).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import InertiaStamped
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+
+from ..identification.estimate import NO_PAYLOAD, PayloadEstimate
+from ..model.dynamics import RigidBodyDynamics
+from ..model.robot_file import load_robot
+from ..motion.settle import SampleWindow, SettleConfig, check_static
+from .messages import JointStateConverter, MessageError, estimate_to_msg
+from .qos import LATCHED_QOS, SENSOR_QOS
+
+METHODS = ("one-shot", "differential")
+THROTTLE_S = 2.0
+
+
+def format_estimate(est: PayloadEstimate) -> str:
+    """One line an operator can read: mass, CoM (mm), std, condition number, residual."""
+    s = est.std or {}
+    com_mm = np.asarray(est.com, float) * 1e3
+    std_com = [s.get(k, float("nan")) * 1e3 for k in ("cx", "cy", "cz")]
+    return (f"mass {est.mass:.4f} kg (std {s.get('mass', float('nan')):.4f}), CoM [{com_mm[0]:.1f}, {com_mm[1]:.1f}, "
+            f"{com_mm[2]:.1f}] mm (std [{std_com[0]:.1f}, {std_com[1]:.1f}, {std_com[2]:.1f}]) in {est.frame}, "
+            f"cond {est.condition_number:.3g}, residual RMS {est.residual_rms:.3g} N m, {est.samples} samples, "
+            f"method {est.method}")
+
+
+class PayloadEstimatorNode(Node):
+    """Thin node around :func:`identification.payload.estimate_payload_gravity`."""
+
+    def __init__(self, **kwargs):
+        super().__init__("payload_estimator", **kwargs)
+        self.declare_parameter("robot", "lwr4")
+        self.declare_parameter("joint_names", [""])
+        self.declare_parameter("method", "one-shot")
+        self.declare_parameter("max_payload", 15.0)
+        self.declare_parameter("max_com_radius", 0.5)
+        self.declare_parameter("window", 0.25)
+        self.declare_parameter("max_velocity", 0.01)
+        self.declare_parameter("max_position_spread", 2e-3)
+        self.declare_parameter("max_torque_std", 0.5)
+        self.declare_parameter("stale_timeout", 0.5)
+        p = self.get_parameter
+        self.desc = load_robot(p("robot").value)
+        self.dyn = RigidBodyDynamics(self.desc)
+        names = [n for n in p("joint_names").value if n]
+        if names and len(names) != self.desc.n:
+            raise ValueError(f"joint_names has {len(names)} names, robot {self.desc.name} has {self.desc.n} joints")
+        self.joint_names = tuple(names) if names else self.desc.joint_names
+        self.method = str(p("method").value)
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        self.max_payload = float(p("max_payload").value)
+        self.max_com_radius = float(p("max_com_radius").value)
+        self.settle = SettleConfig(window=float(p("window").value), max_velocity=float(p("max_velocity").value),
+                                   max_position_spread=float(p("max_position_spread").value),
+                                   max_torque_std=float(p("max_torque_std").value))
+        self.stale_timeout = float(p("stale_timeout").value)
+
+        self._lock = threading.Lock()
+        self._conv = JointStateConverter(self.joint_names, require_velocity=False)
+        self._window = SampleWindow(horizon=max(2.0, 2 * self.settle.window))
+        self._last_rx = None  # node-clock time (s) of the last good joint_states
+        self._loaded: list[tuple[np.ndarray, np.ndarray]] = []
+        self._unloaded: list[tuple[np.ndarray, np.ndarray]] = []
+        self.current: PayloadEstimate = NO_PAYLOAD
+        self.frame = self.desc.payload_frame_name
+
+        self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
+        self.pub_estimate = self.create_publisher(InertiaStamped, "payload/estimate", LATCHED_QOS)
+        self.pub_status = self.create_publisher(DiagnosticArray, "~/status", LATCHED_QOS)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_service(Trigger, "~/capture", self._srv_capture)
+        self.create_service(Trigger, "~/capture_unloaded", self._srv_capture_unloaded)
+        self.create_service(Trigger, "~/estimate", self._srv_estimate)
+        self.create_service(Trigger, "~/reset", self._srv_reset)
+        self.create_service(Trigger, "~/clear_captures", self._srv_clear)
+        self._publish(NO_PAYLOAD, DiagnosticStatus.OK, "unloaded (no payload estimated yet)")
+        self.get_logger().info(f"payload_estimator ready: robot {self.desc.name}, method {self.method}, "
+                               f"joints {list(self.joint_names)}")
+
+    # ------------------------------------------------------------------ input
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        try:
+            s = self._conv.convert(msg)
+        except MessageError as e:
+            self.get_logger().error(f"ignoring joint_states: {e}", throttle_duration_sec=THROTTLE_S)
+            return
+        t = s.stamp if s.stamp > 0 else self._now()
+        with self._lock:
+            self._window.append(t, s.q, s.dq, s.tau)
+            self._last_rx = self._now()
+
+    # ------------------------------------------------------------------ services
+    def _static_sample(self) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+        with self._lock:
+            last = self._last_rx
+            t, q, dq, tau = self._window.arrays()
+        if last is None:
+            return None, None, "no valid joint_states received yet (check the topic and joint names)"
+        age = self._now() - last
+        if age > self.stale_timeout:
+            return None, None, f"joint_states stale: last valid message {age:.2f} s ago"
+        r = check_static(t, q, dq, tau, self.settle, self.joint_names)
+        if not r.static:
+            return None, None, f"arm not static: {r.reason}"
+        return r.q, r.tau, (f"torque std {r.torque_std:.3f} N m, spread {np.degrees(r.spread):.3f} deg over "
+                            f"{r.samples} samples")
+
+    def _capture(self, store: list, what: str, response: Trigger.Response) -> Trigger.Response:
+        q, tau, info = self._static_sample()
+        if q is None:
+            response.success, response.message = False, f"{what} rejected: {info}"
+            self.get_logger().warning(response.message, throttle_duration_sec=THROTTLE_S)
+            return response
+        with self._lock:
+            store.append((q, tau))
+            k = len(store)
+        response.success = True
+        response.message = f"{what} {k} at q = {np.round(np.degrees(q), 2).tolist()} deg ({info})"
+        return response
+
+    def _srv_capture(self, request, response):
+        return self._capture(self._loaded, "capture", response)
+
+    def _srv_capture_unloaded(self, request, response):
+        return self._capture(self._unloaded, "unloaded capture", response)
+
+    def _srv_estimate(self, request, response):
+        with self._lock:
+            loaded = list(self._loaded)
+            unloaded = list(self._unloaded)
+        if not loaded:
+            response.success, response.message = False, "estimate rejected: no samples captured (call ~/capture)"
+            return response
+        if self.method == "differential" and not unloaded:
+            response.success = False
+            response.message = ("estimate rejected: method differential needs an unloaded capture at the pick "
+                                "configuration (call ~/capture_unloaded before grasping)")
+            return response
+        q = np.array([s[0] for s in loaded])
+        tau = np.array([s[1] for s in loaded])
+        tau_u = np.array([s[1] for s in unloaded]) if unloaded else None
+        q_u = np.array([s[0] for s in unloaded]) if unloaded else None
+        try:
+            est = self._fit(q, tau, q_u, tau_u)
+        except ValueError as e:  # PayloadRejected is a ValueError
+            msg = f"estimate rejected: {e}; previous payload kept ({self.current.mass:.3f} kg)"
+            self.get_logger().error(msg)
+            self._status(DiagnosticStatus.WARN, msg, self.current)
+            response.success, response.message = False, msg
+            return response
+        with self._lock:
+            self._loaded.clear()  # next sampling run starts fresh; unloaded anchor is kept
+        self._publish(est, DiagnosticStatus.OK, "payload estimated")
+        response.success = True
+        response.message = format_estimate(est)
+        self.get_logger().info(f"payload estimate: {response.message}")
+        return response
+
+    def _fit(self, q, tau, q_u, tau_u) -> PayloadEstimate:
+        """Call the core estimator. ``differential``: the unloaded captures (normally one, at the pick
+        configuration before grasping) anchor the model locally: tau_unloaded(q) = g(q) + mean offset
+        (tau_u - g(q_u)), i.e. the model error is taken as constant within the ±7° envelope."""
+        from ..identification.payload import PayloadLimits, estimate_payload_gravity
+
+        limits = PayloadLimits(max_payload=self.max_payload, max_com_radius=self.max_com_radius)
+        if self.method == "differential":
+            offset = np.mean([tu - self.dyn.gravity(qu) for qu, tu in zip(q_u, tau_u, strict=True)], axis=0)
+
+            def unloaded(qk: np.ndarray) -> np.ndarray:
+                return self.dyn.gravity(qk) + offset
+
+            est = estimate_payload_gravity(self.dyn, q, tau, None, "one-shot", unloaded_gravity=unloaded,
+                                           limits=limits)
+            method = f"gravity differential (anchored by {len(q_u)} unloaded capture(s))"
+        else:
+            est = estimate_payload_gravity(self.dyn, q, tau, None, "one-shot", limits=limits)
+            method = est.method
+        return replace(est, frame=self.frame, method=method)
+
+    def _srv_clear(self, request, response):
+        with self._lock:
+            k = len(self._loaded)
+            self._loaded.clear()
+        response.success, response.message = True, f"cleared {k} loaded capture(s); payload and unloaded anchor kept"
+        return response
+
+    def _srv_reset(self, request, response):
+        with self._lock:
+            self._loaded.clear()
+            self._unloaded.clear()
+        self._publish(NO_PAYLOAD, DiagnosticStatus.OK, "reset: unloaded")
+        response.success, response.message = True, "payload reset: unloaded (0 kg); captures cleared"
+        self.get_logger().info(response.message)
+        return response
+
+    # ------------------------------------------------------------------ output
+    def _publish(self, est: PayloadEstimate, level: int, text: str) -> None:
+        self.current = est
+        self.pub_estimate.publish(estimate_to_msg(est, self.get_clock().now().to_msg(), self.frame))
+        self._status(level, text, est)
+
+    def _status(self, level: int, text: str, est: PayloadEstimate) -> None:
+        st = DiagnosticStatus(level=level, name=f"{self.get_name()}: payload", message=text,
+                              hardware_id=self.desc.name)
+        vals = {"mass": est.mass, "com_x": est.com[0], "com_y": est.com[1], "com_z": est.com[2],
+                "condition_number": est.condition_number, "residual_rms": est.residual_rms,
+                "samples": est.samples, "captures": len(self._loaded), "unloaded_captures": len(self._unloaded)}
+        vals.update({f"std_{k}": v for k, v in (est.std or {}).items()})
+        st.values = [KeyValue(key=k, value=f"{v:.6g}" if isinstance(v, float) else str(v)) for k, v in vals.items()]
+        st.values.append(KeyValue(key="method", value=est.method))
+        st.values.append(KeyValue(key="frame", value=self.frame))
+        arr = DiagnosticArray(status=[st])
+        arr.header.stamp = self.get_clock().now().to_msg()
+        self.pub_status.publish(arr)
+        self.pub_diag.publish(arr)
+
+
+def main(args=None) -> None:
+    from .bringup import spin_nodes
+
+    rclpy.init(args=args)
+    try:
+        spin_nodes([PayloadEstimatorNode()])
+    finally:
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,264 @@
+"""``collision_monitor``: payload-aware momentum-observer residual, detection and stop/resume.
+
+Interface (relative names, remappable):
+
+- subscribes ``joint_states`` (sensor_msgs/JointState), ``payload/estimate``
+  (geometry_msgs/InertiaStamped, transient local), ``joint_trajectory`` (to learn the active
+  trajectory for resuming) and ``payload_sampler/active`` (std_msgs/Bool, transient local);
+- publishes ``~/residual`` (sensor_msgs/JointState, effort = r in N m, same joint names),
+  ``~/collision`` (std_msgs/Bool, transient local, published on every change), ``~/status``
+  (diagnostic_msgs/DiagnosticArray), and on a stop a hold trajectory on ``joint_trajectory``.
+
+While a payload sampler is active the payload is not yet known: on the sampler's rising edge the
+monitor takes a *provisional* payload from the static residual at the pick configuration (the
+min-norm least-squares p_L,g with Y_L,g(q0) p = r; the CoM component along gravity is unobservable
+from one pose and small over ±7°), so the new load does not read as a collision. A published
+estimate replaces it immediately; an estimate of 0 kg (estimator reset) returns to unloaded.
+
+Parameters: ``robot``, ``joint_names``, ``gains`` (K_I, 1/s), ``thresholds`` (N m, one or n),
+``release_fraction``, ``confirm_samples``, ``policy`` (none | stop | stop_and_resume),
+``resume_delay`` (s), ``hold_time`` (s, time_from_start of the hold point),
+``residual_decimation`` (publish every k-th residual), ``velocity_scale``/``min_duration`` (re-timing
+of a resumed trajectory's first segment).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import InertiaStamped
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+from trajectory_msgs.msg import JointTrajectory
+
+from ..collision.detector import CollisionDetector
+from ..collision.observer import MomentumObserver
+from ..collision.reaction import Action, ReactionStateMachine
+from ..identification.estimate import PayloadEstimate
+from ..model.dynamics import RigidBodyDynamics
+from ..model.robot_file import load_robot
+from ..motion.poses import move_duration
+from .messages import (
+    JointStateConverter,
+    MessageError,
+    estimate_from_msg,
+    joint_state_msg,
+    trajectory_from_msg,
+    trajectory_msg,
+)
+from .qos import COMMAND_QOS, EVENT_QOS, LATCHED_QOS, SENSOR_QOS
+
+THROTTLE_S = 2.0
+HOLD_MARK = "collision_monitor/hold"
+"""header.frame_id of the monitor's own trajectories (so it does not learn them as 'active')."""
+
+
+def provisional_payload(dyn: RigidBodyDynamics, q: np.ndarray, r: np.ndarray,
+                        current: PayloadEstimate | None, frame: str) -> PayloadEstimate:
+    """Payload that explains the static residual ``r`` (N m) at ``q`` on top of ``current``."""
+    y = dyn.payload_gravity_regressor(q)
+    dp, *_ = np.linalg.lstsq(y, r, rcond=1e-6)
+    p = (current.gravity_params() if current is not None else np.zeros(4)) + dp
+    m = float(p[0])
+    com = p[1:] / m if m > 1e-6 else np.zeros(3)
+    return PayloadEstimate(max(m, 0.0), com, None, frame, method="provisional (static residual)")
+
+
+class CollisionMonitorNode(Node):
+    """Thin node: messages -> MomentumObserver -> CollisionDetector -> ReactionStateMachine."""
+
+    def __init__(self, **kwargs):
+        super().__init__("collision_monitor", **kwargs)
+        dp = self.declare_parameter
+        dp("robot", "lwr4")
+        dp("joint_names", [""])
+        dp("gains", [25.0])
+        dp("thresholds", [6.0])
+        dp("release_fraction", 0.5)
+        dp("confirm_samples", 3)
+        dp("policy", "stop_and_resume")
+        dp("resume_delay", 2.0)
+        dp("hold_time", 0.05)
+        dp("residual_decimation", 1)
+        dp("velocity_scale", 0.5)
+        dp("min_duration", 0.5)
+        p = lambda k: self.get_parameter(k).value  # noqa: E731
+        self.desc = load_robot(p("robot"))
+        self.dyn = RigidBodyDynamics(self.desc)
+        n = self.desc.n
+        names = [x for x in p("joint_names") if x]
+        if names and len(names) != n:
+            raise ValueError(f"joint_names has {len(names)} names, robot {self.desc.name} has {n} joints")
+        self.joint_names = tuple(names) if names else self.desc.joint_names
+        gains = np.asarray(p("gains"), float)
+        th = np.asarray(p("thresholds"), float)
+        self.observer = MomentumObserver(self.dyn, gains[0] if gains.size == 1 else gains)
+        self.detector = CollisionDetector(n, th[0] if th.size == 1 else th,
+                                          release_fraction=float(p("release_fraction")),
+                                          confirm_samples=int(p("confirm_samples")))
+        self.reaction = ReactionStateMachine(str(p("policy")), float(p("resume_delay")))
+        self.hold_time = float(p("hold_time"))
+        self.decimation = max(1, int(p("residual_decimation")))
+        self.velocity_scale = float(p("velocity_scale"))
+        self.min_duration = float(p("min_duration"))
+        self.frame = self.desc.payload_frame_name
+
+        self._conv = JointStateConverter(self.joint_names)
+        self._count = 0
+        self._q = None
+        self._r = np.zeros(n)
+        self._collision = False
+        self._sampling = False
+        self._payload: PayloadEstimate | None = None
+        self._active: tuple[float, np.ndarray, np.ndarray] | None = None  # (start s, t (m,), q (m, n))
+        self._remainder: tuple[np.ndarray, np.ndarray] | None = None
+
+        self.pub_residual = self.create_publisher(JointState, "~/residual", EVENT_QOS)
+        self.pub_collision = self.create_publisher(Bool, "~/collision", LATCHED_QOS)
+        self.pub_status = self.create_publisher(DiagnosticArray, "~/status", LATCHED_QOS)
+        self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
+        self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
+        self.create_subscription(InertiaStamped, "payload/estimate", self._on_estimate, LATCHED_QOS)
+        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
+        self.create_subscription(Bool, "payload_sampler/active", self._on_sampling, LATCHED_QOS)
+        self.pub_collision.publish(Bool(data=False))
+        self._status("monitoring (unloaded)")
+        self.get_logger().info(f"collision_monitor ready: robot {self.desc.name}, thresholds {th.tolist()} N m, "
+                               f"policy {self.reaction.policy}")
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    # ------------------------------------------------------------------ 1 kHz path
+    def _on_joint_states(self, msg: JointState) -> None:
+        try:
+            s = self._conv.convert(msg)
+        except MessageError as e:
+            self.get_logger().error(f"ignoring joint_states: {e}", throttle_duration_sec=THROTTLE_S)
+            return
+        t = s.stamp if s.stamp > 0 else self._now()
+        r = self.observer.update(t, s.q, s.dq, s.tau)
+        self._q, self._r = s.q, r
+        self._count += 1
+        if self._count % self.decimation == 0:
+            self.pub_residual.publish(joint_state_msg(self.joint_names, tau=r, stamp=msg.header.stamp))
+        ev = self.detector.update(t, r)
+        if ev is not None:
+            self._on_event(ev)
+        action = self.reaction.update(t, self.detector.in_collision)
+        if action is Action.HOLD_POSITION:
+            self._hold(s.q)
+        elif action is Action.RESUME:
+            self._resume(s.q)
+
+    # ------------------------------------------------------------------ events
+    def _on_event(self, ev) -> None:
+        flag = ev.active
+        if flag:
+            self.get_logger().warning(
+                f"collision detected at t={ev.detection_time:.3f} s: link {ev.link_name} (contact on it or beyond), "
+                f"peak |r| {ev.peak_max:.2f} N m at joint {self.joint_names[ev.peak_joint]}")
+        else:
+            self.get_logger().info(f"collision released at t={ev.release_time:.3f} s (link {ev.link_name}, "
+                                   f"peak {ev.peak_max:.2f} N m)")
+        if flag != self._collision:
+            self._collision = flag
+            self.pub_collision.publish(Bool(data=flag))
+            self._status(("collision on " + ev.link_name) if flag else "monitoring", ev)
+
+    def _hold(self, q: np.ndarray) -> None:
+        now = self._now()
+        self._remainder = None
+        if self._active is not None and not self._sampling:
+            start, t, qs = self._active
+            keep = t > now - start
+            if keep.any():
+                self._remainder = (t[keep] - (now - start), qs[keep])
+        self._active = None
+        q = self.desc.limits.clip_position(q)
+        msg = trajectory_msg(self.joint_names, q[None, :], [self.hold_time])
+        msg.header.frame_id = HOLD_MARK
+        self.pub_traj.publish(msg)
+        self.get_logger().warning("stopping: holding the current position"
+                                  + (" (trajectory remainder kept for resume)" if self._remainder else ""))
+
+    def _resume(self, q: np.ndarray) -> None:
+        if self._remainder is None:
+            self.get_logger().info("resuming: no interrupted trajectory to continue (released)")
+            return
+        t, qs = self._remainder
+        self._remainder = None
+        first = max(float(t[0]), move_duration(q, qs[0], self.desc.limits.velocity, self.velocity_scale,
+                                               self.min_duration))
+        t = t - t[0] + first
+        msg = trajectory_msg(self.joint_names, qs, t)
+        msg.header.frame_id = HOLD_MARK
+        self.pub_traj.publish(msg)
+        self._active = (self._now(), t, qs)
+        self.get_logger().info(f"resuming the interrupted trajectory: {len(t)} point(s), {t[-1]:.2f} s")
+
+    # ------------------------------------------------------------------ other inputs
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        if msg.header.frame_id == HOLD_MARK:
+            return
+        try:
+            t, q = trajectory_from_msg(msg, self.joint_names)
+        except MessageError as e:
+            self.get_logger().error(f"ignoring joint_trajectory for resume: {e}", throttle_duration_sec=THROTTLE_S)
+            return
+        self._active = (self._now(), t, q)
+
+    def _on_estimate(self, msg: InertiaStamped) -> None:
+        try:
+            est = estimate_from_msg(msg)
+        except MessageError as e:
+            self.get_logger().error(f"ignoring payload/estimate: {e}", throttle_duration_sec=THROTTLE_S)
+            return
+        self._set_payload(None if est.mass == 0.0 else est, "estimate")
+
+    def _on_sampling(self, msg: Bool) -> None:
+        active = bool(msg.data)
+        if active and not self._sampling and self._q is not None:
+            prov = provisional_payload(self.dyn, self._q, self._r, self._payload, self.frame)
+            self._set_payload(prov if prov.mass > 0 else None, "provisional")
+        self._sampling = active
+
+    def _set_payload(self, est: PayloadEstimate | None, source: str) -> None:
+        self.observer.set_payload(est)
+        self._payload = est
+        text = "unloaded" if est is None else (f"{source} payload {est.mass:.3f} kg, CoM "
+                                               f"{np.round(np.asarray(est.com) * 1e3, 1).tolist()} mm")
+        self.get_logger().info(f"observer gravity model: {text}")
+        self._status(f"monitoring ({text})")
+
+    def _status(self, text: str, ev=None) -> None:
+        level = DiagnosticStatus.WARN if self._collision else DiagnosticStatus.OK
+        st = DiagnosticStatus(level=level, name=f"{self.get_name()}: collision", message=text,
+                              hardware_id=self.desc.name)
+        p = self._payload
+        vals = {"payload_mass": 0.0 if p is None else p.mass, "payload_source": "none" if p is None else p.method,
+                "collision": self._collision, "reaction_state": self.reaction.state.value,
+                "events": len(self.detector.events), "sampling": self._sampling}
+        if ev is not None:
+            vals.update({"link": ev.link_name, "peak": ev.peak_max})
+        st.values = [KeyValue(key=k, value=str(v)) for k, v in vals.items()]
+        arr = DiagnosticArray(status=[st])
+        arr.header.stamp = self.get_clock().now().to_msg()
+        self.pub_status.publish(arr)
+
+
+def main(args=None) -> None:
+    from .bringup import spin_nodes
+
+    rclpy.init(args=args)
+    try:
+        spin_nodes([CollisionMonitorNode()])
+    finally:
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == "__main__":
+    main()

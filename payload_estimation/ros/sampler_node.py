@@ -1,0 +1,346 @@
+"""``payload_sampler``: visit the ±7° static poses around the pick configuration and estimate.
+
+Interface (relative names, remappable):
+
+- subscribes ``joint_states`` (sensor_msgs/JointState) and ``collision_monitor/collision``
+  (std_msgs/Bool, transient local);
+- publishes ``joint_trajectory`` (trajectory_msgs/JointTrajectory, one point per move, zero end
+  velocity), ``~/active`` (std_msgs/Bool, transient local: True while sampling; the collision
+  monitor takes a provisional payload on its rising edge) and ``~/status`` (DiagnosticArray);
+- services ``~/sample`` and ``~/cancel`` (std_srvs/Trigger);
+- calls ``payload_estimator/clear_captures``, ``payload_estimator/capture`` and
+  ``payload_estimator/estimate`` (std_srvs/Trigger).
+
+``~/sample`` takes the current configuration as the pick configuration q0, plans the pose set
+(motion.poses.plan_poses), and for each pose: validates the command (envelope, limits, velocity),
+publishes it, waits for arrival, asks the estimator to capture a static sample (retrying up to
+``dwell`` s), then asks for the estimate and returns to q0. It aborts with a reason — in the
+Trigger response and on ``~/status`` — on: a collision, ``~/cancel``, a pose not reached, lost
+joint_states, the estimator not answering, or a second request while busy. On an abort other than a
+collision it commands a hold at the current position (the monitor owns the reaction to collisions).
+
+All waits use the node clock (``use_sim_time`` honoured); loss of joint_states is judged on the
+wall clock so a stopped simulator is detected too.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from ..model.dynamics import RigidBodyDynamics
+from ..model.robot_file import load_robot
+from ..motion.poses import MotionLimitError, PosePlanConfig, check_command, check_move, move_duration, plan_poses
+from .messages import JointStateConverter, MessageError, trajectory_msg
+from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+
+THROTTLE_S = 2.0
+
+
+class SamplingAborted(RuntimeError):
+    """The sampling run stopped; the message says why."""
+
+
+class PayloadSamplerNode(Node):
+    """Sequences poses, captures and the estimate; motion decisions are in motion.poses."""
+
+    def __init__(self, **kwargs):
+        super().__init__("payload_sampler", **kwargs)
+        dp = self.declare_parameter
+        dp("robot", "lwr4")
+        dp("joint_names", [""])
+        dp("n_poses", 10)
+        dp("amplitude_deg", 7.0)
+        dp("limit_margin_deg", 1.0)
+        dp("velocity_scale", 0.5)
+        dp("min_duration", 0.5)
+        dp("arrival_tolerance_deg", 0.5)
+        dp("arrival_timeout", 2.0)
+        dp("dwell", 1.0)
+        dp("capture_period", 0.05)
+        dp("joint_state_timeout", 0.5)
+        dp("service_timeout", 3.0)
+        dp("collision_clear_timeout", 1.0)
+        p = lambda k: self.get_parameter(k).value  # noqa: E731
+        self.desc = load_robot(p("robot"))
+        self.dyn = RigidBodyDynamics(self.desc)
+        names = [x for x in p("joint_names") if x]
+        if names and len(names) != self.desc.n:
+            raise ValueError(f"joint_names has {len(names)} names, robot {self.desc.name} has {self.desc.n} joints")
+        self.joint_names = tuple(names) if names else self.desc.joint_names
+        self.plan_config = PosePlanConfig(n_poses=int(p("n_poses")), amplitude_deg=float(p("amplitude_deg")),
+                                          limit_margin_deg=float(p("limit_margin_deg")),
+                                          velocity_scale=float(p("velocity_scale")),
+                                          min_duration=float(p("min_duration")))
+        self.arrival_tol = np.radians(float(p("arrival_tolerance_deg")))
+        self.arrival_timeout = float(p("arrival_timeout"))
+        self.dwell = float(p("dwell"))
+        self.capture_period = float(p("capture_period"))
+        self.js_timeout = float(p("joint_state_timeout"))
+        self.service_timeout = float(p("service_timeout"))
+        self.collision_clear_timeout = float(p("collision_clear_timeout"))
+
+        self._lock = threading.Lock()
+        self._busy = False
+        self._cancel = threading.Event()
+        self._conv = JointStateConverter(self.joint_names, require_velocity=False, require_effort=False)
+        self._q: np.ndarray | None = None
+        self._dq: np.ndarray | None = None
+        self._rx_wall: float | None = None
+        self._collision = False
+        self._collision_count = 0
+        self._collision_base = 0
+        self.last_duration: float | None = None
+
+        self._io_group = MutuallyExclusiveCallbackGroup()
+        self._client_group = ReentrantCallbackGroup()
+        self._srv_group = ReentrantCallbackGroup()
+        self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_QOS,
+                                 callback_group=self._io_group)
+        self.create_subscription(Bool, "collision_monitor/collision", self._on_collision, LATCHED_QOS,
+                                 callback_group=self._io_group)
+        self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
+        self.pub_active = self.create_publisher(Bool, "~/active", LATCHED_QOS)
+        self.pub_status = self.create_publisher(DiagnosticArray, "~/status", LATCHED_QOS)
+        cg = self._client_group
+        self.cli_clear = self.create_client(Trigger, "payload_estimator/clear_captures", callback_group=cg)
+        self.cli_capture = self.create_client(Trigger, "payload_estimator/capture", callback_group=cg)
+        self.cli_estimate = self.create_client(Trigger, "payload_estimator/estimate", callback_group=cg)
+        self.create_service(Trigger, "~/sample", self._srv_sample, callback_group=self._srv_group)
+        self.create_service(Trigger, "~/cancel", self._srv_cancel, callback_group=self._srv_group)
+        self.pub_active.publish(Bool(data=False))
+        self._status(DiagnosticStatus.OK, "idle")
+        self.get_logger().info(f"payload_sampler ready: robot {self.desc.name}, {self.plan_config.n_poses} poses, "
+                               f"±{self.plan_config.amplitude_deg} deg")
+
+    # ------------------------------------------------------------------ inputs
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        try:
+            s = self._conv.convert(msg)
+        except MessageError as e:
+            self.get_logger().error(f"ignoring joint_states: {e}", throttle_duration_sec=THROTTLE_S)
+            return
+        with self._lock:
+            self._q, self._dq, self._rx_wall = s.q, s.dq, time.monotonic()
+
+    def _on_collision(self, msg: Bool) -> None:
+        with self._lock:
+            if msg.data and not self._collision:
+                self._collision_count += 1
+            self._collision = bool(msg.data)
+
+    # ------------------------------------------------------------------ services
+    def _srv_cancel(self, request, response):
+        if self._busy:
+            self._cancel.set()
+            response.success, response.message = True, "cancel requested: the sampler holds and stops"
+        else:
+            response.success, response.message = False, "nothing to cancel: the sampler is idle"
+        return response
+
+    def _srv_sample(self, request, response):
+        with self._lock:
+            if self._busy:
+                response.success = False
+                response.message = "rejected: a sampling run is already in progress (call ~/cancel to stop it)"
+                return response
+            self._busy = True
+        self._cancel.clear()
+        t_wall = time.monotonic()
+        try:
+            text = self._run()
+            self.last_duration = time.monotonic() - t_wall
+            response.success = True
+            response.message = f"{text} ({self.last_duration:.2f} s)"
+            self._status(DiagnosticStatus.OK, f"done: {response.message}")
+        except SamplingAborted as e:
+            response.success, response.message = False, f"aborted: {e}"
+            self.get_logger().error(response.message)
+            self._status(DiagnosticStatus.ERROR, response.message)
+        except Exception as e:  # keep the node alive and the arm held on a programming error
+            response.success, response.message = False, f"aborted: internal error {type(e).__name__}: {e}"
+            self.get_logger().error(response.message)
+            self._hold("internal error")
+            self._status(DiagnosticStatus.ERROR, response.message)
+        finally:
+            self.pub_active.publish(Bool(data=False))
+            with self._lock:
+                self._busy = False
+        return response
+
+    # ------------------------------------------------------------------ the run
+    def _run(self) -> str:
+        for cli in (self.cli_capture, self.cli_estimate):
+            if not cli.wait_for_service(timeout_sec=min(1.0, self.service_timeout)):
+                raise SamplingAborted(f"estimator not available (service {cli.srv_name} does not answer)")
+        q0 = self._fresh_q()
+        try:
+            plan = plan_poses(self.dyn, q0, self.plan_config)
+        except MotionLimitError as e:
+            raise SamplingAborted(f"cannot plan poses at this pick configuration: {e}") from e
+        with self._lock:
+            collisions_at_start = self._collision_count
+        self.pub_active.publish(Bool(data=True))
+        if self.cli_clear.service_is_ready():
+            self._call(self.cli_clear, "clear captures")
+        self._wait(lambda: not self._collision, self.collision_clear_timeout,
+                   "the collision monitor still reports a collision at the pick configuration", check_collision=False)
+        with self._lock:
+            self._collision_base = max(collisions_at_start, self._collision_count)
+        n = len(plan.poses)
+        for k, target in enumerate(plan.poses):
+            self._status(DiagnosticStatus.OK, f"sampling pose {k + 1}/{n}")
+            self._move(target, plan, f"pose {k + 1}/{n}")
+            self._capture(k, n)
+        ok, est_text = self._call(self.cli_estimate, "estimate")
+        self._status(DiagnosticStatus.OK if ok else DiagnosticStatus.WARN, "returning to the pick configuration")
+        self._move(plan.q0, plan, "pick configuration")
+        if not ok:
+            raise SamplingAborted(f"estimator rejected the fit: {est_text} (arm returned to the pick configuration)")
+        return f"estimated from {n} poses: {est_text}"
+
+    def _fresh_q(self) -> np.ndarray:
+        with self._lock:
+            q, rx = self._q, self._rx_wall
+        if q is None:
+            raise SamplingAborted("no valid joint_states received (check the topic and joint names)")
+        if time.monotonic() - rx > self.js_timeout:
+            raise SamplingAborted(f"joint_states lost: none for {time.monotonic() - rx:.2f} s")
+        return q.copy()
+
+    def _check_abort(self, check_collision: bool = True) -> None:
+        if self._cancel.is_set():
+            self._hold("cancel")
+            raise SamplingAborted("cancelled by ~/cancel; holding the current position")
+        with self._lock:
+            rx = self._rx_wall
+            collided = self._collision or self._collision_count > self._collision_base
+        if check_collision and collided:
+            raise SamplingAborted("collision reported by the collision monitor; the monitor stops the arm")
+        if rx is None or time.monotonic() - rx > self.js_timeout:
+            raise SamplingAborted(f"joint_states lost for more than {self.js_timeout} s")
+
+    def _wait(self, predicate, timeout: float, what: str, check_collision: bool = True) -> None:
+        """Poll ``predicate`` until true; ``timeout`` in node-clock seconds (sim time if enabled)."""
+        start = self._now()
+        wall_start = time.monotonic()
+        while True:
+            self._check_abort(check_collision)
+            if predicate():
+                return
+            now = self._now()
+            if now < start:  # clock went backwards (sim reset)
+                start = now
+            if now - start > timeout or time.monotonic() - wall_start > 20 * timeout + 5.0:
+                raise SamplingAborted(f"timeout after {timeout:.2f} s: {what}")
+            time.sleep(0.002)
+
+    def _sleep(self, duration: float) -> None:
+        """Wait ``duration`` node-clock seconds, still watching for aborts."""
+        t0 = self._now()
+        self._wait(lambda: self._now() - t0 >= duration, duration + 1.0, "sleep")
+
+    def _move(self, target: np.ndarray, plan, what: str) -> None:
+        q = self._fresh_q()
+        if np.max(np.abs(q - target)) < 1e-9:
+            return
+        try:
+            check_command(target, plan.envelope, self.desc)
+            duration = move_duration(q, target, self.desc.limits.velocity, self.plan_config.velocity_scale,
+                                     self.plan_config.min_duration)
+            check_move(q, target, duration, self.desc.limits.velocity, self.joint_names)
+        except MotionLimitError as e:
+            self._hold("invalid command")
+            raise SamplingAborted(f"refusing to command {what}: {e}") from e
+        self.pub_traj.publish(trajectory_msg(self.joint_names, target[None, :], [duration]))
+        t_send = self._now()
+
+        def arrived() -> bool:
+            with self._lock:
+                qn = self._q
+            return self._now() - t_send >= duration and bool(np.max(np.abs(qn - target)) < self.arrival_tol)
+
+        try:
+            self._wait(arrived, duration + self.arrival_timeout, f"{what} not reached")
+        except SamplingAborted as e:
+            if "not reached" in str(e):
+                with self._lock:
+                    err = np.abs(self._q - target)
+                j = int(np.argmax(err))
+                self._hold("pose not reached")
+                raise SamplingAborted(f"{e}: joint {self.joint_names[j]} is {np.degrees(err[j]):.2f} deg off "
+                                      f"(tolerance {np.degrees(self.arrival_tol):.2f} deg); holding") from e
+            raise
+
+    def _capture(self, k: int, n: int) -> None:
+        start = self._now()
+        reason = ""
+        while True:
+            self._check_abort()
+            ok, reason = self._call(self.cli_capture, "capture")
+            if ok:
+                return
+            if self._now() - start > self.dwell:
+                self._hold("not static")
+                raise SamplingAborted(f"pose {k + 1}/{n}: no static sample within {self.dwell:.2f} s: {reason}")
+            self._sleep(self.capture_period)
+
+    def _call(self, client, what: str) -> tuple[bool, str]:
+        if not client.service_is_ready():
+            raise SamplingAborted(f"estimator not available (service {client.srv_name} does not answer) at {what}")
+        future = client.call_async(Trigger.Request())
+        wall_start = time.monotonic()
+        while not future.done():
+            if time.monotonic() - wall_start > self.service_timeout:
+                client.remove_pending_request(future)
+                raise SamplingAborted(f"estimator did not answer {what} within {self.service_timeout:.1f} s")
+            time.sleep(0.001)
+        res = future.result()
+        return bool(res.success), str(res.message)
+
+    # ------------------------------------------------------------------ outputs
+    def _hold(self, why: str) -> None:
+        with self._lock:
+            q = self._q
+        if q is None:
+            return
+        q = self.desc.limits.clip_position(q)
+        self.pub_traj.publish(trajectory_msg(self.joint_names, q[None, :], [0.05]))
+        self.get_logger().warning(f"holding the current position ({why})")
+
+    def _status(self, level: int, text: str) -> None:
+        st = DiagnosticStatus(level=level, name=f"{self.get_name()}: sampling", message=text,
+                              hardware_id=self.desc.name)
+        st.values = [KeyValue(key="busy", value=str(self._busy)),
+                     KeyValue(key="last_duration_s", value=str(self.last_duration))]
+        arr = DiagnosticArray(status=[st])
+        arr.header.stamp = self.get_clock().now().to_msg()
+        self.pub_status.publish(arr)
+
+
+def main(args=None) -> None:
+    from .bringup import spin_nodes
+
+    rclpy.init(args=args)
+    try:
+        spin_nodes([PayloadSamplerNode()])
+    finally:
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == "__main__":
+    main()
