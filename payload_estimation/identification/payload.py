@@ -356,9 +356,9 @@ def estimate_payload_two_stage(
     cols = full_rank_columns(jac[nz], rtol)
     identified = np.zeros(k, bool)
     identified[cols] = True
-    if not identified[:4].all():
-        missing = [names[i] for i in range(4) if not identified[i]]
-        raise PayloadRejected(f"the coefficients do not determine {', '.join(missing)} of the payload")
+    if not identified[0]:
+        raise PayloadRejected("the coefficients do not determine the payload mass (J_eps has no mass column)")
+    undetermined = [names[i] for i in range(k) if not identified[i]]
     js = jac[np.ix_(nz, cols)]
     pinv = np.linalg.pinv(js)
     p_sel = pinv @ eps[nz]
@@ -382,7 +382,8 @@ def estimate_payload_two_stage(
     cov = np.zeros((k, k))
     cov[np.ix_(cols, cols)] = cov_sel
     return _build_estimate(
-        p, cov, identified, names, method="two-stage", frame=frame, samples=samples,
+        p, cov, identified, names, frame=frame, samples=samples,
+        method="two-stage" + (f" (not determined: {', '.join(undetermined)})" if undetermined else ""),
         condition_number=float(np.linalg.cond(js)), residual_rms=float(np.sqrt(np.mean(resid**2))),
         limits=_limits(limits, check),
     )

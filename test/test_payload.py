@@ -1,0 +1,386 @@
+"""Payload estimation against paper 000's numbers and pinocchio data with a known payload."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from payload_estimation.identification.estimate import PayloadEstimate
+from payload_estimation.identification.least_squares import RankDeficientError
+from payload_estimation.identification.payload import (
+    InertiaNotExcited,
+    PayloadDataError,
+    PayloadLimits,
+    PayloadRejected,
+    estimate_payload_full,
+    estimate_payload_gravity,
+    estimate_payload_two_stage,
+    estimate_payload_two_stage_from_data,
+    gravity_from_coefficients,
+    identify_coefficients,
+)
+from payload_estimation.model.base_parameters import compute_base_parameters, payload_jacobian
+from payload_estimation.model.description import JointLimits, RobotDescription, joints_from_dh, validate
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.parameters import BodyInertia
+from payload_estimation.model.robot_file import load_robot
+
+DEG = np.pi / 180
+PICK = np.array([0, 30, 0, -60, 0, 60, 0]) * DEG  # paper-like pick configuration
+
+
+def _body(m, c, izz_about_frame, ixx=None):
+    """Planar body with J_zz about the frame origin given (paper 000 eq. 5)."""
+    c = np.asarray(c, float)
+    izz = izz_about_frame - m * (c[0] ** 2 + c[1] ** 2)
+    ixx = izz if ixx is None else ixx
+    return BodyInertia(m, c, np.diag([ixx, ixx, izz]))
+
+
+def planar_2r() -> RobotDescription:
+    """Paper 000 Sec. IV: a1=1, a2=0.5, classical DH, gravity (0, -g0) in the motion plane."""
+    joints = joints_from_dh(["j1", "j2"], [[1.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0]])
+    links = (_body(3.0, [-0.6, 0.01, 0.0], 1.3303), _body(2.0, [-0.2, 0.02, 0.0], 0.1225))
+    limits = JointLimits(np.array([[-10.0, 10.0], [-10.0, 10.0]]), np.array([10.0, 10.0]), np.array([500.0, 500.0]))
+    return validate(RobotDescription("planar_2r", joints, links, limits, gravity=np.array([0.0, -9.81, 0.0])))
+
+
+PAYLOAD_2R = _body(1.5, [0.3, 0.1, 0.0], 0.1813)
+
+
+def _sinusoids(n_samples, amps, freqs, phases, dt=0.01):
+    t = np.arange(n_samples) * dt
+    a, w, ph = (np.asarray(v, float) for v in (amps, freqs, phases))
+    w = 2 * np.pi * w
+    q = a * np.sin(np.outer(t, w) + ph)
+    dq = a * w * np.cos(np.outer(t, w) + ph)
+    ddq = -a * w**2 * np.sin(np.outer(t, w) + ph)
+    return q, dq, ddq
+
+
+def _torques(dyn, q, dq, ddq, sigma, rng):
+    tau = np.array([dyn.inverse_dynamics(a, b, c) for a, b, c in zip(q, dq, ddq)])
+    return tau + rng.normal(0.0, sigma, tau.shape)
+
+
+def test_paper_2r_two_stage_reproduces_eq35():
+    """Sec. IV: identify pi (unloaded) and pi_L (loaded) from noisy sinusoidal motion, then eq. (28)."""
+    rng = np.random.default_rng(0)
+    dyn = RigidBodyDynamics(planar_2r())
+    loaded = dyn.with_payload(PAYLOAD_2R)
+    q0, dq0, ddq0 = _sinusoids(600, [2.0, 1.5], [0.2, 0.5], [0.0, 0.7])
+    q1, dq1, ddq1 = _sinusoids(600, [1.5, 2.5], [0.3, 0.4], [0.4, 0.0])
+    sigma = 0.01  # "slightly noisy"
+    unl = {"q": q0, "dq": dq0, "ddq": ddq0, "tau": _torques(dyn, q0, dq0, ddq0, sigma, rng)}
+    lod = {"q": q1, "dq": dq1, "ddq": ddq1, "tau": _torques(loaded, q1, dq1, ddq1, sigma, rng)}
+    est = estimate_payload_two_stage_from_data(dyn, unl, lod, kind="full")
+    p = est.params
+    # eq. (35): p_L = (1.5, 0.45, 0.15, 0.1814); the planar arm determines only these four.
+    assert set(p) == {"m", "mcx", "mcy", "Jzz"}
+    got = np.array([p["m"], p["mcx"], p["mcy"], p["Jzz"]])
+    np.testing.assert_allclose(got, [1.5, 0.45, 0.15, 0.1814], atol=2e-3)
+    std = np.array([est.std[k] for k in ("m", "mcx", "mcy", "Jzz")])
+    truth = np.array([1.5, 0.45, 0.15, 0.1813])
+    assert np.all(np.abs(got - truth) < 4 * std + 1e-12)
+    np.testing.assert_allclose(est.com[:2], [0.3, 0.1], atol=2e-3)
+    assert np.isnan(est.std["cz"]) and est.inertia is None  # not identifiable in the plane
+    # eq. (31)-(34): the paper's epsilon_nz = J_eps,nz p_L (eq. 32) for these parameters.
+    a1, a2 = 1.0, 0.5
+    j_paper = np.array([[a2**2 / 2, a2, 0, 0.5], [a2, 1, 0, 0], [0, 0, 1, 0], [a1**2 / 2, 0, 0, 0], [a1, 0, 0, 0]])
+    np.testing.assert_allclose(j_paper @ got, [0.5032, 1.2, 0.15, 0.75, 1.5], atol=3e-3)
+
+
+def test_paper_2r_base_coefficients_match_truth():
+    """pi_hat from data equals K p of the true links (our base coefficients), within reported std."""
+    rng = np.random.default_rng(1)
+    dyn = RigidBodyDynamics(planar_2r())
+    base = compute_base_parameters(dyn, "full")
+    assert base.rank == 6  # paper 000 eq. (29): six dynamic coefficients
+    q, dq, ddq = _sinusoids(400, [2.0, 1.5], [0.2, 0.5], [0.0, 0.7])
+    res = identify_coefficients(dyn, base, q, dq, ddq, _torques(dyn, q, dq, ddq, 0.05, rng))
+    truth = base.coefficients(np.concatenate([b.to_params() for b in dyn.desc.links]))
+    assert np.all(np.abs(res.params - truth) < 4 * res.std)
+
+
+def test_paper_lwr_eq43_gives_eq44():
+    """Sec. V: the printed epsilon_g,nz of eq. (43) and its payload Jacobian give eq. (44)."""
+    d1, d2 = 0.4, 0.39
+    # rows (c_Ly m_L, c_Lx m_L, c_Lz m_L, d2 m_L, d1 m_L), columns (m, m cx, m cy, m cz)
+    j = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 1], [d2, 0, 0, 0], [d1, 0, 0, 0]], float)
+    eps = np.array([0.0016, -8.13e-4, 0.3667, 1.1914, 1.2316])
+    est = estimate_payload_two_stage(np.zeros(5), eps, j)
+    assert est.mass == pytest.approx(3.067, abs=5e-4)
+    # printed to 2, 1 and 4 significant digits (cx = -8.13e-4 / 3.067 = -2.65e-4: within one unit)
+    assert est.com[0] == pytest.approx(-2.6e-4, abs=1e-5)
+    assert est.com[1] == pytest.approx(5e-4, abs=0.5e-4)
+    assert est.com[2] == pytest.approx(0.1196, abs=0.5e-4)
+    assert est.method == "two-stage"
+
+
+@pytest.mark.parametrize("robot", ["lwr4", "iiwa14"])
+def test_payload_regressor_equals_base_regressor_times_jacobian(robot):
+    """Y_Lg(q) = Y_g,b(q) J_eps,g (eq. 22 + 27) and Y_L = Y_b J_eps for the full dynamics."""
+    dyn = RigidBodyDynamics(load_robot(robot))
+    rng = np.random.default_rng(2)
+    base_g = compute_base_parameters(dyn, "gravity")
+    base_f = compute_base_parameters(dyn, "full", n_samples=80)
+    jg, jf = payload_jacobian(base_g, dyn), payload_jacobian(base_f, dyn)
+    for _ in range(5):
+        q, dq, ddq = rng.uniform(-2, 2, 7), rng.uniform(-1, 1, 7), rng.uniform(-3, 3, 7)
+        np.testing.assert_allclose(dyn.payload_gravity_regressor(q),
+                                   base_g.base_regressor(dyn.gravity_regressor(q)) @ jg, atol=1e-9)
+        np.testing.assert_allclose(dyn.payload_regressor(q, dq, ddq),
+                                   base_f.base_regressor(dyn.regressor(q, dq, ddq)) @ jf, atol=1e-8)
+
+
+def pick_poses(dyn, q0=PICK, n_poses=10, seed=0):
+    """n_poses static poses: +-7 deg on one joint at a time, then random +-7 deg combinations."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(n_poses):
+        d = np.zeros(dyn.n)
+        if k < 2 * dyn.n and k < 7:
+            d[k % dyn.n] = 7 * DEG * (1 if k % 2 == 0 else -1)
+        else:
+            d = rng.choice([-1.0, 1.0], dyn.n) * 7 * DEG
+        out.append(q0 + d)
+    return np.array(out)
+
+
+TRUE_PAYLOAD = BodyInertia(3.028, np.array([0.004, -0.006, 0.119]), np.diag([0.02, 0.021, 0.006]))
+
+
+def _static(dyn, q, sigma, rng, offset=None):
+    tau = np.array([dyn.gravity(qk) for qk in q]) + rng.normal(0.0, sigma, (len(q), dyn.n))
+    return tau if offset is None else tau + offset
+
+
+def _truth_vector(body):
+    return np.concatenate([[body.mass], body.com])
+
+
+def _est_vector(est):
+    return np.concatenate([[est.mass], est.com])
+
+
+def _std_vector(est):
+    return np.array([est.std[k] for k in ("mass", "cx", "cy", "cz")])
+
+
+@pytest.mark.parametrize("robot", ["lwr4", "iiwa14"])
+@pytest.mark.parametrize("method", ["one-shot", "differential"])
+def test_static_estimate_within_reported_std(robot, method):
+    dyn = RigidBodyDynamics(load_robot(robot))
+    loaded = dyn.with_payload(TRUE_PAYLOAD)
+    rng = np.random.default_rng(3)
+    q = pick_poses(dyn, n_poses=20)
+    tau_l = _static(loaded, q, 0.2, rng)
+    tau_u = _static(dyn, q, 0.2, rng) if method == "differential" else None
+    est = estimate_payload_gravity(dyn, q, tau_l, tau_u)
+    assert est.method == f"gravity {method}" and est.samples == 20
+    err = np.abs(_est_vector(est) - _truth_vector(TRUE_PAYLOAD))
+    assert np.all(err < 4 * _std_vector(est)), (err, _std_vector(est))
+    assert err[0] < 0.05 and np.all(err[1:] < 0.02)  # 20 poses, 0.2 N m noise: a few cm at most
+    assert est.residual_rms == pytest.approx(0.2 * (np.sqrt(2) if method == "differential" else 1), rel=0.3)
+    d = est.to_dict()
+    assert set(d) >= {"mass", "com", "inertia", "frame", "std", "condition_number", "residual_rms", "samples",
+                      "method"}
+    assert PayloadEstimate.from_dict(d).mass == est.mass
+
+
+@pytest.mark.parametrize("error", ["model", "offsets"])
+def test_differential_cancels_model_error_and_offsets_one_shot_does_not(error):
+    """A 5 % wrong link-mass model, or joint-torque sensor offsets, bias one-shot; differential
+    (same poses without payload) cancels both."""
+    desc = load_robot("lwr4")
+    true = RigidBodyDynamics(desc)
+    model, offset = true, None
+    if error == "model":
+        model = RigidBodyDynamics(desc.with_links([BodyInertia(b.mass * 1.05, b.com, b.inertia_com)
+                                                   for b in desc.links]))
+    else:
+        offset = np.array([0.3, -0.8, 0.2, 0.6, -0.3, 0.2, 0.1])
+    rng = np.random.default_rng(4)
+    q = pick_poses(true, n_poses=10)
+    tau_l = _static(true.with_payload(TRUE_PAYLOAD), q, 0.05, rng, offset)
+    tau_u = _static(true, q, 0.05, rng, offset)
+    diff = estimate_payload_gravity(model, q, tau_l, tau_u)
+    one = estimate_payload_gravity(model, q, tau_l, check=False)
+    truth = _truth_vector(TRUE_PAYLOAD)
+    assert np.all(np.abs(_est_vector(diff) - truth) < 4 * _std_vector(diff))
+    assert np.max(np.abs(_est_vector(one) - truth) / _std_vector(one)) > 10
+
+
+def test_one_shot_offsets_estimated_with_spread_poses():
+    dyn = RigidBodyDynamics(load_robot("lwr4"))
+    rng = np.random.default_rng(5)
+    q = rng.uniform(-1.5, 1.5, (60, 7))
+    offset = np.array([0.3, -0.8, 0.2, 0.6, -0.3, 0.2, 0.1])
+    tau_l = _static(dyn.with_payload(TRUE_PAYLOAD), q, 0.05, rng, offset)
+    est = estimate_payload_gravity(dyn, q, tau_l, estimate_offsets=True)
+    off_std = np.array([est.std[f"offset_{j}"] for j in dyn.desc.joint_names])
+    assert np.all(np.abs(est.offsets - offset) < 4 * off_std)
+    assert abs(est.mass - TRUE_PAYLOAD.mass) < 4 * est.std["mass"]
+    assert est.method == "gravity one-shot + offsets"
+
+
+def test_one_shot_with_identified_gravity_coefficients():
+    """The unloaded torque may come from identified coefficients instead of the nominal links."""
+    dyn = RigidBodyDynamics(load_robot("iiwa14"))
+    base = compute_base_parameters(dyn, "gravity")
+    rng = np.random.default_rng(6)
+    q_id = rng.uniform(-1.5, 1.5, (80, 7))
+    res = identify_coefficients(dyn, base, q_id, tau=_static(dyn, q_id, 0.05, rng))
+    q = pick_poses(dyn, n_poses=10)
+    tau_l = _static(dyn.with_payload(TRUE_PAYLOAD), q, 0.05, rng)
+    est = estimate_payload_gravity(dyn, q, tau_l, unloaded_gravity=gravity_from_coefficients(dyn, base, res.params))
+    assert abs(est.mass - TRUE_PAYLOAD.mass) < 0.05
+    np.testing.assert_allclose(est.com, TRUE_PAYLOAD.com, atol=0.02)
+
+
+@pytest.mark.parametrize("method", ["one-shot", "differential"])
+def test_monte_carlo_unbiased_and_std_honest(method):
+    """300 noisy repetitions: mean error within 3 standard errors, reported std ~ empirical spread."""
+    dyn = RigidBodyDynamics(load_robot("lwr4"))
+    loaded = dyn.with_payload(TRUE_PAYLOAD)
+    q = pick_poses(dyn, n_poses=10)
+    g_l = np.array([loaded.gravity(qk) for qk in q])
+    g_u = np.array([dyn.gravity(qk) for qk in q])
+    rng = np.random.default_rng(7)
+    sigma, runs = 0.3, 300
+    ests, stds = [], []
+    for _ in range(runs):
+        tau_l = g_l + rng.normal(0, sigma, g_l.shape)
+        tau_u = g_u + rng.normal(0, sigma, g_u.shape) if method == "differential" else None
+        e = estimate_payload_gravity(dyn, q, tau_l, tau_u, check=False)
+        ests.append(_est_vector(e))
+        stds.append(_std_vector(e))
+    ests, stds = np.array(ests), np.array(stds)
+    err = ests - _truth_vector(TRUE_PAYLOAD)
+    spread = err.std(axis=0, ddof=1)
+    assert np.all(np.abs(err.mean(axis=0)) < 3 * spread / np.sqrt(runs)), (err.mean(axis=0), spread)
+    ratio = stds.mean(axis=0) / spread
+    assert np.all(np.abs(ratio - 1) < 0.2), ratio
+
+
+def test_full_payload_from_dynamic_motion():
+    """All ten parameters from an exciting 7-joint motion (differential) plus static rows (eq. 45)."""
+    dyn = RigidBodyDynamics(load_robot("lwr4"))
+    loaded = dyn.with_payload(TRUE_PAYLOAD)
+    rng = np.random.default_rng(8)
+    q, dq, ddq = _sinusoids(300, [1.2, 0.6, 1.0, 0.8, 1.2, 1.0, 1.5], [0.11, 0.17, 0.23, 0.19, 0.29, 0.31, 0.37],
+                            rng.uniform(0, np.pi, 7), dt=0.05)
+    q = q + PICK
+    tau_l, tau_u = _torques(loaded, q, dq, ddq, 0.05, rng), _torques(dyn, q, dq, ddq, 0.05, rng)
+    qs = pick_poses(dyn, 10)
+    est = estimate_payload_full(dyn, q, dq, ddq, tau_l, tau_u, static_q=qs,
+                                static_tau_loaded=_static(loaded, qs, 0.05, rng),
+                                static_tau_unloaded=_static(dyn, qs, 0.05, rng))
+    assert est.method == "full differential + 10 static"
+    truth_i = np.array([0.02, 0, 0, 0.021, 0, 0.006])
+    std_i = np.array([est.std[k] for k in ("Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")])
+    assert np.all(np.abs(est.inertia - truth_i) < 4 * std_i + 1e-9), (est.inertia, std_i)
+    assert np.all(std_i < 0.01)
+    assert abs(est.mass - TRUE_PAYLOAD.mass) < 4 * est.std["mass"]
+    np.testing.assert_allclose(est.inertia_about_frame(), TRUE_PAYLOAD.to_params()[4:], atol=0.03)
+
+
+def test_full_payload_refuses_motion_that_does_not_excite_inertia():
+    dyn = RigidBodyDynamics(load_robot("lwr4"))
+    loaded = dyn.with_payload(TRUE_PAYLOAD)
+    rng = np.random.default_rng(9)
+    n_s = 200
+    q = np.tile(PICK, (n_s, 1))
+    q[:, 1] += 0.05 * np.sin(np.linspace(0, 2 * np.pi, n_s))  # a tiny slow motion of one joint
+    dq = np.gradient(q, 0.05, axis=0)
+    ddq = np.gradient(dq, 0.05, axis=0)
+    tau_l, tau_u = _torques(loaded, q, dq, ddq, 0.05, rng), _torques(dyn, q, dq, ddq, 0.05, rng)
+    with pytest.raises(InertiaNotExcited, match="does not excite the payload inertia") as info:
+        estimate_payload_full(dyn, q, dq, ddq, tau_l, tau_u)
+    assert info.value.columns
+    qs = pick_poses(dyn, 10)
+    flagged = estimate_payload_full(dyn, q, dq, ddq, tau_l, tau_u, static_q=qs,
+                                    static_tau_loaded=_static(loaded, qs, 0.05, rng),
+                                    static_tau_unloaded=_static(dyn, qs, 0.05, rng), on_not_excited="gravity")
+    assert "inertia not excited" in flagged.method and flagged.inertia is None
+    assert abs(flagged.mass - TRUE_PAYLOAD.mass) < 4 * flagged.std["mass"]
+
+
+# ---------------------------------------------------------------------------------------- bad input
+
+@pytest.fixture(scope="module")
+def lwr():
+    dyn = RigidBodyDynamics(load_robot("lwr4"))
+    q = pick_poses(dyn, 10)
+    rng = np.random.default_rng(10)
+    return dyn, q, _static(dyn.with_payload(TRUE_PAYLOAD), q, 0.1, rng), _static(dyn, q, 0.1, rng)
+
+
+def test_nan_torque_is_rejected_with_sample_and_joint(lwr):
+    dyn, q, tau_l, _ = lwr
+    bad = tau_l.copy()
+    bad[3, 4] = np.nan
+    with pytest.raises(PayloadDataError, match="tau_loaded is NaN/inf at sample 3, joint 5"):
+        estimate_payload_gravity(dyn, q, bad)
+    bad[3, 4] = np.inf
+    with pytest.raises(PayloadDataError, match="sample 3, joint 5"):
+        estimate_payload_gravity(dyn, q, bad)
+
+
+def test_wrong_shapes_are_rejected(lwr):
+    dyn, q, tau_l, tau_u = lwr
+    with pytest.raises(PayloadDataError, match="6 joints per sample, the robot has 7"):
+        estimate_payload_gravity(dyn, q[:, :6], tau_l)
+    with pytest.raises(PayloadDataError, match="9 samples, expected 10"):
+        estimate_payload_gravity(dyn, q, tau_l, tau_u[:9])
+    with pytest.raises(PayloadDataError, match="method must be one of"):
+        estimate_payload_gravity(dyn, q, tau_l, method="magic")
+
+
+def test_identical_poses_are_rank_deficient(lwr):
+    dyn, q, tau_l, _ = lwr
+    same = np.tile(q[0], (10, 1))
+    with pytest.raises(RankDeficientError, match="rank deficient") as info:
+        estimate_payload_gravity(dyn, same, tau_l)
+    assert info.value.columns and set(info.value.columns) <= {"m", "mcx", "mcy", "mcz"}
+
+
+def test_negative_mass_rejected(lwr):
+    dyn, q, tau_l, tau_u = lwr
+    with pytest.raises(PayloadRejected, match="is not above 0"):  # loaded/unloaded swapped
+        estimate_payload_gravity(dyn, q, tau_u, tau_l)
+
+
+def test_mass_above_limit_rejected(lwr):
+    dyn, q, tau_l, tau_u = lwr
+    with pytest.raises(PayloadRejected, match="exceeds the limit of 2.0 kg"):
+        estimate_payload_gravity(dyn, q, tau_l, tau_u, limits=PayloadLimits(max_payload=2.0))
+
+
+def test_com_beyond_radius_rejected():
+    dyn = RigidBodyDynamics(load_robot("lwr4"))
+    q = pick_poses(dyn, 10)
+    far = BodyInertia(1.0, np.array([0.0, 0.0, 1.5]), np.diag([0.01, 0.01, 0.01]))
+    rng = np.random.default_rng(11)
+    tau_l = _static(dyn.with_payload(far), q, 0.01, rng)
+    with pytest.raises(PayloadRejected, match="beyond max_com_radius 1.0 m"):
+        estimate_payload_gravity(dyn, q, tau_l)
+    assert estimate_payload_gravity(dyn, q, tau_l, limits=PayloadLimits(max_com_radius=2.0)).com[2] > 1.4
+
+
+def test_impossible_inertia_rejected():
+    good = BodyInertia(2.0, np.array([0.01, 0.0, 0.1]), np.diag([0.02, 0.02, 0.01])).to_params()
+    eye = np.eye(10)
+    assert estimate_payload_two_stage(np.zeros(10), good, eye).inertia is not None
+    not_pd = good.copy()
+    not_pd[4] -= 0.05  # Jxx about the frame too small: I_c,xx < 0
+    with pytest.raises(PayloadRejected, match="not positive definite"):
+        estimate_payload_two_stage(np.zeros(10), not_pd, eye)
+    triangle = BodyInertia(2.0, np.zeros(3), np.diag([0.01, 0.01, 0.05])).to_params()
+    with pytest.raises(PayloadRejected, match="triangle inequality"):
+        estimate_payload_two_stage(np.zeros(10), triangle, eye)
+
+
+def test_non_finite_coefficients_rejected():
+    with pytest.raises(PayloadDataError, match="pi_hat_L contains NaN"):
+        estimate_payload_two_stage(np.zeros(4), np.array([1.0, np.nan, 0, 0]), np.eye(4))
