@@ -413,3 +413,44 @@ def test_stop_policy_waits_for_clear_and_none_policy_never_acts():
         ReactionStateMachine("halt")
     with pytest.raises(ReactionPolicyError, match="resume_delay"):
         ReactionStateMachine(resume_delay=-1.0)
+
+
+# ---------------------------------------------------------------------------------------- CLI
+def _save_run(run: Run, path):
+    from payload_estimation.identification.data import Samples, save_csv
+
+    return save_csv(Samples(run.q, run.tau, dq=run.dq, t=run.t), path)
+
+
+def test_residual_command(lwr4, tmp_path, capsys):
+    import json
+
+    from payload_estimation.cli import main
+
+    loaded = lwr4.with_payload(PAYLOAD)
+    contact = make_contact(loaded, Q_CONTACT, 4, [0.06, 0.0, 0.1], 40.0, 1.0, 1.4, seed=4)
+    run = simulate(loaded, 2.5, contacts=[contact], q0=Q_CONTACT, amp=0.2)
+    data = _save_run(run, tmp_path / "run.csv")
+    m, c = PAYLOAD.mass, PAYLOAD.com
+    base = ["residual", "--robot", "lwr4", "--data", str(data), "--json"]
+    assert main(base) == 0
+    unloaded = json.loads(capsys.readouterr().out)
+    assert unloaded["events"][0]["onset_time"] < 1.0  # false alarm before the contact: payload not modelled
+    out = tmp_path / "r.csv"
+    assert main(base + ["--payload", f"{m},{c[0]},{c[1]},{c[2]}", "--out", str(out), "--gain", "30"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert len(res["events"]) == 1
+    ev = res["events"][0]
+    assert 1.0 <= ev["onset_time"] <= ev["detection_time"] < 1.1 and ev["link"] == 4
+    assert res["max_abs_residual_outside_events_overall"] < 3.0
+    table = np.loadtxt(out, delimiter=",", skiprows=1)
+    assert table.shape == (run.t.size, 9) and table[:, 8].any()
+    est = tmp_path / "est.json"
+    est.write_text(PayloadEstimate(m, c).to_json())
+    assert main(["residual", "--robot", "lwr4", "--data", str(data), "--payload-file", str(est)]) == 0
+    text = capsys.readouterr().out
+    assert "1 collision event(s)" in text and "link_4" in text
+    assert main(base + ["--threshold", "6,6"]) == 1
+    assert "--threshold: expected 1 or 7 values" in capsys.readouterr().err
+    assert main(base + ["--payload", "3,0.1"]) == 1
+    assert "--payload" in capsys.readouterr().err
