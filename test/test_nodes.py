@@ -1,0 +1,314 @@
+"""The three nodes over real rclpy (DDS isolated by conftest), driven by a test-only arm.
+
+``StaticArm`` is a tiny joint_states publisher written for these tests: a kinematic arm that
+jumps to the last point of every joint_trajectory it receives (or ignores them) and reports the
+torque of the nominal model plus a known payload. It makes the node logic (captures, rejections,
+races, aborts) testable in a few seconds; the physics run is in test_end_to_end.py.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import InertiaStamped
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.parameters import BodyInertia
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.ros.estimator_node import PayloadEstimatorNode
+from payload_estimation.ros.messages import joint_state_msg, trajectory_from_msg
+from payload_estimation.ros.monitor_node import CollisionMonitorNode
+from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+from payload_estimation.ros.sampler_node import PayloadSamplerNode
+
+Q0 = np.radians([10, 40, -5, -70, 15, 50, 20])
+PAYLOAD = BodyInertia(3.0, np.array([0.02, -0.03, 0.12]), np.diag([0.01, 0.01, 0.005]))
+
+
+class StaticArm(Node):
+    """Test-only kinematic arm: publishes joint_states at ``rate`` Hz (wall clock)."""
+
+    def __init__(self, dyn: RigidBodyDynamics, q0, payload: BodyInertia | None = PAYLOAD, follow: bool = True,
+                 names=None, rate: float = 250.0, noise: float = 0.02):
+        super().__init__("test_static_arm")
+        self.dyn_loaded = dyn.with_payload(payload) if payload is not None else dyn
+        self.names = list(names or dyn.desc.joint_names)
+        self.q = np.array(q0, float)
+        self.follow = follow
+        self.noise = noise
+        self.nan_torque = False
+        self.publishing = True
+        self.rng = np.random.default_rng(0)
+        self.commands: list[np.ndarray] = []
+        self.pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
+        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_traj, COMMAND_QOS)
+        self.create_timer(1.0 / rate, self._tick)
+
+    def _on_traj(self, msg):
+        _, q = trajectory_from_msg(msg, self.dyn_loaded.desc.joint_names)
+        self.commands.append(q[-1])
+        if self.follow:
+            self.q = q[-1].copy()
+
+    def _tick(self):
+        if not self.publishing:
+            return
+        tau = self.dyn_loaded.gravity(self.q) + self.noise * self.rng.standard_normal(self.q.size)
+        if self.nan_torque:
+            tau[2] = np.nan
+        idx = [self.dyn_loaded.desc.joint_names.index(n) if n in self.dyn_loaded.desc.joint_names else 0
+               for n in self.names]
+        self.pub.publish(joint_state_msg(self.names, self.q[idx], np.zeros(len(idx)), tau[idx],
+                                         stamp=self.get_clock().now().to_msg()))
+
+
+class Rig:
+    """rclpy context + background MultiThreadedExecutor + helpers for one test."""
+
+    def __init__(self):
+        self.executor = MultiThreadedExecutor(num_threads=6)
+        self.nodes: list[Node] = []
+        self.client_node = Node("test_client")
+        self.add(self.client_node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def add(self, node: Node) -> Node:
+        self.nodes.append(node)
+        self.executor.add_node(node)
+        return node
+
+    def remove(self, node: Node) -> None:
+        self.executor.remove_node(node)
+        self.nodes.remove(node)
+        node.destroy_node()
+
+    def call(self, service: str, timeout: float = 30.0) -> Trigger.Response:
+        cli = self.client_node.create_client(Trigger, service)
+        try:
+            assert cli.wait_for_service(timeout_sec=5.0), f"service {service} not available"
+            fut = cli.call_async(Trigger.Request())
+            end = time.monotonic() + timeout
+            while not fut.done():
+                assert time.monotonic() < end, f"{service} did not answer within {timeout} s"
+                time.sleep(0.005)
+            return fut.result()
+        finally:
+            self.client_node.destroy_client(cli)
+
+    def call_async(self, service: str):
+        cli = self.client_node.create_client(Trigger, service)
+        assert cli.wait_for_service(timeout_sec=5.0)
+        return cli.call_async(Trigger.Request())
+
+    def latest(self, msg_type, topic: str, qos=LATCHED_QOS, timeout: float = 3.0, predicate=None):
+        """Wait for a message on ``topic`` (satisfying ``predicate``) and return it."""
+        got = []
+        sub = self.client_node.create_subscription(msg_type, topic, got.append, qos)
+        try:
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                if got and (predicate is None or predicate(got[-1])):
+                    return got[-1]
+                time.sleep(0.01)
+            return got[-1] if got else None
+        finally:
+            self.client_node.destroy_subscription(sub)
+
+    def close(self):
+        self.executor.shutdown()
+        for n in list(self.nodes):
+            n.destroy_node()
+
+
+@pytest.fixture(scope="module")
+def ros():
+    rclpy.init()
+    yield
+    rclpy.shutdown()
+
+
+@pytest.fixture
+def rig(ros):
+    r = Rig()
+    yield r
+    r.close()
+
+
+@pytest.fixture(scope="module")
+def dyn():
+    return RigidBodyDynamics(load_robot("lwr4"))
+
+
+def mass_in(text: str) -> float:
+    m = re.search(r"mass (\S+) kg", text)
+    assert m, text
+    return float(m.group(1))
+
+
+def wait_for(pred, timeout=3.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_estimator_captures_estimates_and_resets(rig, dyn):
+    arm = rig.add(StaticArm(dyn, Q0))
+    rig.add(PayloadEstimatorNode())
+    assert wait_for(lambda: rig.call("payload_estimator/capture").success, 3.0)
+    # static kinematic arm, exact model: poses around Q0 give the payload back
+    offsets = np.radians([[0, 0, 0, 0, 7, 7, 0], [0, 0, 0, 7, -7, 0, 7], [0, 7, 0, 0, 0, -7, -7],
+                          [7, 0, 7, -7, 7, 0, 0], [0, -7, 0, 0, -7, 7, 7]])
+    for off in offsets:
+        arm.q = Q0 + off
+        time.sleep(0.05)
+        assert wait_for(lambda: rig.call("payload_estimator/capture").success, 2.0)
+    res = rig.call("payload_estimator/estimate")
+    assert res.success, res.message
+    assert mass_in(res.message) == pytest.approx(3.0, abs=0.01)
+    assert "CoM" in res.message and "cond" in res.message and "std" in res.message
+    est = rig.latest(InertiaStamped, "payload/estimate", predicate=lambda m: m.inertia.m > 0)  # late subscriber
+    assert est.inertia.m == pytest.approx(3.0, abs=0.02)
+    np.testing.assert_allclose([est.inertia.com.x, est.inertia.com.y, est.inertia.com.z], PAYLOAD.com, atol=3e-3)
+    assert est.header.frame_id == dyn.desc.payload_frame_name
+    diag = rig.latest(DiagnosticArray, "payload_estimator/status")
+    keys = {kv.key for kv in diag.status[0].values}
+    assert {"mass", "com_x", "std_mass", "condition_number", "residual_rms"} <= keys
+    res = rig.call("payload_estimator/reset")
+    assert res.success
+    est = rig.latest(InertiaStamped, "payload/estimate", predicate=lambda m: m.inertia.m == 0.0)
+    assert est.inertia.m == 0.0
+
+
+def test_estimator_rejects_bad_input_and_impossible_fits(rig, dyn):
+    arm = rig.add(StaticArm(dyn, Q0, names=list(dyn.desc.joint_names[:6])))  # A6 missing
+    rig.add(PayloadEstimatorNode())
+    time.sleep(0.5)
+    res = rig.call("payload_estimator/capture")
+    assert not res.success and "no valid joint_states" in res.message
+    arm.names = list(dyn.desc.joint_names) + ["gripper_finger"]  # extra joint: ignored
+    assert wait_for(lambda: rig.call("payload_estimator/capture").success, 3.0)
+    arm.nan_torque = True
+    time.sleep(0.6)  # no valid sample for > stale_timeout
+    res = rig.call("payload_estimator/capture")
+    assert not res.success and "stale" in res.message
+    arm.nan_torque = False
+    arm.noise = 3.0  # torque not steady
+    time.sleep(0.4)
+    res = rig.call("payload_estimator/capture")
+    assert not res.success and "not static" in res.message and "torque" in res.message
+    # an impossible payload (60 kg > max_payload) is rejected and the previous (none) kept
+    arm.noise = 0.02
+    arm.dyn_loaded = dyn.with_payload(BodyInertia(60.0, np.zeros(3), np.eye(3)))
+    rig.call("payload_estimator/clear_captures")
+    for off in np.radians([[0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 7, 7, 0, 0], [0, 7, 0, 0, -7, 7, 0],
+                           [7, 0, 0, -7, 0, -7, 7]]):
+        arm.q = Q0 + off
+        time.sleep(0.2)
+        assert wait_for(lambda: rig.call("payload_estimator/capture").success, 2.0)
+    res = rig.call("payload_estimator/estimate")
+    assert not res.success and "rejected" in res.message and "previous payload kept" in res.message
+    est = rig.latest(InertiaStamped, "payload/estimate")
+    assert est is not None and est.inertia.m == 0.0
+
+
+def test_sampler_full_run_on_kinematic_arm(rig, dyn):
+    arm = rig.add(StaticArm(dyn, Q0))
+    rig.add(PayloadEstimatorNode())
+    sampler = rig.add(PayloadSamplerNode(parameter_overrides=[
+        rclpy.parameter.Parameter("min_duration", value=0.1)]))
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    res = rig.call("payload_sampler/sample", timeout=30.0)
+    assert res.success, res.message
+    assert mass_in(res.message) == pytest.approx(3.0, abs=0.01)
+    assert time.monotonic() - t0 < 15.0
+    # every command stayed inside ±7° and the run ends at the pick configuration
+    cmds = np.array(arm.commands)
+    assert len(cmds) == 10 and np.all(np.abs(cmds - Q0) <= np.radians(7) + 1e-9)
+    np.testing.assert_allclose(cmds[-1], Q0)
+    st = rig.latest(DiagnosticArray, "payload_sampler/status")
+    assert st.status[0].message.startswith("done")
+    assert rig.latest(Bool, "payload_sampler/active").data is False
+    assert sampler.last_duration is not None
+
+
+def test_sampler_busy_cancel_and_estimator_down(rig, dyn):
+    rig.add(StaticArm(dyn, Q0))
+    sampler = rig.add(PayloadSamplerNode())
+    time.sleep(0.3)
+    res = rig.call("payload_sampler/sample")
+    assert not res.success and "estimator not available" in res.message
+    est = rig.add(PayloadEstimatorNode())
+    time.sleep(0.3)
+    fut = rig.call_async("payload_sampler/sample")
+    assert wait_for(lambda: sampler._busy, 3.0)
+    res = rig.call("payload_sampler/sample")
+    assert not res.success and "already in progress" in res.message
+    assert rig.call("payload_sampler/cancel").success
+    assert wait_for(fut.done, 5.0)
+    assert not fut.result().success and "cancelled" in fut.result().message
+    # estimator goes away in the middle of a run
+    fut = rig.call_async("payload_sampler/sample")
+    assert wait_for(lambda: sampler._busy, 3.0)
+    time.sleep(0.5)
+    rig.remove(est)
+    assert wait_for(fut.done, 10.0)
+    assert not fut.result().success and "estimator" in fut.result().message
+    assert not sampler._busy
+
+
+def test_sampler_pose_not_reached_and_lost_joint_states(rig, dyn):
+    arm = rig.add(StaticArm(dyn, Q0, follow=False))  # ignores commands
+    rig.add(PayloadEstimatorNode())
+    rig.add(PayloadSamplerNode(parameter_overrides=[rclpy.parameter.Parameter("arrival_timeout", value=0.5)]))
+    time.sleep(0.5)
+    res = rig.call("payload_sampler/sample")
+    assert not res.success and "not reached" in res.message and "deg off" in res.message
+    arm.follow = True
+    fut = rig.call_async("payload_sampler/sample")
+    time.sleep(1.0)
+    arm.publishing = False
+    assert wait_for(fut.done, 5.0)
+    assert not fut.result().success and "joint_states lost" in fut.result().message
+
+
+def test_sampler_aborts_on_collision(rig, dyn):
+    rig.add(StaticArm(dyn, Q0))
+    rig.add(PayloadEstimatorNode())
+    rig.add(PayloadSamplerNode())
+    pub = rig.client_node.create_publisher(Bool, "collision_monitor/collision", LATCHED_QOS)
+    pub.publish(Bool(data=False))
+    time.sleep(0.3)
+    fut = rig.call_async("payload_sampler/sample")
+    time.sleep(1.2)
+    pub.publish(Bool(data=True))
+    assert wait_for(fut.done, 5.0)
+    assert not fut.result().success and "collision" in fut.result().message
+
+
+def test_monitor_residual_names_and_missing_joint(rig, dyn):
+    arm = rig.add(StaticArm(dyn, Q0, payload=None, names=list(dyn.desc.joint_names)[::-1]))
+    rig.add(CollisionMonitorNode())
+    res = rig.latest(JointState, "collision_monitor/residual", qos=10, timeout=3.0)
+    assert res is not None and list(res.name) == list(dyn.desc.joint_names)
+    assert np.max(np.abs(res.effort)) < 1.0  # nominal arm, exact model: no residual
+    assert rig.latest(Bool, "collision_monitor/collision").data is False
+    arm.names = list(dyn.desc.joint_names[1:])  # A1 missing: no output at all
+    time.sleep(0.3)
+    assert rig.latest(JointState, "collision_monitor/residual", qos=10, timeout=0.5) is None
