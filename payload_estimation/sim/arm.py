@@ -144,6 +144,21 @@ class SimulatedArm:
         return self.data.time >= self._traj.t_end - 0.5 * self.dt
 
     @property
+    def link_names(self) -> tuple[str, ...]:
+        """Names accepted by :meth:`apply_contact` and :meth:`link_pose`."""
+        return tuple(self._link_ids)
+
+    def link_pose(self, link: str) -> np.ndarray:
+        """4x4 pose of link frame ``link`` in the base frame now."""
+        if link not in self._link_ids:
+            raise ValueError(f"unknown link '{link}'; expected one of {list(self._link_ids)}")
+        bid = self._link_ids[link]
+        t = np.eye(4)
+        t[:3, :3] = self.data.xmat[bid].reshape(3, 3)
+        t[:3, 3] = self.data.xpos[bid]
+        return t
+
+    @property
     def desired(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Desired (q, dq, ddq) of the controller now."""
         return self._traj.sample(self.data.time)

@@ -1,0 +1,271 @@
+"""``sim_node``: the MuJoCo simulated torque-sensing arm as a ROS 2 node (thin; logic in ``sim/``).
+
+Publishes
+  ``joint_states`` (sensor_msgs/JointState, reliable depth 10 like joint_state_broadcaster; name,
+  position, velocity, effort = measured link-side joint torque; stamp = sim time) at ``rate_hz``;
+  ``/clock`` (rosgraph_msgs/Clock) with every joint_states message;
+  ``~/true_payload`` (geometry_msgs/InertiaStamped, transient-local; mass 0 = no payload; CoM and
+  inertia about the CoM in the payload frame).
+Subscribes
+  ``joint_trajectory`` (trajectory_msgs/JointTrajectory): joints matched by name (any order, extra
+  joints ignored); replaces the running trajectory and starts now from the current state (header
+  stamp ignored); a missing joint, a limit or velocity-limit violation is rejected and logged;
+  ``~/apply_wrench`` (geometry_msgs/WrenchStamped): ``header.frame_id`` = ``link_1``..``link_n``;
+  force and torque are given in that link frame's axes (ROS convention), converted to base axes at
+  arrival and applied at the link frame origin for ``contact_duration`` s.
+Services
+  ``~/attach_payload`` / ``~/detach_payload`` (std_srvs/Trigger): the ``payload_*`` parameters.
+
+Physics runs in its own thread: ``round(1 / (rate_hz * dt))`` steps per message, paced to
+``real_time_factor`` (0 = as fast as possible). The node defines sim time: it does not itself
+follow ``/clock``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import InertiaStamped, WrenchStamped
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from ..model.parameters import BodyInertia, sym_from_vec6
+from ..model.robot_file import load_robot
+from ..sim import SensorConfig, SimConfig, SimulatedArm
+from .messages import MessageError, sec_to_time, trajectory_from_msg
+from .qos import COMMAND_QOS, LATCHED_QOS
+
+STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
+"""joint_states QoS: reliable (best-effort subscribers match it too), like joint_state_broadcaster."""
+
+
+def _vector(values, n: int, what: str) -> float | np.ndarray:
+    """A parameter list of one value (broadcast) or n values."""
+    arr = np.asarray(list(values), dtype=float)
+    if arr.size == 1:
+        return float(arr[0])
+    if arr.size != n:
+        raise ValueError(f"parameter '{what}': give one value or {n} (one per joint), got {arr.size}")
+    return arr
+
+
+class SimNode(Node):
+    """Simulated arm node; see the module docstring for the interface."""
+
+    def __init__(self, node_name: str = "sim_node", **kwargs):
+        super().__init__(node_name, **kwargs)
+        robot = self.declare_parameter("robot", "lwr4").value
+        self.desc = load_robot(robot)
+        n = self.desc.n
+        p = self.declare_parameter
+        rate_hz = float(p("rate_hz", 1000.0).value)
+        self.real_time_factor = float(p("real_time_factor", 1.0).value)
+        dt = float(p("dt", 0.001).value)
+        sensor = SensorConfig(
+            noise_std=_vector(p("noise_std", [0.0]).value, n, "noise_std"),
+            offset=_vector(p("offset", [0.0]).value, n, "offset"),
+            lowpass_hz=(lambda f: f if f > 0 else None)(float(p("lowpass_hz", 0.0).value)),
+            viscous=_vector(p("viscous", [0.0]).value, n, "viscous"),
+            coulomb=_vector(p("coulomb", [0.0]).value, n, "coulomb"),
+            sensor_sees_friction=bool(p("sensor_sees_friction", False).value),
+        )
+        cfg = SimConfig(dt=dt, seed=int(p("seed", 0).value), model_error=float(p("model_error", 0.0).value),
+                        sensor=sensor)
+        q0 = np.clip(np.zeros(n), self.desc.limits.position[:, 0], self.desc.limits.position[:, 1])
+        q0 = np.asarray(p("initial_positions", q0.tolist()).value, dtype=float)
+        self.payload_mass = float(p("payload_mass", 1.0).value)
+        self.payload_com = np.asarray(p("payload_com", [0.0, 0.0, 0.05]).value, dtype=float)
+        self.payload_inertia = np.asarray(p("payload_inertia", [1e-3, 0.0, 0.0, 1e-3, 0.0, 1e-3]).value, dtype=float)
+        self.contact_duration = float(p("contact_duration", 0.2).value)
+        names = [s for s in p("joint_names", [""]).value if s]
+        if not names:
+            names = list(self.desc.joint_names)
+        if len(names) != n or len(set(names)) != n:
+            raise ValueError(f"parameter 'joint_names': need {n} distinct names for robot '{robot}', got {names}")
+        self.joint_names = names
+        if not (rate_hz > 0 and np.isfinite(rate_hz)):
+            raise ValueError(f"parameter 'rate_hz' must be > 0, got {rate_hz}")
+        if not (self.real_time_factor >= 0 and np.isfinite(self.real_time_factor)):
+            raise ValueError(f"parameter 'real_time_factor' must be >= 0, got {self.real_time_factor}")
+        if self.payload_com.shape != (3,) or self.payload_inertia.shape != (6,):
+            raise ValueError("parameters 'payload_com' (3 values, m) and 'payload_inertia' (xx, xy, xz, yy, yz, zz "
+                             "about the CoM, kg m^2) have the wrong length")
+        self.steps_per_message = max(1, int(round(1.0 / (rate_hz * dt))))
+
+        self.arm = SimulatedArm(self.desc, cfg)
+        self.arm.reset(q0)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.published = 0
+
+        self.pub_state = self.create_publisher(JointState, "joint_states", STATE_QOS)
+        self.pub_clock = self.create_publisher(Clock, "/clock", STATE_QOS)
+        self.pub_payload = self.create_publisher(InertiaStamped, "~/true_payload", LATCHED_QOS)
+        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
+        self.create_subscription(WrenchStamped, "~/apply_wrench", self._on_wrench, COMMAND_QOS)
+        self.create_service(Trigger, "~/attach_payload", self._on_attach)
+        self.create_service(Trigger, "~/detach_payload", self._on_detach)
+        self._publish_payload()
+        self._msg = JointState()
+        self._msg.name = list(self.joint_names)
+        self._thread = threading.Thread(target=self._run, name="sim_physics", daemon=True)
+        self._thread.start()
+        self.get_logger().info(
+            f"simulating '{self.desc.name}' ({n} joints {self.joint_names}) dt={dt} s, joint_states at "
+            f"{1.0 / (self.steps_per_message * dt):.0f} Hz (sim time), real_time_factor={self.real_time_factor}")
+
+    # --- physics loop ------------------------------------------------------------------------------
+    def _run(self) -> None:
+        wall0 = time.perf_counter()
+        sim0 = self.arm.time
+        while not self._stop.is_set():
+            with self._lock:
+                self.arm.step(self.steps_per_message)
+                s = self.arm.state()
+            self._publish_state(s)
+            if self.real_time_factor > 0:
+                target = wall0 + (s.t - sim0) / self.real_time_factor
+                lag = time.perf_counter() - target
+                if lag < 0:
+                    time.sleep(-lag)
+                elif lag > 0.25:  # cannot keep up: restart pacing instead of bursting
+                    wall0, sim0 = time.perf_counter(), s.t
+            else:
+                time.sleep(0)  # as fast as possible, but let the executor's threads run
+
+    def _publish_state(self, s) -> None:
+        stamp = sec_to_time(s.t)
+        msg = self._msg
+        msg.header.stamp = stamp
+        msg.position = s.q.tolist()
+        msg.velocity = s.dq.tolist()
+        msg.effort = s.tau.tolist()
+        self.pub_state.publish(msg)
+        self.pub_clock.publish(Clock(clock=stamp))
+        self.published += 1
+
+    # --- callbacks ---------------------------------------------------------------------------------
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        try:
+            times, positions = trajectory_from_msg(msg, self.joint_names)
+            velocities = _velocities_by_name(msg, self.joint_names)
+            points = [(t, q, None if velocities is None else velocities[k])
+                      for k, (t, q) in enumerate(zip(times, positions))]
+            with self._lock:
+                self.arm.set_trajectory(points)
+        except (MessageError, ValueError) as exc:
+            self.get_logger().error(f"joint_trajectory rejected: {exc}")
+            return
+        self.get_logger().debug(f"joint_trajectory accepted: {len(times)} point(s), {times[-1]:.3f} s")
+
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        link = msg.header.frame_id
+        f = np.array([msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z])
+        mu = np.array([msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z])
+        try:
+            with self._lock:
+                r = self.arm.link_pose(link)[:3, :3]
+                self.arm.apply_contact(link, r @ f, None, self.contact_duration, torque=r @ mu)
+        except ValueError as exc:
+            self.get_logger().error(f"apply_wrench rejected: {exc}")
+            return
+        self.get_logger().info(f"wrench on {link} for {self.contact_duration} s: force {f} N, torque {mu} N m "
+                               "(link axes)")
+
+    def _payload_body(self) -> BodyInertia:
+        return BodyInertia(self.payload_mass, self.payload_com, sym_from_vec6(self.payload_inertia))
+
+    def _on_attach(self, request, response):
+        try:
+            with self._lock:
+                self.arm.attach_payload(self._payload_body())
+        except ValueError as exc:
+            response.success, response.message = False, f"payload not attached: {exc}"
+            self.get_logger().error(response.message)
+            return response
+        self._publish_payload()
+        response.success = True
+        response.message = (f"attached {self.payload_mass} kg, CoM {self.payload_com.tolist()} m in "
+                            f"{self.desc.payload_frame_name}")
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_detach(self, request, response):
+        with self._lock:
+            had = self.arm.true_payload is not None
+            self.arm.detach_payload()
+        self._publish_payload()
+        response.success = True
+        response.message = "payload detached" if had else "no payload was attached"
+        return response
+
+    def _publish_payload(self) -> None:
+        body = self.arm.true_payload
+        msg = InertiaStamped()
+        msg.header.stamp = sec_to_time(self.arm.time)
+        msg.header.frame_id = self.desc.payload_frame_name
+        if body is not None:
+            i = body.inertia_com
+            msg.inertia.m = float(body.mass)
+            msg.inertia.com.x, msg.inertia.com.y, msg.inertia.com.z = (float(x) for x in body.com)
+            msg.inertia.ixx, msg.inertia.ixy, msg.inertia.ixz = float(i[0, 0]), float(i[0, 1]), float(i[0, 2])
+            msg.inertia.iyy, msg.inertia.iyz, msg.inertia.izz = float(i[1, 1]), float(i[1, 2]), float(i[2, 2])
+        self.pub_payload.publish(msg)
+
+    def destroy_node(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2.0)
+        super().destroy_node()
+
+
+# Alias accepted by bringup.
+SimArmNode = SimNode
+
+
+def _velocities_by_name(msg: JointTrajectory, joint_names) -> np.ndarray | None:
+    """(m, n) waypoint velocities in model order, or None if no point gives velocities."""
+    if not any(len(pt.velocities) for pt in msg.points):
+        return None
+    pos = {name: i for i, name in enumerate(msg.joint_names)}
+    idx = [pos[j] for j in joint_names]
+    m = len(msg.joint_names)
+    out = np.zeros((len(msg.points), len(joint_names)))
+    for k, pt in enumerate(msg.points):
+        if len(pt.velocities) == 0:
+            continue
+        if len(pt.velocities) != m:
+            raise MessageError(f"joint_trajectory point {k} has {len(pt.velocities)} velocities for {m} joints")
+        out[k] = np.asarray(pt.velocities, dtype=float)[idx]
+    return out
+
+
+def main(argv=None) -> int:
+    rclpy.init(args=sys.argv if argv is None else argv)
+    node = None
+    try:
+        node = SimNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
+__all__ = ["SimNode", "SimArmNode", "STATE_QOS", "main"]
+
+if __name__ == "__main__":
+    sys.exit(main())
