@@ -324,18 +324,18 @@ class SymbolicCoefficients:
     def K_numeric(self) -> np.ndarray:
         """K as floats (r x P)."""
         if "K" not in self._funcs:
-            self._funcs["K"] = np.array(self.K.evalf(17).tolist(), dtype=float)
+            self._funcs["K"] = np.array(self.K.tolist(), dtype=float)
         return self._funcs["K"]
 
     def selection_numeric(self) -> np.ndarray:
         """``selection`` as floats (P x r): Y_b = Y @ selection."""
         if "S" not in self._funcs:
-            self._funcs["S"] = np.array(self.selection.evalf(17).tolist(), dtype=float)
+            self._funcs["S"] = np.array(self.selection.tolist(), dtype=float)
         return self._funcs["S"]
 
     def payload_jacobian_numeric(self, nonzero_only: bool = False) -> np.ndarray:
         jac = self.payload_jacobian_nz if nonzero_only else self.payload_jacobian
-        return np.array(jac.evalf(17).tolist(), dtype=float)
+        return np.array(jac.tolist(), dtype=float)
 
     def coefficient_values(self, params: np.ndarray) -> np.ndarray:
         """pi = K p for numeric stacked standard parameters p (length P)."""
