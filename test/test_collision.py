@@ -135,8 +135,8 @@ def test_observer_terms_match_model(lwr4):
     q, dq, tau = rng.normal(size=(3, 7))
     obs = MomentumObserver(lwr4)
     obs.update(0.0, q, dq, tau)
-    np.testing.assert_allclose(obs._p, lwr4.mass_matrix(q) @ dq, atol=1e-12)
-    np.testing.assert_allclose(obs._beta, tau + lwr4.coriolis(q, dq).T @ dq - lwr4.gravity(q), atol=1e-12)
+    np.testing.assert_allclose(obs.momentum, lwr4.mass_matrix(q) @ dq, atol=1e-12)
+    np.testing.assert_allclose(obs.known_torque, tau + lwr4.coriolis(q, dq).T @ dq - lwr4.gravity(q), atol=1e-12)
 
 
 def test_gravity_only_payload_uses_regressor_gravity(lwr4):

@@ -105,16 +105,13 @@ class MomentumObserver:
         if not max_gap > 0:
             raise ObserverInputError(f"max_gap must be > 0 s, got {max_gap}")
         self.max_gap = float(max_gap)
-        self._m_model, self._m_data = dyn.model, dyn.model.createData()  # M̂, Ĉ
-        self._g_model, self._g_data = self._m_model, self._m_data  # ĝ (payload-aware)
         self.payload: PayloadEstimate | None = None
-        self._p = np.zeros(n)
-        self._beta = np.zeros(n)
-        self._p_prev = np.zeros(n)
-        self._beta_prev = np.zeros(n)
-        self._u = np.zeros(n)
+        self._bind(dyn.model, dyn.model)
+        self._p_prev = np.zeros(n)  # momentum M̂ dq of the previous accepted sample
+        self._beta_prev = np.zeros(n)  # β of the previous accepted sample
         self._r = np.zeros(n)
-        self._a = np.zeros(n)
+        self._a = np.ones(n)  # exp(-K h) for the cached step h
+        self._b = np.zeros(n)  # (1 - a) / h
         self._h_cached = -1.0
         self._t_prev: float | None = None
         self._restart_next = False
@@ -157,9 +154,8 @@ class MomentumObserver:
         model's momentum jumps), the residual value is kept.
         """
         if estimate is None or estimate.mass == 0.0:
+            self._bind(self.dyn.model, self.dyn.model)
             self.payload = None
-            self._m_model, self._m_data = self.dyn.model, self.dyn.model.createData()
-            self._g_model, self._g_data = self._m_model, self._m_data
         else:
             if not (math.isfinite(estimate.mass) and np.all(np.isfinite(estimate.com))):
                 raise ObserverInputError(f"payload estimate is not finite: mass {estimate.mass}, com {estimate.com}")
@@ -167,16 +163,37 @@ class MomentumObserver:
                 raise ObserverInputError(f"payload mass {estimate.mass} kg is negative; re-estimate or reset")
             if estimate.inertia is None:
                 body = BodyInertia(float(estimate.mass), np.asarray(estimate.com, float), np.zeros((3, 3)))
-                loaded = self.dyn.with_payload(body)
-                self._m_model, self._m_data = self.dyn.model, self.dyn.model.createData()
-                self._g_model, self._g_data = loaded.model, loaded.model.createData()
+                self._bind(self.dyn.model, self.dyn.with_payload(body).model)
             else:
-                loaded = self.dyn.with_payload(estimate.body())
-                self._m_model, self._m_data = loaded.model, loaded.model.createData()
-                self._g_model, self._g_data = self._m_model, self._m_data
+                if not np.all(np.isfinite(estimate.inertia)):
+                    raise ObserverInputError(f"payload inertia is not finite: {estimate.inertia}")
+                loaded = self.dyn.with_payload(estimate.body()).model
+                self._bind(loaded, loaded)
             self.payload = estimate
         if self._t_prev is not None:
             self._restart_next = True
+
+    def _bind(self, m_model: pin.Model, g_model: pin.Model) -> None:
+        """Use ``m_model`` for M̂, Ĉ and ``g_model`` for ĝ; cache live views of the workspaces."""
+        self._m_model, self._m_data = m_model, m_model.createData()
+        if g_model is m_model:
+            self._g_model, self._g_data = m_model, self._m_data
+        else:
+            self._g_model, self._g_data = g_model, g_model.createData()
+        # numpy views of the Eigen workspaces: updated in place by every pinocchio call
+        self._M, self._C, self._g = self._m_data.M, self._m_data.C, self._g_data.g
+        self._last_p = np.zeros(self.n)
+        self._last_beta = np.zeros(self.n)
+
+    @property
+    def momentum(self) -> np.ndarray:
+        """p = M̂(q) dq of the last accepted sample (N m s)."""
+        return self._last_p.copy()
+
+    @property
+    def known_torque(self) -> np.ndarray:
+        """β = τ_J + Ĉᵀ dq - ĝ - τ̂_f of the last accepted sample (N m)."""
+        return self._last_beta.copy()
 
     def gravity(self, q: np.ndarray) -> np.ndarray:
         """The observer's current gravity model ĝ(q) (N m), payload included."""
@@ -201,55 +218,55 @@ class MomentumObserver:
         dq = self._check(dq, "dq")
         tau = self._check(tau, "tau")
         t = float(t)
-        if not (math.isfinite(t) and math.isfinite(q.sum() + dq.sum() + tau.sum())):
-            self.skipped_nonfinite += 1
-            return self._r.copy()
-        if self._t_prev is not None and t <= self._t_prev:
+        t_prev = self._t_prev
+        if t_prev is not None and t <= t_prev:
             self.skipped_time += 1
             return self._r.copy()
 
-        md = self._m_data
-        pin.computeCoriolisMatrix(self._m_model, md, q, dq)
-        pin.crba(self._m_model, md, q)
-        g = pin.computeGeneralizedGravity(self._g_model, self._g_data, q)
-        p, beta = self._p, self._beta
-        np.dot(md.M, dq, out=p)
-        np.dot(dq, md.C, out=beta)  # Ĉᵀ dq
+        pin.computeCoriolisMatrix(self._m_model, self._m_data, q, dq)
+        pin.crba(self._m_model, self._m_data, q)
+        pin.computeGeneralizedGravity(self._g_model, self._g_data, q)
+        p = self._M.dot(dq)
+        beta = dq.dot(self._C)  # Ĉᵀ dq
         beta += tau
-        beta -= g
+        beta -= self._g
         if self.friction is not None:
             beta -= self.friction.torque(dq)
+        # NaN/inf anywhere in t, q, dq or tau makes p or β (hence p·β) non-finite: one cheap check
+        if not (math.isfinite(t) and math.isfinite(p.dot(beta))):
+            self.skipped_nonfinite += 1
+            return self._r.copy()
         self.accepted += 1
+        self._last_p, self._last_beta = p, beta
 
-        if self._t_prev is None:
+        if t_prev is None:
             self._r[:] = 0.0
         else:
-            h = t - self._t_prev
-            if h != self._h_cached:
+            h = t - t_prev
+            if abs(h - self._h_cached) > 1e-9:  # 1 ns: same step up to time-stamp rounding
                 np.exp(-self.gains * h, out=self._a)
+                np.subtract(1.0, self._a, out=self._b)
+                self._b /= h
                 self._h_cached = h
+            r = self._r
             if h > self.max_gap or self._restart_next:
-                self._r *= self._a  # no information over the gap: decay only
+                r *= self._a  # no information over the gap: decay only
                 if h > self.max_gap:
                     self.gaps += 1
             else:
-                u = self._u
-                np.subtract(p, self._p_prev, out=u)
-                u /= h
-                u -= 0.5 * (beta + self._beta_prev)
-                # r = a r + (1 - a) u  ==  u + a (r - u)
-                self._r -= u
-                self._r *= self._a
-                self._r += u
+                # r = a r + (1 - a) ū,  ū h = Δp - h (β + β_prev) / 2
+                s = beta + self._beta_prev
+                s *= -0.5 * h
+                s += p
+                s -= self._p_prev
+                s *= self._b
+                r *= self._a
+                r += s
         self._restart_next = False
         self._t_prev = t
-        self._p_prev[:] = p
-        self._beta_prev[:] = beta
+        self._p_prev = p
+        self._beta_prev = beta
         return self._r.copy()
-
-    def external_torque_step(self) -> np.ndarray:
-        """ū of the last step: the unfiltered mean external torque estimate (N m), noisy."""
-        return self._u.copy()
 
 
 __all__ = ["MomentumObserver", "JointFriction", "ObserverInputError", "make_friction"]
