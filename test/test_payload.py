@@ -384,3 +384,41 @@ def test_impossible_inertia_rejected():
 def test_non_finite_coefficients_rejected():
     with pytest.raises(PayloadDataError, match="pi_hat_L contains NaN"):
         estimate_payload_two_stage(np.zeros(4), np.array([1.0, np.nan, 0, 0]), np.eye(4))
+
+
+def test_cli_estimate_on_shipped_example(capsys):
+    """The shipped MuJoCo example (bench/make_examples.py): differential within 4 std of the truth."""
+    import json
+    from pathlib import Path
+
+    from payload_estimation.cli import main
+
+    ex = Path(__file__).resolve().parents[1] / "examples"
+    truth = json.loads((ex / "lwr4_truth.json").read_text())
+    rc = main(["estimate", "--robot", "lwr4", "--samples", str(ex / "lwr4_loaded_samples.csv"),
+               "--unloaded", str(ex / "lwr4_unloaded_samples.csv"), "--json"])
+    assert rc == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["method"] == "gravity differential" and d["samples"] == 10 and d["frame"] == "last_link"
+    assert abs(d["mass"] - truth["mass"]) < 4 * d["std"]["mass"]
+    for i, ax in enumerate("xyz"):
+        assert abs(d["com"][i] - truth["com"][i]) < 4 * d["std"]["c" + ax]
+    assert main(["estimate", "--robot", "lwr4", "--samples", str(ex / "lwr4_loaded_samples.csv")]) == 0
+    assert "gravity one-shot" in capsys.readouterr().out
+    rc = main(["estimate", "--robot", "lwr4", "--samples", str(ex / "lwr4_loaded_samples.csv"),
+               "--max-payload", "1"])
+    assert rc == 1 and "exceeds the limit of 1.0 kg" in capsys.readouterr().err
+
+
+def test_cli_rejects_moving_capture(tmp_path, capsys):
+    from payload_estimation.cli import main
+    from payload_estimation.identification.data import Samples, save_csv
+
+    dyn = RigidBodyDynamics(load_robot("lwr4"))
+    q = pick_poses(dyn, 10)
+    dq = np.zeros_like(q)
+    dq[4, 2] = 0.3
+    tau = _static(dyn.with_payload(TRUE_PAYLOAD), q, 0.05, np.random.default_rng(12))
+    save_csv(Samples(q, tau, dq=dq), tmp_path / "moving.csv")
+    assert main(["estimate", "--robot", "lwr4", "--samples", str(tmp_path / "moving.csv")]) == 1
+    assert "sample 4 is not static" in capsys.readouterr().err
