@@ -85,6 +85,8 @@ class SimulatedArm:
         s = cfg.sensor
         self._noise_std = per_joint(s.noise_std, n, "SensorConfig.noise_std", nonnegative=True)
         self._offset = per_joint(s.offset, n, "SensorConfig.offset")
+        self._noisy = bool(np.any(self._noise_std > 0))
+        self._sees_friction = bool(s.sensor_sees_friction)
         viscous = per_joint(s.viscous, n, "SensorConfig.viscous", nonnegative=True)
         coulomb = per_joint(s.coulomb, n, "SensorConfig.coulomb", nonnegative=True)
         if s.lowpass_hz is not None and not (np.isfinite(s.lowpass_hz) and s.lowpass_hz > 0):
@@ -109,6 +111,7 @@ class SimulatedArm:
         self._integral = np.zeros(n)
         self._integral_max = np.where(self.ki > 0, 2 * self._effort / np.maximum(self.ki, 1e-300), 0.0)
         self._contacts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, float]] = []
+        self._had_contacts = False
         self._payload: BodyInertia | None = None
         self._traj = JointTrajectory(0.0, np.zeros(n), np.zeros(n), [])
         self._meas = np.zeros(n)
@@ -207,11 +210,10 @@ class SimulatedArm:
         m, d = self.model, self.data
         for _ in range(int(n)):
             mujoco.mj_implicit(m, d)
-            q_d = self._traj.sample(d.time)[0]
-            self._integral = np.clip(
-                self._integral + (q_d - d.qpos) * self.dt, -self._integral_max, self._integral_max
-            )
-            self._refresh()
+            desired = self._traj.sample(d.time)
+            integral = self._integral + (desired[0] - d.qpos) * self.dt
+            self._integral = np.minimum(np.maximum(integral, -self._integral_max), self._integral_max)
+            self._refresh(desired)
             self._measure()
 
     def state(self) -> ArmState:
@@ -276,16 +278,18 @@ class SimulatedArm:
         mujoco.mj_setConst(m, self._scratch)
         self._refresh()
 
-    def _refresh(self) -> None:
+    def _refresh(self, desired=None) -> None:
         """Forward dynamics at the current state with the current control and contact forces."""
         m, d = self.model, self.data
         mujoco.mj_fwdPosition(m, d)
-        q_d, dq_d, ddq_d = self._traj.sample(d.time)
+        q_d, dq_d, ddq_d = self._traj.sample(d.time) if desired is None else desired
         tau = (self._nominal.inverse_dynamics(q_d, dq_d, ddq_d) + self.armature * ddq_d
                + self.kp * (q_d - d.qpos) + self.ki * self._integral)
-        d.qfrc_applied[:] = np.clip(tau, -self._effort, self._effort)
+        d.qfrc_applied[:] = np.minimum(np.maximum(tau, -self._effort), self._effort)
         d.ctrl[:] = dq_d
-        d.xfrc_applied[:] = 0.0
+        if self._contacts or self._had_contacts:
+            d.xfrc_applied[:] = 0.0
+            self._had_contacts = bool(self._contacts)
         if self._contacts:
             self._contacts = [c for c in self._contacts if d.time < c[4] - 1e-12]
             for bid, f, p, mu, _ in self._contacts:
@@ -298,12 +302,12 @@ class SimulatedArm:
         d = self.data
         # motor torque minus rotor inertia torque = link-side torque + friction
         motor = d.qfrc_applied + d.qfrc_actuator - self.armature * d.qacc
-        if self.config.sensor.sensor_sees_friction:
+        if self._sees_friction:
             raw = motor
         else:  # link side: M ddq + bias - J^T f_ext
             raw = motor + d.qfrc_passive + d.qfrc_constraint
         signal = raw + self._offset
-        if np.any(self._noise_std > 0):
+        if self._noisy:
             signal = signal + self._noise_std * self._rng.standard_normal(self.n)
         if self._alpha is None:
             self._meas = signal

@@ -8,6 +8,7 @@ with the given waypoint velocities (zero where not given) and zero waypoint acce
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +53,8 @@ class JointTrajectory:
         ]
         self.q_end = qs[-1]
         self.dq_end = vs[-1]
+        self._zero = np.zeros_like(self.q_end)
+        self._times_list = self.times.tolist()
 
     @property
     def duration(self) -> float:
@@ -65,17 +68,19 @@ class JointTrajectory:
         """Desired (q, dq, ddq) at absolute time ``t``; holds the last point after the end."""
         s = t - self.t0
         if s >= self.duration or not self._coeffs:
-            zero = np.zeros_like(self.q_end)
-            return self.q_end, zero, zero
+            return self.q_end, self._zero, self._zero
         s = max(s, 0.0)
-        i = int(np.searchsorted(self.times, s, side="right") - 1)
-        i = min(max(i, 0), len(self._coeffs) - 1)
-        c = self._coeffs[i]
-        x = s - self.times[i]
-        q = c[0] + x * (c[1] + x * (c[2] + x * (c[3] + x * (c[4] + x * c[5]))))
-        dq = c[1] + x * (2 * c[2] + x * (3 * c[3] + x * (4 * c[4] + x * 5 * c[5])))
-        ddq = 2 * c[2] + x * (6 * c[3] + x * (12 * c[4] + x * 20 * c[5]))
-        return q, dq, ddq
+        i = min(max(bisect.bisect_right(self._times_list, s) - 1, 0), len(self._coeffs) - 1)
+        x = s - self._times_list[i]
+        x2, x3 = x * x, x * x * x
+        x4 = x2 * x2
+        basis = np.array([
+            [1.0, x, x2, x3, x4, x4 * x],
+            [0.0, 1.0, 2 * x, 3 * x2, 4 * x3, 5 * x4],
+            [0.0, 0.0, 2.0, 6 * x, 12 * x2, 20 * x3],
+        ])
+        out = basis @ self._coeffs[i]
+        return out[0], out[1], out[2]
 
     def check_limits(self, limits: JointLimits, names: tuple[str, ...], samples: int = 64) -> None:
         """Raise ValueError if a waypoint leaves the position limits or a segment's velocity
