@@ -45,7 +45,7 @@ class PosePlanConfig:
     amplitude_deg: float | Sequence[float] = 7.0
     limit_margin_deg: float = 1.0
     velocity_scale: float = 0.5
-    min_duration: float = 0.5
+    min_duration: float = 0.4
     include_pick: bool = True
     moving_joints: tuple[int, ...] | None = None
     max_candidates: int = 3000

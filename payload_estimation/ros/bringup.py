@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
 NODES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -74,8 +74,16 @@ def ros_args(params_file: str | Path | None = None, namespace: str | None = None
 
 
 def spin_nodes(nodes: Sequence[Node], threads: int | None = None) -> None:
-    """Spin ``nodes`` in one MultiThreadedExecutor until shutdown or Ctrl-C, then destroy them."""
-    executor = MultiThreadedExecutor(num_threads=threads or max(4, 2 * len(nodes)))
+    """Spin ``nodes`` until shutdown or Ctrl-C, then destroy them.
+
+    A MultiThreadedExecutor when several nodes share the process or a node declares
+    ``needs_multithreaded_executor`` (the sampler waits inside a service callback), otherwise the
+    cheaper SingleThreadedExecutor (the monitor's 1 kHz path).
+    """
+    if len(nodes) > 1 or any(getattr(n, "needs_multithreaded_executor", False) for n in nodes):
+        executor = MultiThreadedExecutor(num_threads=threads or max(4, 2 * len(nodes)))
+    else:
+        executor = SingleThreadedExecutor()
     for n in nodes:
         executor.add_node(n)
     try:

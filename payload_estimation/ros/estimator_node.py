@@ -12,7 +12,8 @@ Interface (names relative to the node namespace, all remappable):
 Parameters: ``robot`` (name or robot file), ``joint_names`` (message joint names in model order,
 empty = the model's), ``method`` (one-shot | differential), ``max_payload`` (kg),
 ``max_com_radius`` (m), ``window`` (s, static-check window), ``max_velocity`` (rad/s),
-``max_position_spread`` (rad), ``max_torque_std`` (N m), ``stale_timeout`` (s).
+``max_position_spread`` (rad), ``max_torque_std`` (N m), ``stale_timeout`` (s), ``torque_noise`` (N m)
+and ``gravity_model_uncertainty`` (relative) for the per-joint weights (:func:`joint_weights`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,18 @@ def format_estimate(est: PayloadEstimate) -> str:
             f"method {est.method}")
 
 
+def joint_weights(dyn: RigidBodyDynamics, q: np.ndarray, torque_noise: float, model_uncertainty: float) -> np.ndarray:
+    """Per-joint least-squares weights 1 / (sigma_noise^2 + (u * max_k |g_j(q_k)|)^2) (1/N^2 m^2).
+
+    The unloaded gravity model's remaining error scales with the gravity torque a joint carries
+    (proximal joints carry the whole arm), so those rows are trusted less; ``u`` = 0 gives equal
+    weights. In simulation (5 % link model error) u = 0.005 cut the CoM error about in half while
+    keeping the mass error below 1 %.
+    """
+    g = np.abs(np.array([dyn.gravity(qk) for qk in q])).max(axis=0)
+    return 1.0 / (torque_noise ** 2 + (model_uncertainty * g) ** 2)
+
+
 class PayloadEstimatorNode(Node):
     """Thin node around :func:`identification.payload.estimate_payload_gravity`."""
 
@@ -60,11 +73,13 @@ class PayloadEstimatorNode(Node):
         self.declare_parameter("method", "one-shot")
         self.declare_parameter("max_payload", 15.0)
         self.declare_parameter("max_com_radius", 0.5)
-        self.declare_parameter("window", 0.25)
+        self.declare_parameter("window", 0.2)
         self.declare_parameter("max_velocity", 0.01)
         self.declare_parameter("max_position_spread", 2e-3)
         self.declare_parameter("max_torque_std", 0.5)
         self.declare_parameter("stale_timeout", 0.5)
+        self.declare_parameter("torque_noise", 0.05)
+        self.declare_parameter("gravity_model_uncertainty", 0.005)
         p = self.get_parameter
         self.desc = load_robot(p("robot").value)
         self.dyn = RigidBodyDynamics(self.desc)
@@ -81,6 +96,10 @@ class PayloadEstimatorNode(Node):
                                    max_position_spread=float(p("max_position_spread").value),
                                    max_torque_std=float(p("max_torque_std").value))
         self.stale_timeout = float(p("stale_timeout").value)
+        self.torque_noise = float(p("torque_noise").value)
+        self.model_uncertainty = float(p("gravity_model_uncertainty").value)
+        if not (self.torque_noise > 0 and self.model_uncertainty >= 0):
+            raise ValueError("torque_noise must be > 0 N m and gravity_model_uncertainty >= 0")
 
         self._lock = threading.Lock()
         self._conv = JointStateConverter(self.joint_names, require_velocity=False)
@@ -193,6 +212,7 @@ class PayloadEstimatorNode(Node):
         from ..identification.payload import PayloadLimits, estimate_payload_gravity
 
         limits = PayloadLimits(max_payload=self.max_payload, max_com_radius=self.max_com_radius)
+        weights = joint_weights(self.dyn, q, self.torque_noise, self.model_uncertainty)
         if self.method == "differential":
             offset = np.mean([tu - self.dyn.gravity(qu) for qu, tu in zip(q_u, tau_u, strict=True)], axis=0)
 
@@ -200,10 +220,10 @@ class PayloadEstimatorNode(Node):
                 return self.dyn.gravity(qk) + offset
 
             est = estimate_payload_gravity(self.dyn, q, tau, None, "one-shot", unloaded_gravity=unloaded,
-                                           limits=limits)
+                                           weights=weights, limits=limits)
             method = f"gravity differential (anchored by {len(q_u)} unloaded capture(s))"
         else:
-            est = estimate_payload_gravity(self.dyn, q, tau, None, "one-shot", limits=limits)
+            est = estimate_payload_gravity(self.dyn, q, tau, None, "one-shot", weights=weights, limits=limits)
             method = est.method
         return replace(est, frame=self.frame, method=method)
 

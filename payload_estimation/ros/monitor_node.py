@@ -19,10 +19,14 @@ Parameters: ``robot``, ``joint_names``, ``gains`` (K_I, 1/s), ``thresholds`` (N 
 ``release_fraction``, ``confirm_samples``, ``policy`` (none | stop | stop_and_resume),
 ``resume_delay`` (s), ``hold_time`` (s, time_from_start of the hold point),
 ``residual_decimation`` (publish every k-th residual), ``velocity_scale``/``min_duration`` (re-timing
-of a resumed trajectory's first segment).
+of a resumed trajectory's first segment), ``payload_as_point_mass`` (default true: a gravity-only
+estimate also enters M̂ and Ĉ as a point mass at its CoM; false = paper 000 eq. 48, ĝ only — the
+payload's inertial torques then show in r during fast moves).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import rclpy
@@ -57,13 +61,24 @@ HOLD_MARK = "collision_monitor/hold"
 
 def provisional_payload(dyn: RigidBodyDynamics, q: np.ndarray, r: np.ndarray,
                         current: PayloadEstimate | None, frame: str) -> PayloadEstimate:
-    """Payload that explains the static residual ``r`` (N m) at ``q`` on top of ``current``."""
+    """Payload that explains the static residual ``r`` (N m) at ``q`` on top of ``current``.
+
+    At rest the observer converges to r = ĝ^L(q) - tau_J = -Y_L,g(q) (p_true - p_current).
+    """
     y = dyn.payload_gravity_regressor(q)
-    dp, *_ = np.linalg.lstsq(y, r, rcond=1e-6)
+    dp, *_ = np.linalg.lstsq(y, -np.asarray(r, float), rcond=1e-6)
     p = (current.gravity_params() if current is not None else np.zeros(4)) + dp
     m = float(p[0])
     com = p[1:] / m if m > 1e-6 else np.zeros(3)
     return PayloadEstimate(max(m, 0.0), com, None, frame, method="provisional (static residual)")
+
+
+def as_point_mass(est: PayloadEstimate) -> PayloadEstimate:
+    """A gravity-only estimate as a point mass at the CoM (zero inertia about the CoM), so that the
+    observer's M̂ and Ĉ include the payload's m·|r|² as well (its largest inertial effect)."""
+    if est.inertia is not None:
+        return est
+    return replace(est, inertia=np.zeros(6))
 
 
 class CollisionMonitorNode(Node):
@@ -84,6 +99,7 @@ class CollisionMonitorNode(Node):
         dp("residual_decimation", 1)
         dp("velocity_scale", 0.5)
         dp("min_duration", 0.5)
+        dp("payload_as_point_mass", True)
         p = lambda k: self.get_parameter(k).value  # noqa: E731
         self.desc = load_robot(p("robot"))
         self.dyn = RigidBodyDynamics(self.desc)
@@ -103,6 +119,7 @@ class CollisionMonitorNode(Node):
         self.decimation = max(1, int(p("residual_decimation")))
         self.velocity_scale = float(p("velocity_scale"))
         self.min_duration = float(p("min_duration"))
+        self.point_mass = bool(p("payload_as_point_mass"))
         self.frame = self.desc.payload_frame_name
 
         self._conv = JointStateConverter(self.joint_names)
@@ -226,7 +243,7 @@ class CollisionMonitorNode(Node):
         self._sampling = active
 
     def _set_payload(self, est: PayloadEstimate | None, source: str) -> None:
-        self.observer.set_payload(est)
+        self.observer.set_payload(as_point_mass(est) if est is not None and self.point_mass else est)
         self._payload = est
         text = "unloaded" if est is None else (f"{source} payload {est.mass:.3f} kg, CoM "
                                                f"{np.round(np.asarray(est.com) * 1e3, 1).tolist()} mm")

@@ -54,6 +54,8 @@ class SamplingAborted(RuntimeError):
 class PayloadSamplerNode(Node):
     """Sequences poses, captures and the estimate; motion decisions are in motion.poses."""
 
+    needs_multithreaded_executor = True
+
     def __init__(self, **kwargs):
         super().__init__("payload_sampler", **kwargs)
         dp = self.declare_parameter
@@ -63,7 +65,7 @@ class PayloadSamplerNode(Node):
         dp("amplitude_deg", 7.0)
         dp("limit_margin_deg", 1.0)
         dp("velocity_scale", 0.5)
-        dp("min_duration", 0.5)
+        dp("min_duration", 0.4)
         dp("arrival_tolerance_deg", 0.5)
         dp("arrival_timeout", 2.0)
         dp("dwell", 1.0)
@@ -100,7 +102,8 @@ class PayloadSamplerNode(Node):
         self._collision = False
         self._collision_count = 0
         self._collision_base = 0
-        self.last_duration: float | None = None
+        self.last_duration: float | None = None  # s, node clock (sim time when use_sim_time)
+        self.last_wall_duration: float | None = None
 
         self._io_group = MutuallyExclusiveCallbackGroup()
         self._client_group = ReentrantCallbackGroup()
@@ -159,12 +162,14 @@ class PayloadSamplerNode(Node):
                 return response
             self._busy = True
         self._cancel.clear()
-        t_wall = time.monotonic()
+        t_wall, t_node = time.monotonic(), self._now()
         try:
             text = self._run()
-            self.last_duration = time.monotonic() - t_wall
+            self.last_duration = self._now() - t_node
+            self.last_wall_duration = time.monotonic() - t_wall
             response.success = True
-            response.message = f"{text} ({self.last_duration:.2f} s)"
+            response.message = (f"{text} (took {self.last_duration:.2f} s node-clock time, "
+                                f"{self.last_wall_duration:.2f} s wall)")
             self._status(DiagnosticStatus.OK, f"done: {response.message}")
         except SamplingAborted as e:
             response.success, response.message = False, f"aborted: {e}"
