@@ -263,6 +263,26 @@ def test_monte_carlo_unbiased_and_std_honest(method):
     assert np.all(np.abs(ratio - 1) < 0.2), ratio
 
 
+def test_weighted_fit_with_per_joint_noise():
+    """Joint noise from 0.05 to 1 N m: weights 1/sigma_j^2 give honest, smaller std than unweighted."""
+    dyn = RigidBodyDynamics(load_robot("iiwa14"))
+    loaded = dyn.with_payload(TRUE_PAYLOAD)
+    q = pick_poses(dyn, n_poses=10)
+    g = np.array([loaded.gravity(qk) for qk in q])
+    sig = np.array([1.0, 0.05, 1.0, 0.1, 1.0, 0.1, 0.05])
+    rng = np.random.default_rng(13)
+    w_est, u_est, w_std = [], [], []
+    for _ in range(200):
+        tau = g + rng.normal(0, sig, g.shape)
+        e = estimate_payload_gravity(dyn, q, tau, weights=1 / sig**2, check=False)
+        w_est.append(_est_vector(e))
+        w_std.append(_std_vector(e))
+        u_est.append(_est_vector(estimate_payload_gravity(dyn, q, tau, check=False)))
+    w_spread, u_spread = np.std(w_est, axis=0, ddof=1), np.std(u_est, axis=0, ddof=1)
+    assert np.all(np.abs(np.mean(w_std, axis=0) / w_spread - 1) < 0.2)
+    assert np.all(w_spread < 0.8 * u_spread)
+
+
 def test_full_payload_from_dynamic_motion():
     """All ten parameters from an exciting 7-joint motion (differential) plus static rows (eq. 45)."""
     dyn = RigidBodyDynamics(load_robot("lwr4"))
@@ -335,6 +355,18 @@ def test_wrong_shapes_are_rejected(lwr):
         estimate_payload_gravity(dyn, q, tau_l, tau_u[:9])
     with pytest.raises(PayloadDataError, match="method must be one of"):
         estimate_payload_gravity(dyn, q, tau_l, method="magic")
+
+
+def test_moving_capture_detected(lwr):
+    from payload_estimation.identification.data import NotStaticError
+
+    dyn, q, tau_l, _ = lwr
+    dq = np.zeros_like(q)
+    dq[6, 3] = -0.1
+    with pytest.raises(NotStaticError, match="sample 6 is not static: joint A3 moves at 0.1 rad/s"):
+        estimate_payload_gravity(dyn, q, tau_l, dq=dq)
+    dq[6, 3] = 0.001
+    assert estimate_payload_gravity(dyn, q, tau_l, dq=dq).samples == 10
 
 
 def test_identical_poses_are_rank_deficient(lwr):

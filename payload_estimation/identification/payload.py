@@ -29,6 +29,7 @@ from ..model.base_parameters import BaseParameters, compute_base_parameters, pay
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia, check_consistency, sym_from_vec6, vec6_from_sym
 from ..model.transforms import skew
+from .data import Samples, check_static
 from .estimate import PayloadEstimate
 from .least_squares import LSResult, full_rank_columns, solve_least_squares, stack_rows
 
@@ -240,6 +241,8 @@ def estimate_payload_gravity(
     estimate_offsets: bool = False,
     limits: PayloadLimits | None = None,
     check: bool = True,
+    dq: np.ndarray | None = None,
+    max_speed: float = 0.02,
 ) -> PayloadEstimate:
     """Mass and CoM of the payload from static samples (paper 000, Sec. VI-A).
 
@@ -250,6 +253,8 @@ def estimate_payload_gravity(
     ``weights``: per joint (n,), per sample (N, n) or per row; e.g. 1/sigma_j^2.
     ``estimate_offsets``: also fit a constant torque offset per joint (needs well spread poses;
     only meaningful for one-shot, since the differential method cancels offsets).
+    ``dq`` (N, n) rad/s, if given: every joint speed must be <= ``max_speed`` rad/s, else
+    :class:`~.data.NotStaticError` names the moving sample and joint (the formula assumes rest).
     Raises :class:`PayloadDataError` on bad input, :class:`~.least_squares.RankDeficientError` when
     the poses do not determine the parameters, :class:`PayloadRejected` for impossible results.
     """
@@ -257,6 +262,8 @@ def estimate_payload_gravity(
     q = _arr2(q, "q", n)
     n_s = q.shape[0]
     tau_l = _arr2(tau_loaded, "tau_loaded", n, n_s)
+    if dq is not None:
+        check_static(Samples(q, tau_l, dq=_arr2(dq, "dq", n, n_s), joint_names=dyn.desc.joint_names), max_speed)
     if method is None:
         method = "one-shot" if tau_unloaded is None else "differential"
     if method not in METHODS:
