@@ -253,7 +253,7 @@ def test_cache_roundtrip_and_key(tmp_path, monkeypatch):
     monkeypatch.setenv("PAYLOAD_ESTIMATION_CACHE", str(tmp_path))
     desc = load_robot(DATA / "planar2r.yaml")
     first = derive(desc, "gravity")
-    assert len(list(tmp_path.glob("coefficients-gravity-*.json"))) == 1
+    assert len(list(tmp_path.glob("coefficients-gravity-*.pickle"))) == 1
     second = derive(desc, "gravity")
     assert "cached" in second.method and "cached" not in first.method
     assert second.coefficients == first.coefficients

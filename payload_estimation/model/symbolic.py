@@ -20,17 +20,19 @@ inertias, then first moments, then masses, last link first; see :func:`select_ba
 combination coefficients are then snapped to exact short decimals (kinematic constants such as
 d1 = 0.4, d1*d2 = 0.156) where they are within round-off of one.
 
-Results are cached on disk (``$PAYLOAD_ESTIMATION_CACHE`` or ``~/.cache/payload_estimation``), keyed
-by a hash of the kinematics, gravity, payload frame, kind, sympy version and this module's version.
+Results are cached on disk (``$PAYLOAD_ESTIMATION_CACHE`` or ``~/.cache/payload_estimation``) as pickles
+of the sympy matrices (a cache is code-trusting like ``__pycache__``: keep it in a directory only you
+can write), keyed by a hash of the kinematics, gravity, payload frame, kind, sympy version and this
+module's version; an unreadable entry is re-derived.
 Units: SI (kg, m, kg m^2, N m); gravity coefficients multiply ``Y_g`` which already contains g0.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
+import pickle
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -349,14 +351,20 @@ class SymbolicCoefficients:
         if self.base_regressor is None:
             raise SymbolicModelError("the symbolic base regressor exists for kind='gravity' only")
         if "yb" not in self._funcs:
-            f = sp.lambdify([self.q], self.base_regressor, modules="numpy", cse=True)
+            # Polynomial in s_i = sin(q_i), c_i = cos(q_i): evaluate those once, the rest with plain floats.
+            s = sp.symbols(f"s_1:{self.n + 1}")
+            c = sp.symbols(f"c_1:{self.n + 1}")
+            rep = {}
+            for qi, si, ci in zip(self.q, s, c):
+                rep[sp.sin(qi)], rep[sp.cos(qi)] = si, ci
+            f = sp.lambdify([*s, *c], self.base_regressor.xreplace(rep).tolist(), modules="math", cse=True)
             n, r = self.n, self.rank
 
             def yb(q: np.ndarray) -> np.ndarray:
                 q = np.asarray(q, dtype=float)
                 if q.shape != (n,):
                     raise SymbolicModelError(f"q must have {n} joint angles (rad), got shape {q.shape}")
-                return np.asarray(f(q), dtype=float).reshape(n, r)
+                return np.array(f(*np.sin(q).tolist(), *np.cos(q).tolist()), dtype=float).reshape(n, r)
 
             self._funcs["yb"] = yb
         return self._funcs["yb"]
@@ -396,35 +404,28 @@ def _to_cache(sc: SymbolicCoefficients) -> dict:
     return {
         "version": SYMBOLIC_VERSION,
         "sympy": sp.__version__,
-        "robot": sc.robot,
         "kind": sc.kind,
         "n": sc.n,
         "method": sc.method,
         "independent": [int(i) for i in sc.independent],
-        "K": [[sp.srepr(v) for v in sc.K.row(i)] for i in range(sc.K.shape[0])],
-        "payload_transform": [[sp.srepr(v) for v in sc.payload_transform.row(i)]
-                              for i in range(sc.payload_transform.shape[0])],
-        "selection": [[sp.srepr(v) for v in sc.selection.row(i)] for i in range(sc.selection.shape[0])],
-        "base_regressor": None if sc.base_regressor is None else
-        [[sp.srepr(v) for v in sc.base_regressor.row(i)] for i in range(sc.base_regressor.shape[0])],
+        "K": sc.K,
+        "payload_transform": sc.payload_transform,
+        "selection": sc.selection,
+        "base_regressor": sc.base_regressor,
     }
 
 
-def _from_cache(d: dict, q: tuple[sp.Symbol, ...]) -> SymbolicCoefficients:
-    def mat(rows):
-        return sp.Matrix([[sp.sympify(s) for s in row] for row in rows])
-
-    yb = d.get("base_regressor")
-    base = None
-    if yb is not None:
-        ns = {f"q{i + 1}": qi for i, qi in enumerate(q)}
-        base = sp.Matrix([[sp.sympify(s, locals=ns) for s in row] for row in yb])
-        base = base.xreplace({sp.Symbol(str(qi)): qi for qi in q})
+def _from_cache(d: dict, q: tuple[sp.Symbol, ...], robot: str) -> SymbolicCoefficients:
+    if d.get("version") != SYMBOLIC_VERSION or d.get("sympy") != sp.__version__:
+        raise ValueError("cache entry of another version")
+    base = d["base_regressor"]
+    if base is not None and not base.free_symbols <= set(q):
+        raise ValueError("cache entry with foreign joint symbols")
     return SymbolicCoefficients(
-        robot=d["robot"], kind=d["kind"], n=int(d["n"]), q=q,
-        independent=np.array(d["independent"], dtype=int), K=mat(d["K"]),
-        payload_transform=mat(d["payload_transform"]), selection=mat(d["selection"]), base_regressor=base,
-        method=d["method"] + " (cached)" if "cached" not in d["method"] else d["method"],
+        robot=robot, kind=d["kind"], n=int(d["n"]), q=q,
+        independent=np.array(d["independent"], dtype=int), K=d["K"],
+        payload_transform=d["payload_transform"], selection=d["selection"], base_regressor=base,
+        method=d["method"] + " (cached)",
     )
 
 
@@ -438,14 +439,13 @@ def derive(desc: RobotDescription, kind: str = "gravity", n_samples: int | None 
     """
     per = _per_link(kind)
     q = joint_symbols(desc.n)
-    path = cache_dir() / f"coefficients-{kind}-{cache_key(desc, kind)}.json"
+    path = cache_dir() / f"coefficients-{kind}-{cache_key(desc, kind)}.pickle"
     if use_cache and path.is_file():
         try:
-            sc = _from_cache(json.loads(path.read_text()), q)
-            sc.robot = desc.name
-            return sc
-        except (ValueError, KeyError, TypeError, SyntaxError) as exc:  # a corrupt cache entry: re-derive
-            log.warning("ignoring unreadable symbolic cache %s: %s", path, exc)
+            with path.open("rb") as fh:
+                return _from_cache(pickle.load(fh), q, desc.name)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError, pickle.UnpicklingError) as exc:
+            log.warning("ignoring unreadable symbolic cache %s (re-deriving): %s", path, exc)
 
     n = desc.n
     t_l = exact_matrix(params_transform_matrix(desc.payload_frame)[:per, :per])
@@ -485,9 +485,9 @@ def derive(desc: RobotDescription, kind: str = "gravity", n_samples: int | None 
 def _write_cache(path: Path, data: dict) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pickle")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
     except OSError as exc:  # a read-only home must not break the derivation
         log.warning("cannot write the symbolic cache %s: %s", path, exc)
