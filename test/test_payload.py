@@ -118,6 +118,22 @@ def test_paper_lwr_eq43_gives_eq44():
 
 
 @pytest.mark.parametrize("robot", ["lwr4", "iiwa14"])
+def test_two_stage_gravity_from_static_data(robot):
+    """Sec. V procedure: pi_g and pi_L,g identified from random static poses, then eq. (28)."""
+    dyn = RigidBodyDynamics(load_robot(robot))
+    base = compute_base_parameters(dyn, "gravity", n_samples=30)
+    rng = np.random.default_rng(14)
+    q0, q1 = rng.uniform(-1.5, 1.5, (100, 7)), rng.uniform(-1.5, 1.5, (100, 7))
+    est = estimate_payload_two_stage_from_data(
+        dyn, {"q": q0, "tau": _static(dyn, q0, 0.1, rng)},
+        {"q": q1, "tau": _static(dyn.with_payload(TRUE_PAYLOAD), q1, 0.1, rng)}, kind="gravity", base=base)
+    assert est.method == "two-stage" and est.samples == 200
+    err = np.abs(_est_vector(est) - _truth_vector(TRUE_PAYLOAD))
+    assert np.all(err < 4 * _std_vector(est)), (err, _std_vector(est))
+    assert err[0] < 0.05
+
+
+@pytest.mark.parametrize("robot", ["lwr4", "iiwa14"])
 def test_payload_regressor_equals_base_regressor_times_jacobian(robot):
     """Y_Lg(q) = Y_g,b(q) J_eps,g (eq. 22 + 27) and Y_L = Y_b J_eps for the full dynamics."""
     dyn = RigidBodyDynamics(load_robot(robot))
