@@ -158,3 +158,16 @@ def test_torque_error_by_hand():
     assert e.total_rms == pytest.approx(np.sqrt(1.25 / 4))
     with pytest.raises(LeastSquaresError, match="must both be"):
         torque_error(m, p[:1])
+
+
+def test_zero_weight_rows_are_ignored():
+    """Rows with weight 0 neither change the fit nor count as degrees of freedom."""
+    rng = np.random.default_rng(8)
+    y, tau = _problem(rng, n_rows=40)
+    y_all = np.vstack([y, rng.normal(size=(20, 3))])
+    tau_all = np.concatenate([tau, rng.normal(100, 1, 20)])  # garbage rows
+    w = np.concatenate([np.ones(40), np.zeros(20)])
+    a, b = solve_least_squares(y_all, tau_all, weights=w), solve_least_squares(y, tau)
+    np.testing.assert_allclose(a.params, b.params, rtol=1e-10)
+    assert a.sigma2 == pytest.approx(b.sigma2, rel=1e-10)
+    np.testing.assert_allclose(a.std, b.std, rtol=1e-10)

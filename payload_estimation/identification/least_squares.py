@@ -3,7 +3,7 @@
 For stacked equations  tau = Y p + e  (N rows, r parameters) with weights W = diag(w):
 
     p_hat   = (Y^T W Y)^-1 Y^T W tau
-    sigma^2 = ||sqrt(W) (tau - Y p_hat)||^2 / (N - r)          (unbiased noise variance)
+    sigma^2 = ||sqrt(W) (tau - Y p_hat)||^2 / (N - r)          (unbiased; N = rows with w > 0)
     cov     = sigma^2 (Y^T W Y)^-1                              (paper 001, eq. 8 of paper 003)
     RSD_i   = 100 std_i / |p_i|   (%)                           (paper 003, eq. 7)
 
@@ -137,8 +137,11 @@ def solve_least_squares(Y: np.ndarray, tau: np.ndarray, weights: np.ndarray | No
     nm = _names(names, r)
     if r == 0:
         raise LeastSquaresError("regressor Y has no columns")
-    if n_rows <= r:
-        raise LeastSquaresError(f"need more equations than parameters: {n_rows} rows for {r} parameters")
+    n_eff = int(np.count_nonzero(w)) if w is not None else n_rows  # zero-weight rows carry no information
+    if n_eff <= r:
+        raise LeastSquaresError(
+            f"need more equations than parameters: {n_eff} rows (with non-zero weight) for {r} parameters"
+        )
     sw = np.sqrt(w) if w is not None else None
     yw = y * sw[:, None] if sw is not None else y
     tw = tau * sw if sw is not None else tau
@@ -161,7 +164,7 @@ def solve_least_squares(Y: np.ndarray, tau: np.ndarray, weights: np.ndarray | No
     ps = vt.T @ ((u.T @ tw) / s)
     params = ps / norms
     resid_w = tw - yw @ params
-    sigma2 = float(resid_w @ resid_w) / (n_rows - r)
+    sigma2 = float(resid_w @ resid_w) / (n_eff - r)
     inv_s = (vt.T / s) / norms[:, None]  # (Y^T W Y)^-1 = inv_s @ inv_s.T
     cov = sigma2 * (inv_s @ inv_s.T)
     cov = 0.5 * (cov + cov.T)
