@@ -500,3 +500,27 @@ def test_mujoco_static_samples(robot):
     err = np.abs(_est_vector(est) - _truth_vector(TRUE_PAYLOAD))
     assert np.all(err < 4 * _std_vector(est)), (err, _std_vector(est))
     assert err[0] < 0.05 and np.all(err[1:] < 0.01)
+
+
+def test_cli_full_from_dynamic_csv(tmp_path, capsys):
+    import json
+
+    from payload_estimation.cli import main
+    from payload_estimation.identification.data import Samples, save_csv
+
+    dyn = RigidBodyDynamics(load_robot("lwr4"))
+    loaded = dyn.with_payload(TRUE_PAYLOAD)
+    rng = np.random.default_rng(15)
+    q, dq, ddq = _sinusoids(300, [1.2, 0.6, 1.0, 0.8, 1.2, 1.0, 1.5], [0.11, 0.17, 0.23, 0.19, 0.29, 0.31, 0.37],
+                            rng.uniform(0, np.pi, 7), dt=0.05)
+    q = q + PICK
+    save_csv(Samples(q, _torques(loaded, q, dq, ddq, 0.02, rng), dq, ddq), tmp_path / "l.csv")
+    save_csv(Samples(q, _torques(dyn, q, dq, ddq, 0.02, rng), dq, ddq), tmp_path / "u.csv")
+    assert main(["estimate", "--robot", "lwr4", "--samples", str(tmp_path / "l.csv"), "--unloaded",
+                 str(tmp_path / "u.csv"), "--full", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["method"] == "full differential" and d["inertia"] is not None
+    np.testing.assert_allclose(d["inertia"], [0.02, 0, 0, 0.021, 0, 0.006], atol=4 * max(d["std"]["Ixx"], 1e-4))
+    save_csv(Samples(q, _torques(loaded, q, dq, ddq, 0.02, rng)), tmp_path / "static_only.csv")
+    assert main(["estimate", "--robot", "lwr4", "--samples", str(tmp_path / "static_only.csv"), "--full"]) == 1
+    assert "--full needs velocity and acceleration columns" in capsys.readouterr().err
