@@ -8,6 +8,7 @@ numeric QR base parameters of base_parameters.py.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import sympy as sp
 
 from payload_estimation.cli import main as cli_main
 from payload_estimation.model.base_parameters import compute_base_parameters
+from payload_estimation.model.description import joints_from_dh
 from payload_estimation.model.dynamics import RigidBodyDynamics, gravity_params, link_params
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
@@ -192,9 +194,11 @@ def test_planar_gravity_coefficients_are_the_gravity_part_of_eq29():
 PAYLOAD = BodyInertia(2.3, np.array([0.03, -0.02, 0.11]), np.diag([0.012, 0.015, 0.009]))
 
 
-@pytest.mark.parametrize("robot", ["lwr4", "iiwa14"])
+@pytest.mark.parametrize("robot", ["lwr4", "iiwa14", "lwr4@flange"])
 def test_symbolic_gravity_equals_pinocchio_and_superposition(robot):
-    desc = load_robot(robot)
+    desc = load_robot(robot.split("@")[0])
+    if robot.endswith("@flange"):  # payload parameters in the flange frame, 0.078 m beyond frame 7
+        desc = replace(desc, payload_frame=desc.flange, payload_frame_name="flange")
     sc = derive(desc, "gravity")
     dyn = RigidBodyDynamics(desc)
     loaded = dyn.with_payload(PAYLOAD)
@@ -261,12 +265,7 @@ def test_cache_roundtrip_and_key(tmp_path, monkeypatch):
     q = np.array([0.3, -1.1])
     np.testing.assert_allclose(second.base_regressor_function()(q), first.base_regressor_function()(q), rtol=1e-15)
     # other kinematics -> other key; other inertias -> same key (coefficients are symbolic in them)
-    longer = load_robot(DATA / "planar2r.yaml")
-    from dataclasses import replace
-
-    from payload_estimation.model.description import joints_from_dh
-
-    longer = replace(longer, joints=joints_from_dh(["j1", "j2"], [[1.0, 0, 0, 0], [0.6, 0, 0, 0]]))
+    longer = replace(desc, joints=joints_from_dh(["j1", "j2"], [[1.0, 0, 0, 0], [0.6, 0, 0, 0]]))
     assert cache_key(longer, "gravity") != cache_key(desc, "gravity")
     assert cache_key(desc.with_links(reversed(desc.links)), "gravity") == cache_key(desc, "gravity")
     assert cache_key(desc, "full") != cache_key(desc, "gravity")
@@ -283,6 +282,15 @@ def test_bad_arguments_are_named():
         sc.coefficient_values(np.zeros(5))
     with pytest.raises(SymbolicModelError, match="kind='gravity' only"):
         derive(desc, "full").base_regressor_function()
+
+
+def test_flange_payload_frame_shifts_epsilon():
+    """With p_L in the flange frame (0.078 m along z7), eps gains the 0.078 mL lever arm: cLz*mL + 39/500*mL."""
+    desc = load_robot("lwr4")
+    sc = derive(replace(desc, payload_frame=desc.flange, payload_frame_name="flange"), "gravity")
+    m_l, c_lz = S("mL", real=True), S("cLz", real=True)
+    assert sp.expand(c_lz * m_l + sp.Rational(39, 500) * m_l) in sc.epsilon
+    assert cache_key(replace(desc, payload_frame=desc.flange), "gravity") != cache_key(desc, "gravity")
 
 
 def test_group_terms_reads_like_the_paper(lwr_g):
