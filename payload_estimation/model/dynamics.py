@@ -108,6 +108,7 @@ class RigidBodyDynamics:
         self.data = self.model.createData()
         self.maps = parameter_maps(desc)
         self._zero = np.zeros(desc.n)
+        self._lower = np.tril_indices(desc.n, -1)
         n = desc.n
         grav_cols = np.concatenate([np.arange(N_PARAMS * k, N_PARAMS * k + N_GRAVITY_PARAMS) for k in range(n)])
         self._grav_cols = grav_cols
@@ -129,8 +130,10 @@ class RigidBodyDynamics:
 
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
         """Symmetric joint-space inertia matrix M(q) (kg m^2)."""
-        m = pin.crba(self.model, self.data, np.asarray(q, dtype=float))
-        return np.triu(m) + np.triu(m, 1).T
+        m = pin.crba(self.model, self.data, np.asarray(q, dtype=float)).copy()
+        lower = self._lower  # pinocchio fills the upper triangle only; mirror it (cheaper than np.triu)
+        m[lower] = m.T[lower]
+        return m
 
     def coriolis(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
         """Coriolis matrix C(q, dq) with dM/dt = C + C^T (so S^T dq of eq. 48 is C^T dq)."""
