@@ -4,8 +4,10 @@ A collision is detected when |r_j| exceeds its threshold on any joint j for ``co
 consecutive samples; it is released (hysteresis) when every |r_j| is back below
 ``release_fraction`` x threshold_j. Isolation uses the structure r ≈ J_cᵀ F: joints after the
 contact link carry no external torque, so the contact is on (or, if the force happens to load the
-last joints only weakly, beyond) link k = the highest joint whose peak |r| during the event is
-significant (above ``isolation_fraction`` x threshold).
+last joints only weakly, beyond) link k = the highest joint whose |r| is significant (above
+``isolation_fraction`` x threshold) between the onset and the detection (plus ``isolation_window``
+seconds). Isolation is frozen then, before a stop reaction's own transient (deceleration torques of
+unmodelled payload inertia, model error) can load other joints; the peak keeps being tracked.
 
 Units: residual N m, time s. Links are numbered 1..n; link k is moved by joint k.
 """
@@ -28,7 +30,8 @@ class CollisionEvent:
     onset_time: first sample above threshold (s); detection_time: when it was confirmed (s);
     peak: per-joint max |r| during the event so far (N m); peak_max: max over joints (N m);
     peak_joint: index (0-based) of that joint; link: isolated contact link (1..n, the contact is on
-    this link or beyond); link_name (``link_k``); joints_above: joints that crossed their threshold;
+    this link or beyond; from the residual up to the detection, see module docstring); link_name
+    (``link_k``); joints_above: joints that crossed their threshold;
     release_time (s) and residual_at_release (N m) are None while the event is active.
     """
 
@@ -84,11 +87,13 @@ class CollisionDetector:
 
     thresholds: N m (scalar or per joint, default 6 N m as in paper 000); release_fraction in
     (0, 1]; isolation_fraction in (0, 1]; confirm_samples >= 1 consecutive samples above a
-    threshold before a detection (debounce against single-sample spikes).
+    threshold before a detection (debounce against single-sample spikes); isolation_window (s) >= 0:
+    how long after the detection the isolation may still move to a higher link.
     """
 
-    def __init__(self, n: int, thresholds=6.0, release_fraction: float = 0.5, isolation_fraction: float = 0.25,
-                 confirm_samples: int = 1, link_names: tuple[str, ...] | None = None):
+    def __init__(self, n: int, thresholds=6.0, release_fraction: float = 0.5, isolation_fraction: float = 0.15,
+                 confirm_samples: int = 1, link_names: tuple[str, ...] | None = None,
+                 isolation_window: float = 0.0):
         if n < 1:
             raise DetectorInputError(f"number of joints must be >= 1, got {n}")
         self.n = n
@@ -105,6 +110,9 @@ class CollisionDetector:
             raise DetectorInputError(f"isolation_fraction must be in (0, 1], got {isolation_fraction}")
         if int(confirm_samples) < 1:
             raise DetectorInputError(f"confirm_samples must be >= 1, got {confirm_samples}")
+        if not (np.isfinite(isolation_window) and isolation_window >= 0):
+            raise DetectorInputError(f"isolation_window must be >= 0 s, got {isolation_window}")
+        self.isolation_window = float(isolation_window)
         self.thresholds = th
         self.release = th * float(release_fraction)
         self.isolation_level = th * float(isolation_fraction)
@@ -122,6 +130,7 @@ class CollisionDetector:
         self._above_count = 0
         self._onset: float | None = None
         self._peak = np.zeros(self.n)
+        self._iso_peak = np.zeros(self.n)  # peak |r| over [onset, detection + isolation_window]
         self._joints_above: set[int] = set()
         self._t_prev: float | None = None
 
@@ -137,9 +146,9 @@ class CollisionDetector:
     def _snapshot(self) -> CollisionEvent:
         assert self._current is not None
         j = int(np.argmax(self._peak))
+        link = isolate_link(self._iso_peak, self.isolation_level)
         return replace(self._current, peak=self._peak.copy(), peak_max=float(self._peak[j]), peak_joint=j,
-                       link=isolate_link(self._peak, self.isolation_level),
-                       link_name=self.link_names[isolate_link(self._peak, self.isolation_level) - 1],
+                       link=link, link_name=self.link_names[link - 1] if link else "",
                        joints_above=tuple(sorted(self._joints_above)))
 
     def update(self, t: float, r) -> CollisionEvent | None:
@@ -167,6 +176,7 @@ class CollisionDetector:
                     self._joints_above.clear()
                 self._above_count += 1
                 np.maximum(self._peak, a, out=self._peak)
+                self._iso_peak[:] = self._peak
                 self._joints_above.update(np.flatnonzero(above).tolist())
                 if self._above_count >= self.confirm_samples:
                     self._current = CollisionEvent(self._onset, t, self._peak.copy(), 0.0, 0, 0, "", ())
@@ -175,6 +185,8 @@ class CollisionDetector:
                 self._above_count = 0
             return None
         np.maximum(self._peak, a, out=self._peak)
+        if t <= self._current.detection_time + self.isolation_window:
+            np.maximum(self._iso_peak, a, out=self._iso_peak)
         self._joints_above.update(np.flatnonzero(above).tolist())
         if np.all(a < self.release):
             ev = replace(self._snapshot(), release_time=t, residual_at_release=r.copy())
