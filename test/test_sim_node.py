@@ -154,12 +154,13 @@ def test_trajectory_by_name_in_shuffled_order_and_missing_joint_rejected(ros):
     target = q_now + np.deg2rad(7) * np.array([1, -1, 1, 1, -1, 1, -1])
     order = [3, 6, 0, 5, 1, 4, 2]
     shuffled = traj_msg([names[i] for i in order] + ["gripper"], [target[i] for i in order] + [0.5], 0.6)
-    t0 = time_to_sec(probe.last().header.stamp)
     probe.pub_traj.publish(shuffled)
-    msg = probe.wait_sim_time(t0 + 1.6)
-    _, q, dq = effort_in_model_order(msg, names)
-    np.testing.assert_allclose(q, target, atol=1e-4)
-    assert np.max(np.abs(dq)) < 1e-3
+
+    def arrived():
+        _, q, dq = effort_in_model_order(probe.last(), names)
+        return np.max(np.abs(q - target)) < 1e-4 and np.max(np.abs(dq)) < 1e-3
+
+    wait_for(arrived, timeout=30.0, what="arrival at the trajectory's end point")
 
     missing = traj_msg(names[:-1], q_now[:-1], 0.6)
     probe.pub_traj.publish(missing)
@@ -183,7 +184,7 @@ def test_attach_payload_changes_effort_by_payload_gravity(ros):
     tau0, q0, _ = effort_in_model_order(before, names)
     res = call(probe.attach)
     assert res.success, res.message
-    msg = probe.wait_sim_time(time_to_sec(before.header.stamp) + 3.0)  # integral action re-centres the arm
+    msg = probe.wait_sim_time(time_to_sec(probe.last().header.stamp) + 3.0)  # integral action re-centres
     tau1, q1, dq1 = effort_in_model_order(msg, names)
     payload = BodyInertia(PAYLOAD_MASS, np.array(PAYLOAD_COM), sym_from_vec6(PAYLOAD_INERTIA))
     dyn = RigidBodyDynamics(sim.desc)
@@ -195,7 +196,7 @@ def test_attach_payload_changes_effort_by_payload_gravity(ros):
     assert probe.payload[-1].inertia.com.z == pytest.approx(PAYLOAD_COM[2])
     res = call(probe.detach)
     assert res.success
-    msg = probe.wait_sim_time(time_to_sec(msg.header.stamp) + 3.0)
+    msg = probe.wait_sim_time(time_to_sec(probe.last().header.stamp) + 3.0)
     tau2, q2, _ = effort_in_model_order(msg, names)
     np.testing.assert_allclose(tau2, dyn.gravity(q2), atol=1e-5)
 
@@ -210,7 +211,8 @@ def test_apply_wrench_in_link_axes(ros):
     w.header.frame_id = "link_4"
     w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = 5.0, -10.0, 3.0
     probe.pub_wrench.publish(w)
-    msg = probe.wait_sim_time(time_to_sec(msg.header.stamp) + 3.0)
+    wait_for(lambda: any(s.startswith("wrench on link_4") for s in probe.logs), what="wrench applied")
+    msg = probe.wait_sim_time(time_to_sec(probe.last().header.stamp) + 3.0)
     tau, q, _ = effort_in_model_order(msg, names)
     r = dyn.forward_kinematics(q, "link_4")[:3, :3]
     force = r @ np.array([5.0, -10.0, 3.0])  # q is back at the commanded pose, so r is the same
