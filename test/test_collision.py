@@ -465,3 +465,63 @@ def test_residual_command(lwr4, tmp_path, capsys):
     assert "--threshold: expected 1 or 7 values" in capsys.readouterr().err
     assert main(base + ["--payload", "3,0.1"]) == 1
     assert "--payload" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------- MuJoCo ground truth
+def _mujoco_arm(desc, payload=None, noise=0.0):
+    sim = pytest.importorskip("payload_estimation.sim")
+    if not hasattr(sim, "SimulatedArm"):
+        pytest.skip("simulated arm not available")
+    arm = sim.SimulatedArm(desc, sim.SimConfig(dt=0.001, seed=0, sensor=sim.SensorConfig(noise_std=noise)))
+    arm.reset(Q_CONTACT)
+    if payload is not None:
+        arm.attach_payload(payload)
+        arm.reset(Q_CONTACT)
+    return arm
+
+
+def test_mujoco_payload_false_alarms(lwr4):
+    arm = _mujoco_arm(lwr4.desc, PAYLOAD, noise=0.05)
+    target = Q_CONTACT + np.array([0.4, -0.3, 0.3, 0.4, -0.4, 0.4, 0.5])
+    arm.set_trajectory([(2.0, target, None), (4.0, Q_CONTACT, None)])
+    observers = {"none": MomentumObserver(lwr4, 25.0), "gravity": MomentumObserver(lwr4, 25.0),
+                 "full": MomentumObserver(lwr4, 25.0)}
+    observers["gravity"].set_payload(PayloadEstimate(PAYLOAD.mass, PAYLOAD.com))
+    observers["full"].set_payload(PayloadEstimate.from_body(PAYLOAD))
+    peak = dict.fromkeys(observers, 0.0)
+    while not arm.trajectory_done:
+        arm.step(1)
+        s = arm.state()
+        for k, obs in observers.items():
+            peak[k] = max(peak[k], np.abs(obs.update(s.t, s.q, s.dq, s.tau)).max())
+    assert peak["none"] > 6.0, peak
+    assert peak["gravity"] < 3.0, peak
+    assert peak["full"] < 1.0, peak
+
+
+def test_mujoco_contact_converges_detects_and_stops(lwr4):
+    arm = _mujoco_arm(lwr4.desc)
+    obs = MomentumObserver(lwr4, 20.0)
+    det = CollisionDetector(7, 6.0)
+    react = ReactionStateMachine("stop_and_resume", resume_delay=2.0)
+    arm.set_trajectory([(3.0, Q_CONTACT + 0.3, None)])
+    point, force = np.array([0.06, 0.0, 0.1]), np.array([20.0, -30.0, 10.0])
+    actions = []
+    for k in range(1900):  # the contact lasts from 0.5 s to 2.0 s
+        if k == 500:
+            arm.apply_contact("link_4", force, point, duration=1.5)
+        arm.step(1)
+        s = arm.state()
+        r = obs.update(s.t, s.q, s.dq, s.tau)
+        det.update(s.t, r)
+        a = react.update(s.t, det.in_collision)
+        if a is Action.HOLD_POSITION:
+            arm.hold()
+        if a is not Action.NOTHING:
+            actions.append((s.t, a))
+    ev = det.current
+    assert ev is not None and ev.link == 4 and 0 < ev.detection_time - (0.5 + 0.001) < 0.05
+    assert actions == [(ev.detection_time, Action.HOLD_POSITION)]
+    tau_ext = lwr4.frame_jacobian(s.q, "link_4", point)[:3].T @ force
+    # the arm has been held still for > 1.5 s: r = J^T F up to MuJoCo's integration error
+    np.testing.assert_allclose(r, tau_ext, atol=0.02 * np.abs(tau_ext).max())
