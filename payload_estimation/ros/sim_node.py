@@ -137,22 +137,38 @@ class SimNode(Node):
 
     # --- physics loop ------------------------------------------------------------------------------
     def _run(self) -> None:
-        wall0 = time.perf_counter()
-        sim0 = self.arm.time
+        try:
+            self._loop()
+        except Exception as exc:  # noqa: BLE001 - the thread must not die silently while ROS runs
+            if self.context.ok() and not self._stop.is_set():
+                self.get_logger().fatal(f"physics loop stopped: {exc!r}")
+                raise
+
+    def _loop(self) -> None:
+        wall0, sim0 = None, self.arm.time
         while not self._stop.is_set():
             with self._lock:
                 self.arm.step(self.steps_per_message)
                 s = self.arm.state()
             self._publish_state(s)
-            if self.real_time_factor > 0:
-                target = wall0 + (s.t - sim0) / self.real_time_factor
-                lag = time.perf_counter() - target
-                if lag < 0:
-                    time.sleep(-lag)
-                elif lag > 0.25:  # cannot keep up: restart pacing instead of bursting
-                    wall0, sim0 = time.perf_counter(), s.t
-            else:
+            if self.real_time_factor <= 0:
                 time.sleep(0)  # as fast as possible, but let the executor's threads run
+                continue
+            now = time.perf_counter()
+            if wall0 is None:  # pace from the first published message (start-up is slow)
+                wall0, sim0 = now, s.t
+                continue
+            lag = now - (wall0 + (s.t - sim0) / self.real_time_factor)
+            if lag < 0:
+                time.sleep(-lag)
+            elif lag > 0.5:  # cannot keep up: restart pacing instead of bursting to catch up
+                achieved = (s.t - sim0) / max(now - wall0, 1e-9)
+                if now - wall0 > 2.0:
+                    self.get_logger().warning(
+                        f"cannot keep real_time_factor {self.real_time_factor} (achieved {achieved:.2f}); "
+                        "lower rate_hz or run the other nodes in their own processes",
+                        throttle_duration_sec=10.0)
+                wall0, sim0 = now, s.t
 
     def _publish_state(self, s) -> None:
         stamp = sec_to_time(s.t)
@@ -237,9 +253,11 @@ class SimNode(Node):
 
     def destroy_node(self) -> None:
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=2.0)
-        super().destroy_node()
+        try:
+            if self._thread.is_alive():
+                self._thread.join(timeout=2.0)
+        finally:
+            super().destroy_node()
 
 
 # Alias accepted by bringup.
@@ -272,8 +290,11 @@ def main(argv=None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        if node is not None:
-            node.destroy_node()
+        try:
+            if node is not None:
+                node.destroy_node()
+        except KeyboardInterrupt:  # a second Ctrl-C, or rclpy's re-raised SIGINT
+            pass
         if rclpy.ok():
             rclpy.shutdown()
     return 0
