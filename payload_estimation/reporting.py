@@ -39,8 +39,13 @@ def _grid(n: int) -> tuple[int, int]:
 
 def plot_torques(path: Path, t: np.ndarray, tau_measured: np.ndarray, tau_predicted: np.ndarray,
                  joint_names: Sequence[str], title: str, predicted_label: str = "model with payload estimate",
-                 tau_unloaded: np.ndarray | None = None) -> Path:
-    """Measured (dashed) vs predicted (solid) joint torques per joint, N m over s (paper Fig. 5)."""
+                 tau_unloaded: np.ndarray | None = None, mask: np.ndarray | None = None) -> Path:
+    """Measured (dashed) vs predicted (solid) joint torques per joint, N m over s (paper Fig. 5).
+
+    ``mask`` (bool per sample) selects the samples the per-joint RMS error in the titles uses
+    (e.g. free motion only); the others are shaded grey.
+    """
+    keep = np.ones(len(t), bool) if mask is None else np.asarray(mask, bool)
     plt = _pyplot()
     n = len(joint_names)
     rows, cols = _grid(n)
@@ -53,7 +58,10 @@ def plot_torques(path: Path, t: np.ndarray, tau_measured: np.ndarray, tau_predic
         ax.plot(t, tau_predicted[:, j], "-", color="tab:blue", lw=1.0, label=predicted_label)
         if tau_unloaded is not None:
             ax.plot(t, tau_unloaded[:, j], ":", color="tab:red", lw=1.0, label="model without payload")
-        err = np.sqrt(np.mean((tau_measured[:, j] - tau_predicted[:, j]) ** 2))
+        err = np.sqrt(np.mean((tau_measured[keep, j] - tau_predicted[keep, j]) ** 2))
+        if not keep.all():
+            ax.fill_between(t, 0, 1, where=~keep, color="0.85", transform=ax.get_xaxis_transform(),
+                            label="excluded (contact, stop)")
         ax.set_ylabel(f"{joint_names[j]} [N m]")
         ax.set_title(f"{joint_names[j]}: RMS error {err:.2f} N m", fontsize=9)
         ax.grid(alpha=0.3)
@@ -75,7 +83,7 @@ def plot_residuals(path: Path, panels: Sequence[tuple[str, np.ndarray, np.ndarra
     ``detections[k]`` are the detection times of panel k (vertical markers); contacts are shaded.
     """
     plt = _pyplot()
-    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 3.2 * len(panels)), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(13, 3.4 * len(panels)), sharex=True, squeeze=False)
     thr = np.broadcast_to(np.asarray(threshold, float), (len(joint_names),))
     for k, (ax, (title, t, r)) in enumerate(zip(axes[:, 0], panels)):
         for j, name in enumerate(joint_names):
@@ -84,14 +92,15 @@ def plot_residuals(path: Path, panels: Sequence[tuple[str, np.ndarray, np.ndarra
         ax.axhline(-thr.min(), color="k", ls="--", lw=1)
         for i, c in enumerate(contacts):
             ax.axvspan(c.start, c.end, color="tab:red", alpha=0.15, label="injected contact" if i == 0 else None)
-            ax.text(c.start, ax.get_ylim()[1] * 0.85 if ax.get_ylim()[1] > 0 else 1, c.link, fontsize=7)
+            ax.annotate(c.link, (c.start, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10),
+                        textcoords="offset points", fontsize=8, color="tab:red")
         if k < len(detections):
             for i, td in enumerate(detections[k]):
                 ax.axvline(td, color="tab:purple", lw=1, ls=":", label="detection" if i == 0 else None)
         ax.set_ylabel("residual r [N m]")
         ax.set_title(title)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, ncol=5, loc="upper right")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0))
     axes[-1, 0].set_xlabel("time [s]")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -1,0 +1,168 @@
+"""A client node for scripted missions (the demo): records topics, calls services, injects contacts.
+
+It is what a user's task code would do, over the public interface only: ``joint_states``,
+``collision_monitor/*``, ``payload/estimate``, the Trigger services and the simulator's
+``sim_node/apply_wrench``. Times are node-clock seconds (sim time with ``use_sim_time``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import InertiaStamped, WrenchStamped
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from .messages import estimate_from_msg, time_to_sec, trajectory_msg
+from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+
+
+class MissionError(RuntimeError):
+    """A mission step failed (service down, timeout, refused request)."""
+
+
+@dataclass
+class Trace:
+    """A growing time series: stamps (s) and one row of values per stamp."""
+
+    t: list[float] = field(default_factory=list)
+    rows: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, t: float, row: np.ndarray) -> None:
+        self.t.append(t)
+        self.rows.append(row)
+
+    def arrays(self, t0: float = -np.inf, t1: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+        t = np.asarray(self.t)
+        if t.size == 0:
+            return t, np.zeros((0, 0))
+        keep = (t >= t0) & (t <= t1)
+        return t[keep], np.asarray(self.rows)[keep]
+
+
+class MissionClient(Node):
+    """Records joint states, residuals and collision flags of any number of monitors."""
+
+    def __init__(self, joint_names: Sequence[str], monitors: Sequence[str] = ("collision_monitor",),
+                 name: str = "mission_client"):
+        super().__init__(name, parameter_overrides=[Parameter("use_sim_time", value=True)])
+        self.joint_names = list(joint_names)
+        self._lock = threading.Lock()
+        self.q = self.q_dot = self.tau = None
+        self.states = {"q": Trace(), "dq": Trace(), "tau": Trace()}
+        self.residuals = {m: Trace() for m in monitors}
+        self.collisions: dict[str, list[tuple[float, bool]]] = {m: [] for m in monitors}
+        self.estimate = None
+        self.estimator_status: dict[str, str] = {}
+        self.create_subscription(JointState, "joint_states", self._on_js, SENSOR_QOS)
+        self.create_subscription(InertiaStamped, "payload/estimate", self._on_estimate, LATCHED_QOS)
+        for m in monitors:
+            self.create_subscription(JointState, f"{m}/residual", lambda msg, m=m: self._on_residual(m, msg),
+                                     SENSOR_QOS)
+            self.create_subscription(Bool, f"{m}/collision", lambda msg, m=m: self._on_collision(m, msg),
+                                     LATCHED_QOS)
+        self.create_subscription(DiagnosticArray, "payload_estimator/status", self._on_estimator_status, LATCHED_QOS)
+        self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
+        self.pub_wrench = self.create_publisher(WrenchStamped, "sim_node/apply_wrench", COMMAND_QOS)
+
+    # --------------------------------------------------------------------- recording
+    def now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _index(self, names: Sequence[str]) -> list[int] | None:
+        try:
+            return [list(names).index(n) for n in self.joint_names]
+        except ValueError:
+            return None
+
+    def _on_js(self, msg: JointState) -> None:
+        idx = self._index(msg.name)
+        if idx is None or len(msg.effort) != len(msg.name):
+            return
+        t = time_to_sec(msg.header.stamp)
+        q = np.asarray(msg.position)[idx]
+        dq = np.asarray(msg.velocity)[idx] if len(msg.velocity) == len(msg.name) else np.zeros(len(idx))
+        tau = np.asarray(msg.effort)[idx]
+        with self._lock:
+            self.q, self.q_dot, self.tau = q, dq, tau
+            self.states["q"].add(t, q)
+            self.states["dq"].add(t, dq)
+            self.states["tau"].add(t, tau)
+
+    def _on_residual(self, monitor: str, msg: JointState) -> None:
+        idx = self._index(msg.name)
+        if idx is not None:
+            with self._lock:
+                self.residuals[monitor].add(time_to_sec(msg.header.stamp), np.asarray(msg.effort)[idx])
+
+    def _on_collision(self, monitor: str, msg: Bool) -> None:
+        self.collisions[monitor].append((self.now(), bool(msg.data)))
+
+    def _on_estimate(self, msg: InertiaStamped) -> None:
+        self.estimate = estimate_from_msg(msg)
+
+    def _on_estimator_status(self, msg: DiagnosticArray) -> None:
+        if msg.status:
+            self.estimator_status = {kv.key: kv.value for kv in msg.status[0].values}
+
+    # --------------------------------------------------------------------- actions
+    def wait_for(self, pred: Callable[[], bool], timeout: float, what: str) -> None:
+        """Wait (wall clock) until ``pred()``; raise MissionError naming ``what`` on timeout."""
+        end = time.monotonic() + timeout
+        while not pred():
+            if time.monotonic() > end:
+                raise MissionError(f"timed out after {timeout:.0f} s waiting for {what}")
+            time.sleep(0.01)
+
+    def sleep_sim(self, seconds: float, wall_timeout: float = 120.0) -> None:
+        """Let ``seconds`` of node-clock (sim) time pass."""
+        t0 = self.now()
+        self.wait_for(lambda: self.now() - t0 >= seconds, wall_timeout, f"{seconds} s of sim time")
+
+    def call(self, service: str, timeout: float = 60.0) -> Trigger.Response:
+        """Call a std_srvs/Trigger service; raise MissionError if unavailable or unanswered."""
+        cli = self.create_client(Trigger, service)
+        try:
+            if not cli.wait_for_service(timeout_sec=15.0):
+                raise MissionError(f"service {service} is not available")
+            fut = cli.call_async(Trigger.Request())
+            self.wait_for(fut.done, timeout, f"an answer from {service}")
+            return fut.result()
+        finally:
+            self.destroy_client(cli)
+
+    def call_until_success(self, service: str, timeout: float = 15.0) -> Trigger.Response:
+        """Call ``service`` until it succeeds (e.g. a node still waiting for its first message)."""
+        end = time.monotonic() + timeout
+        while True:
+            res = self.call(service)
+            if res.success or time.monotonic() > end:
+                return res
+            time.sleep(0.2)
+
+    def send_trajectory(self, positions: np.ndarray, times: Sequence[float]) -> None:
+        """Publish a joint trajectory (positions (k, n) rad at ``times`` s from start)."""
+        self.pub_traj.publish(trajectory_msg(self.joint_names, np.atleast_2d(positions), list(times)))
+
+    def push(self, link: str, force: Sequence[float]) -> float:
+        """Apply a contact force (N, base axes) at ``link``'s origin in the simulator; returns the time."""
+        w = WrenchStamped()
+        w.header.frame_id = link
+        w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(f) for f in force)
+        t = self.now()
+        self.pub_wrench.publish(w)
+        return t
+
+    def snapshot(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Copies of the recorded joint-state traces."""
+        with self._lock:
+            return {k: v.arrays() for k, v in self.states.items()}
