@@ -20,6 +20,11 @@ Sensor: the link-side joint torque transmitted to each link,
 (true robot + payload; ``J_k`` the base-frame-axes geometric Jacobian of the contact point, as
 :meth:`RigidBodyDynamics.frame_jacobian`). Friction (``SensorConfig.viscous``/``coulomb``) sits on
 the motor side: tau_m = tau_J + tau_f, and the sensor reads tau_J unless ``sensor_sees_friction``.
+In motion ``ddq`` is the acceleration the integrator really applies over the next step
+(:attr:`SimulatedArm.acceleration`; ``implicitfast`` evaluates the servo damping and viscous
+friction at the end-of-step velocity, so MuJoCo's explicit ``qacc`` would not match the motion):
+the measured torque and the recorded motion satisfy the rigid-body equation exactly, which is what
+a momentum observer needs from its ground truth.
 So at rest a contact force F at a point of link k changes the measurement by ``-J_k^T F``, and the
 momentum-observer residual of a correct model converges to ``+J_k^T F``. Noise and offset are added
 at every physics step, then the optional first-order low-pass filters the sensor signal.
@@ -98,6 +103,11 @@ class SimulatedArm:
         self.kd = kd0 if cfg.kd is None else per_joint(cfg.kd, n, "SimConfig.kd", nonnegative=True)
         self.ki = ki0 if cfg.ki is None else per_joint(cfg.ki, n, "SimConfig.ki", nonnegative=True)
         self._nominal = RigidBodyDynamics(desc)
+        self._viscous = viscous
+        self._mfull = np.zeros((n, n))
+        self._diag = np.diag_indices(n)
+        self._implicit_d = cfg.dt * (self.kd + viscous)
+        self._acc = np.zeros(n)
         xml = build_mjcf(self._true_desc, dt=cfg.dt, damping=viscous, frictionloss=coulomb, kd=self.kd,
                          armature=self.armature)
         self.mjcf = xml
@@ -297,15 +307,26 @@ class SimulatedArm:
                 d.xfrc_applied[bid, :3] += f
                 d.xfrc_applied[bid, 3:] += np.cross(p_w - d.xipos[bid], f) + mu
         mujoco.mj_forwardSkip(m, d, mujoco.mjtStage.mjSTAGE_POS, 0)
+        # The acceleration implicitfast will integrate: (M + B + dt D) a = f, D = diag(kd + viscous)
+        # (MuJoCo's d.qacc is the explicit one, which differs in transients).
+        mujoco.mj_fullM(m, d, self._mfull)
+        self._mfull[self._diag] += self._implicit_d
+        self._acc = np.linalg.solve(self._mfull, d.qfrc_smooth + d.qfrc_constraint)
+
+    def _torques(self) -> tuple[np.ndarray, np.ndarray]:
+        """(link-side torque tau_J, motor-side torque tau_J + friction) consistent with the motion
+        actually integrated over the next step (see :attr:`acceleration`)."""
+        d = self.data
+        a = self._acc
+        v_next = d.qvel + self.dt * a
+        # implicitfast evaluates the velocity-proportional forces at the end-of-step velocity
+        motor = d.qfrc_applied + self.kd * (d.ctrl - v_next) - self.armature * a
+        link = motor - self._viscous * v_next + d.qfrc_constraint
+        return link, motor
 
     def _measure(self) -> None:
-        d = self.data
-        # motor torque minus rotor inertia torque = link-side torque + friction
-        motor = d.qfrc_applied + d.qfrc_actuator - self.armature * d.qacc
-        if self._sees_friction:
-            raw = motor
-        else:  # link side: M ddq + bias - J^T f_ext
-            raw = motor + d.qfrc_passive + d.qfrc_constraint
+        link, motor = self._torques()
+        raw = motor if self._sees_friction else link
         signal = raw + self._offset
         if self._noisy:
             signal = signal + self._noise_std * self._rng.standard_normal(self.n)
@@ -319,8 +340,14 @@ class SimulatedArm:
 
     def link_side_torque(self) -> np.ndarray:
         """Noise-free link-side joint torque tau_J now (N m), whatever the sensor settings."""
-        d = self.data
-        return d.qfrc_applied + d.qfrc_actuator - self.armature * d.qacc + d.qfrc_passive + d.qfrc_constraint
+        return self._torques()[0]
+
+    @property
+    def acceleration(self) -> np.ndarray:
+        """Joint acceleration (rad/s^2) the integrator applies over the next step from the current
+        state: dq(t + dt) = dq(t) + dt * acceleration. With it the measured link-side torque
+        satisfies tau_J = M(q) ddq + C(q, dq) dq + g(q) - tau_ext exactly (true robot)."""
+        return self._acc.copy()
 
 
 def _vec3(v, what: str) -> np.ndarray:
