@@ -98,6 +98,8 @@ def ros():
     thread.start()
     wait_for(lambda: len(probe.states) > 5, what="joint_states")
     yield sim, probe
+    sim.stop()
+    time.sleep(0.1)
     executor.remove_node(sim)
     executor.remove_node(probe)
     executor.shutdown()

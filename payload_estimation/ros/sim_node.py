@@ -251,11 +251,15 @@ class SimNode(Node):
             msg.inertia.iyy, msg.inertia.iyz, msg.inertia.izz = float(i[1, 1]), float(i[1, 2]), float(i[2, 2])
         self.pub_payload.publish(msg)
 
-    def destroy_node(self) -> None:
+    def stop(self) -> None:
+        """Stop the physics thread (no more joint_states); idempotent."""
         self._stop.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout=2.0)
+
+    def destroy_node(self) -> None:
         try:
-            if self._thread.is_alive():
-                self._thread.join(timeout=2.0)
+            self.stop()
         finally:
             super().destroy_node()
 
