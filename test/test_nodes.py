@@ -27,6 +27,7 @@ from trajectory_msgs.msg import JointTrajectory
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
+from payload_estimation.motion.poses import PosePlanConfig, plan_poses
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
 from payload_estimation.ros.messages import joint_state_msg, trajectory_from_msg
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
@@ -172,10 +173,8 @@ def test_estimator_captures_estimates_and_resets(rig, dyn):
     rig.add(PayloadEstimatorNode())
     assert wait_for(lambda: rig.call("payload_estimator/capture").success, 3.0)
     # static kinematic arm, exact model: poses around Q0 give the payload back
-    offsets = np.radians([[0, 0, 0, 0, 7, 7, 0], [0, 0, 0, 7, -7, 0, 7], [0, 7, 0, 0, 0, -7, -7],
-                          [7, 0, 7, -7, 7, 0, 0], [0, -7, 0, 0, -7, 7, 7]])
-    for off in offsets:
-        arm.q = Q0 + off
+    for pose in plan_poses(dyn, Q0, PosePlanConfig(n_poses=6)).poses[1:]:
+        arm.q = pose
         time.sleep(0.05)
         assert wait_for(lambda: rig.call("payload_estimator/capture").success, 2.0)
     res = rig.call("payload_estimator/estimate")
@@ -268,7 +267,7 @@ def test_sampler_busy_cancel_and_estimator_down(rig, dyn):
     assert wait_for(lambda: sampler._busy, 3.0)
     time.sleep(0.5)
     rig.remove(est)
-    assert wait_for(fut.done, 10.0)
+    assert wait_for(fut.done, 20.0)
     assert not fut.result().success and "estimator" in fut.result().message
     assert not sampler._busy
 

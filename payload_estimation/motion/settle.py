@@ -25,9 +25,9 @@ class SettleConfig:
     """Thresholds of :func:`check_static` (SI units)."""
 
     window: float = 0.2
-    min_samples: int = 10
-    max_velocity: float = 0.01
-    max_position_spread: float = 2e-3
+    min_samples: int = 5
+    max_velocity: float = 0.005
+    max_position_spread: float = 5e-4
     max_torque_std: float = 0.5
     dwell: float = 1.0
 
@@ -76,7 +76,7 @@ def check_static(t, q, dq, tau, config: SettleConfig | None = None,
     dqw = None if dq is None else np.asarray(dq, dtype=float).reshape(sel.size, -1)[sel]
     names = joint_names or tuple(f"joint {j}" for j in range(q.shape[1]))
     span = float(t[-1] - t[0])
-    if t.size < cfg.min_samples or span < 0.6 * cfg.window:
+    if t.size < cfg.min_samples or span < 0.5 * cfg.window:
         return SettleResult(False, f"only {t.size} samples over {span:.3f} s (need {cfg.min_samples} over "
                             f"{cfg.window:.3f} s); is joint_states being published?", samples=int(t.size), span=span)
     if dqw is not None:

@@ -90,6 +90,11 @@ def spin_nodes(nodes: Sequence[Node], threads: int | None = None) -> None:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RuntimeError:
+        # rclpy may fail to take a message that arrives while SIGINT shuts the context down;
+        # that is a normal exit, anything while the context is still valid is not.
+        if nodes[0].context.ok():
+            raise
     finally:
         executor.shutdown()
         for n in nodes:

@@ -30,6 +30,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from ..identification.estimate import NO_PAYLOAD, PayloadEstimate
+from ..identification.payload import PayloadLimits, estimate_payload_gravity
 from ..model.dynamics import RigidBodyDynamics
 from ..model.robot_file import load_robot
 from ..motion.settle import SampleWindow, SettleConfig, check_static
@@ -73,9 +74,9 @@ class PayloadEstimatorNode(Node):
         self.declare_parameter("method", "one-shot")
         self.declare_parameter("max_payload", 15.0)
         self.declare_parameter("max_com_radius", 0.5)
-        self.declare_parameter("window", 0.2)
-        self.declare_parameter("max_velocity", 0.01)
-        self.declare_parameter("max_position_spread", 2e-3)
+        self.declare_parameter("window", 0.12)
+        self.declare_parameter("max_velocity", 0.005)
+        self.declare_parameter("max_position_spread", 5e-4)
         self.declare_parameter("max_torque_std", 0.5)
         self.declare_parameter("stale_timeout", 0.5)
         self.declare_parameter("torque_noise", 0.05)
@@ -209,8 +210,6 @@ class PayloadEstimatorNode(Node):
         """Call the core estimator. ``differential``: the unloaded captures (normally one, at the pick
         configuration before grasping) anchor the model locally: tau_unloaded(q) = g(q) + mean offset
         (tau_u - g(q_u)), i.e. the model error is taken as constant within the ±7° envelope."""
-        from ..identification.payload import PayloadLimits, estimate_payload_gravity
-
         limits = PayloadLimits(max_payload=self.max_payload, max_com_radius=self.max_com_radius)
         weights = joint_weights(self.dyn, q, self.torque_noise, self.model_uncertainty)
         if self.method == "differential":

@@ -64,12 +64,12 @@ class PayloadSamplerNode(Node):
         dp("n_poses", 10)
         dp("amplitude_deg", 7.0)
         dp("limit_margin_deg", 1.0)
-        dp("velocity_scale", 0.5)
-        dp("min_duration", 0.4)
+        dp("velocity_scale", 0.7)
+        dp("min_duration", 0.35)
         dp("arrival_tolerance_deg", 0.5)
         dp("arrival_timeout", 2.0)
         dp("dwell", 1.0)
-        dp("capture_period", 0.05)
+        dp("capture_period", 0.03)
         dp("joint_state_timeout", 0.5)
         dp("service_timeout", 3.0)
         dp("collision_clear_timeout", 1.0)
@@ -196,6 +196,9 @@ class PayloadSamplerNode(Node):
             plan = plan_poses(self.dyn, q0, self.plan_config)
         except MotionLimitError as e:
             raise SamplingAborted(f"cannot plan poses at this pick configuration: {e}") from e
+        self.get_logger().info(
+            f"sampling around q0 = {np.round(np.degrees(q0), 2).tolist()} deg: {len(plan.poses)} poses, planned motion "
+            f"{plan.total_motion_time:.2f} s, cond {plan.condition_number:.3g}")
         with self._lock:
             collisions_at_start = self._collision_count
         self.pub_active.publish(Bool(data=True))
@@ -208,8 +211,13 @@ class PayloadSamplerNode(Node):
         n = len(plan.poses)
         for k, target in enumerate(plan.poses):
             self._status(DiagnosticStatus.OK, f"sampling pose {k + 1}/{n}")
+            t_a = self._now()
             self._move(target, plan, f"pose {k + 1}/{n}")
-            self._capture(k, n)
+            t_b = self._now()
+            attempts = self._capture(k, n)
+            self.get_logger().info(f"pose {k + 1}/{n}: move {t_b - t_a:.2f} s, static capture after "
+                                   f"{self._now() - t_b:.2f} s ({attempts} attempt(s))")
+        self.get_logger().info("all poses captured; estimating")
         ok, est_text = self._call(self.cli_estimate, "estimate")
         self._status(DiagnosticStatus.OK if ok else DiagnosticStatus.WARN, "returning to the pick configuration")
         self._move(plan.q0, plan, "pick configuration")
@@ -260,8 +268,8 @@ class PayloadSamplerNode(Node):
 
     def _move(self, target: np.ndarray, plan, what: str) -> None:
         q = self._fresh_q()
-        if np.max(np.abs(q - target)) < 1e-9:
-            return
+        if np.max(np.abs(q - target)) < 0.1 * self.arrival_tol:
+            return  # already there (e.g. the pick configuration itself)
         try:
             check_command(target, plan.envelope, self.desc)
             duration = move_duration(q, target, self.desc.limits.velocity, self.plan_config.velocity_scale,
@@ -290,14 +298,17 @@ class PayloadSamplerNode(Node):
                                       f"(tolerance {np.degrees(self.arrival_tol):.2f} deg); holding") from e
             raise
 
-    def _capture(self, k: int, n: int) -> None:
+    def _capture(self, k: int, n: int) -> int:
+        """Ask the estimator for a static capture until it succeeds (returns the attempts) or dwell expires."""
         start = self._now()
         reason = ""
+        attempts = 0
         while True:
             self._check_abort()
+            attempts += 1
             ok, reason = self._call(self.cli_capture, "capture")
             if ok:
-                return
+                return attempts
             if self._now() - start > self.dwell:
                 self._hold("not static")
                 raise SamplingAborted(f"pose {k + 1}/{n}: no static sample within {self.dwell:.2f} s: {reason}")
@@ -310,7 +321,10 @@ class PayloadSamplerNode(Node):
         wall_start = time.monotonic()
         while not future.done():
             if time.monotonic() - wall_start > self.service_timeout:
-                client.remove_pending_request(future)
+                try:
+                    client.remove_pending_request(future)
+                except Exception:  # the server side went away: nothing left to clean up
+                    pass
                 raise SamplingAborted(f"estimator did not answer {what} within {self.service_timeout:.1f} s")
             time.sleep(0.001)
         res = future.result()
