@@ -23,6 +23,39 @@ class ContactMark:
     force: float = float("nan")
 
 
+@dataclass(frozen=True)
+class ValidationTorques:
+    """Measured and model torques on a common uniform time grid (s, N m): with and without payload."""
+
+    t: np.ndarray
+    measured: np.ndarray
+    predicted: np.ndarray
+    unloaded: np.ndarray
+
+
+def validation_torques(desc, payload, t: np.ndarray, q: np.ndarray, tau: np.ndarray, fs: float = 100.0,
+                       cutoff: float = 5.0) -> ValidationTorques:
+    """Resample a recording to ``fs`` Hz and predict tau = M q'' + C q' + g with and without ``payload``.
+
+    ``payload``: BodyInertia in the payload frame (or None); q' and q'' from zero-phase low-passed
+    positions (``cutoff`` Hz), as in paper 000 Sec. V.
+    """
+    from .identification.signal import lowpass
+    from .model.dynamics import RigidBodyDynamics
+
+    grid = np.arange(t[0], t[-1], 1.0 / fs)
+    qg = np.column_stack([np.interp(grid, t, q[:, j]) for j in range(q.shape[1])])
+    taug = np.column_stack([np.interp(grid, t, tau[:, j]) for j in range(tau.shape[1])])
+    qf = lowpass(qg, cutoff, fs)
+    dq = np.gradient(qf, grid, axis=0)
+    ddq = np.gradient(dq, grid, axis=0)
+    loaded = RigidBodyDynamics(desc, payload)
+    unloaded = RigidBodyDynamics(desc)
+    pred = np.array([loaded.inverse_dynamics(a, b, c) for a, b, c in zip(qg, dq, ddq)])
+    pred0 = np.array([unloaded.inverse_dynamics(a, b, c) for a, b, c in zip(qg, dq, ddq)])
+    return ValidationTorques(grid, taug, pred, pred0)
+
+
 def _pyplot():
     import matplotlib
 

@@ -199,17 +199,10 @@ def _mission(client, desc, sc: Scenario) -> dict:
             "collisions": {m: list(client.collisions[m]) for m in (MONITOR, UNLOADED_MONITOR)}, "ok": True}
 
 
-def _uniform(t: np.ndarray, x: np.ndarray, fs: float) -> tuple[np.ndarray, np.ndarray]:
-    grid = np.arange(t[0], t[-1], 1.0 / fs)
-    return grid, np.column_stack([np.interp(grid, t, x[:, j]) for j in range(x.shape[1])])
-
-
 def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
     from ..collision.detector import CollisionDetector
     from ..collision.scoring import score_detections, time_above
-    from ..identification.signal import lowpass
-    from ..model.dynamics import RigidBodyDynamics
-    from ..reporting import ContactMark, format_table, plot_residuals, plot_torques
+    from ..reporting import ContactMark, format_table, plot_residuals, plot_torques, validation_torques
 
     _say("5/6", "scoring and plotting")
     est = res["estimate"]
@@ -236,15 +229,8 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
     t, q = res["states"]["q"]
     _, tau = res["states"]["tau"]
     keep = (t >= t0) & (t <= t1)
-    tg, qg = _uniform(t[keep], q[keep], 100.0)
-    _, taug = _uniform(t[keep], tau[keep], 100.0)
-    qf = lowpass(qg, 5.0, 100.0)
-    dq = np.gradient(qf, tg, axis=0)
-    ddq = np.gradient(dq, tg, axis=0)
-    loaded = RigidBodyDynamics(desc, est.body())
-    unloaded = RigidBodyDynamics(desc)
-    pred = np.array([loaded.inverse_dynamics(a, b, c) for a, b, c in zip(qg, dq, ddq)])
-    pred0 = np.array([unloaded.inverse_dynamics(a, b, c) for a, b, c in zip(qg, dq, ddq)])
+    vt = validation_torques(desc, est.body(), t[keep], q[keep], tau[keep])
+    tg, taug, pred, pred0 = vt.t, vt.measured, vt.predicted, vt.unloaded
     free = np.ones(tg.size, bool)
     for a, b in windows:
         free &= ~((tg >= a) & (tg <= b + 2.5))  # contact, stop and resume

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -90,6 +90,13 @@ class PayloadEstimate:
     def from_body(cls, body: BodyInertia, frame: str = "last_link", method: str = "given") -> PayloadEstimate:
         """A known payload (e.g. from a data sheet) as an estimate record."""
         return cls(body.mass, np.asarray(body.com, float), vec6_from_sym(body.inertia_com), frame, method=method)
+
+    def as_point_mass(self) -> PayloadEstimate:
+        """A gravity-only estimate as a point mass at its CoM (zero inertia about the CoM), so that
+        M and C of a loaded model include the payload's largest inertial effect, m |r|^2."""
+        if self.inertia is not None:
+            return self
+        return replace(self, inertia=np.zeros(6))
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
