@@ -2,7 +2,8 @@
 
 References are the paper's own expressions (eqs. 29-32, 38, 43) and numbers (eqs. 34-35, 43-44),
 pinocchio's numeric dynamics (a different algorithm: recursive Newton-Euler regressors) and the
-numeric QR base parameters of base_parameters.py.
+numeric QR base parameters of base_parameters.py. The 2R coefficients come from our symbolic
+Lagrangian (no pinocchio involved); the LWR gravity ones from the symbolic potential energy.
 """
 
 from __future__ import annotations
@@ -230,6 +231,36 @@ def test_full_superposition_lwr4():
         np.testing.assert_allclose(yb @ (pi + eps), loaded.inverse_dynamics(q, dq, ddq), atol=1e-8)
 
 
+SMALL_PAYLOAD = BodyInertia(0.8, np.array([0.02, -0.01, 0.04]), np.array([[4e-3, 1e-4, 0], [1e-4, 5e-3, 2e-4],
+                                                                         [0, 2e-4, 3e-3]]))
+
+
+@pytest.mark.parametrize("robot", ["planar2r", "spatial3r"])
+def test_full_lagrangian_equals_numeric_mapping_and_pinocchio(robot):
+    """Small chains: the symbolic Lagrangian regressor (eq. 6) gives exactly the same K as the numeric
+    mapping of pinocchio's regressor, and its base regressor reproduces pinocchio's inverse dynamics,
+    unloaded and loaded (eq. 22; spatial3r has its payload frame at the flange)."""
+    desc = load_robot(DATA / f"{robot}.yaml")
+    sym = derive(desc, "full")
+    num = derive(desc, "full", method="numeric")
+    assert "Lagrangian" in sym.method and "numeric" in num.method
+    assert sym.K == num.K and list(sym.independent) == list(num.independent)
+    dyn = RigidBodyDynamics(desc)
+    loaded = dyn.with_payload(SMALL_PAYLOAD)
+    pi = sym.coefficient_values(link_params(desc))
+    eps = sym.payload_jacobian_numeric() @ SMALL_PAYLOAD.to_params()
+    yb = sym.base_regressor_function()
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        q, dq, ddq = rng.uniform(-2, 2, desc.n), rng.uniform(-2, 2, desc.n), rng.uniform(-4, 4, desc.n)
+        y = yb(q, dq, ddq)
+        np.testing.assert_allclose(y, dyn.regressor(q, dq, ddq) @ sym.selection_numeric(), atol=1e-10)
+        np.testing.assert_allclose(y @ pi, dyn.inverse_dynamics(q, dq, ddq), atol=1e-10)
+        np.testing.assert_allclose(y @ (pi + eps), loaded.inverse_dynamics(q, dq, ddq), atol=1e-10)
+    with pytest.raises(SymbolicModelError, match="needs q, dq and ddq"):
+        yb(np.zeros(desc.n))
+
+
 @pytest.mark.parametrize("kind", ["gravity", "full"])
 def test_same_span_as_qr_base_parameters(kind):
     desc = load_robot("lwr4")
@@ -276,12 +307,16 @@ def test_bad_arguments_are_named():
     with pytest.raises(SymbolicModelError, match="kind"):
         derive(desc, "inertia")
     sc = derive(desc, "gravity")
-    with pytest.raises(SymbolicModelError, match="2 joint angles"):
+    with pytest.raises(SymbolicModelError, match="must have 2 joint values"):
         sc.base_regressor_function()(np.zeros(3))
     with pytest.raises(SymbolicModelError, match="8 standard parameters"):
         sc.coefficient_values(np.zeros(5))
-    with pytest.raises(SymbolicModelError, match="kind='gravity' only"):
-        derive(desc, "full").base_regressor_function()
+    with pytest.raises(SymbolicModelError, match="no symbolic base regressor"):
+        derive(load_robot("lwr4"), "full").base_regressor_function()
+    with pytest.raises(SymbolicModelError, match="method"):
+        derive(desc, "full", method="magic")
+    with pytest.raises(SymbolicModelError, match="always derived symbolically"):
+        derive(desc, "gravity", method="numeric")
 
 
 def test_flange_payload_frame_shifts_epsilon():

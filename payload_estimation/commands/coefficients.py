@@ -1,8 +1,9 @@
 """`payload-estimation coefficients`: print a robot's dynamic coefficients and payload terms (paper 000).
 
 Gravity coefficients pi_g (``--gravity``) come from the symbolic potential energy; the full coefficients
-come from the numeric base-parameter mapping of the pinocchio regressor (exact decimals where the
-numbers are kinematic constants). ``--json`` prints sympy-parsable strings.
+from the symbolic Lagrangian for chains of up to 3 joints and otherwise from the numeric base-parameter
+mapping of the pinocchio regressor (exact decimals where the numbers are kinematic constants).
+``--json`` prints sympy-parsable strings.
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     what = "gravity coefficients pi_g" if args.gravity else "dynamic coefficients pi"
     print(f"{desc.name}: {sc.rank} {what} ({sc.method})")
-    if not args.gravity and desc.n > 3:
-        print("note: full coefficients of this chain come from the numeric base-parameter mapping K (pi = K p)")
+    if "numeric" in sc.method:
+        print("note: full coefficients of this chain come from the numeric base-parameter mapping K (pi = K p); "
+              "the symbolic Lagrangian is used up to 3 joints")
     print(f"payload frame: {desc.payload_frame_name}; p_L = ({', '.join(str(p) for p in sc.payload_parameters)})")
     width = len(str(sc.rank))
     for i, (c, e) in enumerate(zip(coeffs, eps)):

@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 SYMBOLIC_VERSION = 1
 KINDS = ("gravity", "full")
+SYMBOLIC_FULL_MAX_JOINTS = 3  # full coefficients by the symbolic Lagrangian up to this many joints
 _SNAP_TOL = 1e-12
 _INERTIA_NAMES = ("xx", "xy", "xz", "yy", "yz", "zz")
 
@@ -166,6 +167,150 @@ def gravity_regressor_symbolic(desc: RobotDescription, q: Sequence[sp.Symbol] | 
     q = joint_symbols(desc.n) if q is None else q
     u = potential_regressor(desc, q)
     return sp.Matrix(desc.n, u.shape[1], lambda j, c: sp.expand(sp.diff(u[c], q[j])))
+
+
+def rate_symbols(n: int) -> tuple[tuple[sp.Symbol, ...], tuple[sp.Symbol, ...]]:
+    """Joint velocity and acceleration symbols (dq1.., ddq1..; rad/s, rad/s^2)."""
+    return (tuple(sp.Symbol(f"dq{i}", real=True) for i in range(1, n + 1)),
+            tuple(sp.Symbol(f"ddq{i}", real=True) for i in range(1, n + 1)))
+
+
+def full_regressor_symbolic(desc: RobotDescription, q: Sequence[sp.Symbol] | None = None) -> sp.Matrix:
+    """Symbolic Y(q, dq, ddq) (n x 10n), tau = Y p, by Euler-Lagrange on L = T - U (paper 000 eqs. 6-8);
+    see :func:`_full_regressor_ring` (intended for small chains)."""
+    return _full_regressor_ring(desc, q).to_sympy()
+
+
+def _full_regressor_ring(desc: RobotDescription, q: Sequence[sp.Symbol] | None = None) -> _RingRegressor:
+    """Y(q, dq, ddq) (n x 10n) as ring polynomials, by Euler-Lagrange on L = T - U (eqs. 6-8).
+
+    Kinetic energy of link i in link frame i (eq. 6): T_i = 1/2 m v.v + (v x w).(m c) + 1/2 w^T J w, with
+    v, w the link-frame origin's linear and the angular velocity (propagated recursively); both energies
+    are linear in p_i = (m, m c, J), so each regressor column is the Euler-Lagrange operator applied to
+    that parameter's coefficient. Everything is computed in the polynomial ring of s_i = sin q_i,
+    c_i = cos q_i, dq_i, ddq_i (d/dq_i = c_i d/ds_i - s_i d/dc_i). Intended for small chains.
+    """
+    from sympy.polys.domains import QQ, RR
+    from sympy.polys.rings import ring
+
+    n = desc.n
+    q = joint_symbols(n) if q is None else q
+    dq, ddq = rate_symbols(n)
+    sn = sp.symbols(f"s_1:{n + 1}")
+    cs = sp.symbols(f"c_1:{n + 1}")
+    consts = [exact_number(v) for j in desc.joints for a in (j.pre, j.post, j.axis) for v in np.ravel(a)]
+    consts += [exact_number(v) for v in desc.gravity]
+    dom = QQ if all(c.is_Rational for c in consts) else RR
+    _, *gens = ring([*sn, *cs, *dq, *ddq], dom)
+    s_, c_, dq_, ddq_ = gens[:n], gens[n:2 * n], gens[2 * n:3 * n], gens[3 * n:]
+    zero = gens[0] * 0
+
+    def num(x: float):
+        return zero + dom.from_sympy(exact_number(x))
+
+    def mat(a: np.ndarray) -> list[list]:
+        return [[num(v) for v in row] for row in np.asarray(a, float)]
+
+    def mul(a, b):
+        return [[sum((a[r][k] * b[k][col] for k in range(len(b))), zero) for col in range(len(b[0]))]
+                for r in range(len(a))]
+
+    def tr(a):
+        return [list(col) for col in zip(*a)]
+
+    def cross(a, b):
+        return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+    def dot(a, b):
+        return sum((x * y for x, y in zip(a, b)), zero)
+
+    def d_q(poly, m: int):
+        return poly.diff(s_[m]) * c_[m] - poly.diff(c_[m]) * s_[m]
+
+    def rot(axis: np.ndarray, i: int) -> list[list]:
+        k = np.asarray(axis, float) / np.linalg.norm(axis)
+        kx = mat([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+        kx2 = mul(kx, kx)
+        one = mat(np.eye(3))
+        return [[one[r][col] + s_[i] * kx[r][col] + (1 - c_[i]) * kx2[r][col] for col in range(3)] for r in range(3)]
+
+    gamma = [num(g) for g in desc.gravity]
+    r0, p0 = mat(np.eye(3)), [zero, zero, zero]
+    w, v = [zero] * 3, [zero] * 3
+    lag = []
+    for i, joint in enumerate(desc.joints):
+        pre, post = np.asarray(joint.pre, float), np.asarray(joint.post, float)
+        rj = rot(joint.axis, i)
+        r = mul(mul(mat(pre[:3, :3]), rj), mat(post[:3, :3]))
+        p = [x[0] + num(t) for x, t in zip(mul(mat(pre[:3, :3]), mul(rj, mat(post[:3, 3:4]))), pre[:3, 3])]
+        rt = tr(r)
+        dp = [d_q(x, i) * dq_[i] for x in p]
+        wxp = cross(w, p)
+        v = [x[0] for x in mul(rt, [[a + b + c] for a, b, c in zip(v, wxp, dp)])]
+        unit = np.asarray(joint.axis, float) / np.linalg.norm(joint.axis)
+        axis_i = mul(tr(mat(post[:3, :3])), [[num(a)] for a in unit])
+        w = [x[0] + a[0] * dq_[i] for x, a in zip(mul(rt, [[x] for x in w]), axis_i)]
+        p0 = [a + b[0] for a, b in zip(p0, mul(r0, [[x] for x in p]))]
+        r0 = mul(r0, r)
+        vxw = cross(v, w)
+        half = dom.from_sympy(sp.Rational(1, 2))
+        kin = [dot(v, v) * half, vxw[0], vxw[1], vxw[2], w[0] ** 2 * half, w[0] * w[1], w[0] * w[2],
+               w[1] ** 2 * half, w[1] * w[2], w[2] ** 2 * half]
+        pot = [-dot(gamma, p0)] + [-dot(gamma, [r0[0][k], r0[1][k], r0[2][k]]) for k in range(3)] + [zero] * 6
+        lag += [a - b for a, b in zip(kin, pot)]
+
+    rows = []
+    for j in range(n):
+        row = []
+        for lk in lag:
+            d_dq = lk.diff(dq_[j])
+            expr = -d_q(lk, j)
+            for m in range(n):
+                expr += d_q(d_dq, m) * dq_[m] + d_dq.diff(dq_[m]) * ddq_[m]
+            row.append(expr)
+        rows.append(row)
+    return _RingRegressor(rows, dom, gens, tuple(q))
+
+
+@dataclass
+class _RingRegressor:
+    """A regressor as polynomials in (s_1..s_n, c_1..c_n, dq_1.., ddq_1..) over ``dom``; rows[j][k]."""
+
+    rows: list[list]
+    dom: object
+    gens: list
+    q: tuple[sp.Symbol, ...]
+
+    def times(self, sel: sp.Matrix) -> _RingRegressor:
+        """Y @ sel for an exact constant matrix ``sel`` (P x r)."""
+        zero = self.gens[0] * 0
+        consts = [[self.dom.from_sympy(v) for v in sel.row(k)] for k in range(sel.shape[0])]
+        rows = [[sum((row[k] * consts[k][c] for k in range(len(row)) if consts[k][c]), zero)
+                 for c in range(sel.shape[1])] for row in self.rows]
+        return _RingRegressor(rows, self.dom, self.gens, self.q)
+
+    def to_sympy(self) -> sp.Matrix:
+        n = len(self.q)
+        back = {}
+        ring_syms = [g.as_expr() for g in self.gens]
+        for i, qi in enumerate(self.q):
+            back[ring_syms[i]], back[ring_syms[n + i]] = sp.sin(qi), sp.cos(qi)
+        return sp.Matrix([[e.as_expr().xreplace(back) for e in row] for row in self.rows])
+
+    def evaluate(self, qs: np.ndarray, dqs: np.ndarray, ddqs: np.ndarray) -> np.ndarray:
+        """Numeric rows stacked over samples: (N n) x P, via the monomials (no code generation)."""
+        x = np.hstack([np.sin(qs), np.cos(qs), dqs, ddqs])  # N x 4n
+        n = len(self.q)
+        out = np.zeros((x.shape[0], n, len(self.rows[0])))
+        for j, row in enumerate(self.rows):
+            for k, poly in enumerate(row):
+                terms = poly.terms()
+                if not terms:
+                    continue
+                exps = np.array([t[0] for t in terms], dtype=float)
+                coef = np.array([float(self.dom.to_sympy(t[1])) for t in terms])
+                out[:, j, k] = np.prod(x[:, None, :] ** exps[None, :, :], axis=2) @ coef
+        return out.reshape(-1, out.shape[2])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -346,10 +491,13 @@ class SymbolicCoefficients:
             raise SymbolicModelError(f"expected {self.K.shape[1]} standard parameters, got shape {p.shape}")
         return self.K_numeric() @ p
 
-    def base_regressor_function(self) -> Callable[[np.ndarray], np.ndarray]:
-        """Fast numeric Y_gb(q) (n x r) from the lambdified symbolic base regressor (gravity only)."""
+    def base_regressor_function(self) -> Callable[..., np.ndarray]:
+        """Fast numeric base regressor from the lambdified symbolic one: ``f(q)`` -> Y_gb (n x r) for
+        kind='gravity'; ``f(q, dq, ddq)`` -> Y_b for kind='full' derived symbolically (small chains)."""
         if self.base_regressor is None:
-            raise SymbolicModelError("the symbolic base regressor exists for kind='gravity' only")
+            raise SymbolicModelError(
+                "no symbolic base regressor: it exists for kind='gravity' and for kind='full' of chains with "
+                f"at most {SYMBOLIC_FULL_MAX_JOINTS} joints (use RigidBodyDynamics.regressor @ selection)")
         if "yb" not in self._funcs:
             # Polynomial in s_i = sin(q_i), c_i = cos(q_i): evaluate those once, the rest with plain floats.
             s = sp.symbols(f"s_1:{self.n + 1}")
@@ -357,14 +505,24 @@ class SymbolicCoefficients:
             rep = {}
             for qi, si, ci in zip(self.q, s, c):
                 rep[sp.sin(qi)], rep[sp.cos(qi)] = si, ci
-            f = sp.lambdify([*s, *c], self.base_regressor.xreplace(rep).tolist(), modules="math", cse=True)
-            n, r = self.n, self.rank
+            rates = [*rate_symbols(self.n)[0], *rate_symbols(self.n)[1]] if self.kind == "full" else []
+            f = sp.lambdify([*s, *c, *rates], self.base_regressor.xreplace(rep).tolist(), modules="math", cse=True)
+            n, r, full = self.n, self.rank, self.kind == "full"
 
-            def yb(q: np.ndarray) -> np.ndarray:
-                q = np.asarray(q, dtype=float)
-                if q.shape != (n,):
-                    raise SymbolicModelError(f"q must have {n} joint angles (rad), got shape {q.shape}")
-                return np.array(f(*np.sin(q).tolist(), *np.cos(q).tolist()), dtype=float).reshape(n, r)
+            def vec(x, what: str) -> list[float]:
+                x = np.asarray(x, dtype=float)
+                if x.shape != (n,):
+                    raise SymbolicModelError(f"{what} must have {n} joint values, got shape {x.shape}")
+                return x.tolist()
+
+            def yb(q: np.ndarray, dq: np.ndarray | None = None, ddq: np.ndarray | None = None) -> np.ndarray:
+                qv = np.array(vec(q, "q (rad)"))
+                args = [*np.sin(qv).tolist(), *np.cos(qv).tolist()]
+                if full:
+                    if dq is None or ddq is None:
+                        raise SymbolicModelError("the full base regressor needs q, dq and ddq")
+                    args += vec(dq, "dq (rad/s)") + vec(ddq, "ddq (rad/s^2)")
+                return np.array(f(*args), dtype=float).reshape(n, r)
 
             self._funcs["yb"] = yb
         return self._funcs["yb"]
@@ -430,7 +588,7 @@ def _from_cache(d: dict, q: tuple[sp.Symbol, ...], robot: str) -> SymbolicCoeffi
 
 
 def derive(desc: RobotDescription, kind: str = "gravity", n_samples: int | None = None, seed: int = 0,
-           use_cache: bool = True) -> SymbolicCoefficients:
+           use_cache: bool = True, method: str = "auto") -> SymbolicCoefficients:
     """Symbolic dynamic coefficients of ``desc`` (``kind``: gravity | full), cached on disk.
 
     gravity: Y_g(q) from the potential energy (sympy), base columns decided on ``n_samples`` random
@@ -438,8 +596,14 @@ def derive(desc: RobotDescription, kind: str = "gravity", n_samples: int | None 
     (:class:`RigidBodyDynamics`) on random states, i.e. the numeric mapping, exact-ified.
     """
     per = _per_link(kind)
+    if method not in ("auto", "symbolic", "numeric"):
+        raise SymbolicModelError(f"method must be 'auto', 'symbolic' or 'numeric', got {method!r}")
+    if method == "auto":
+        method = "symbolic" if kind == "gravity" or desc.n <= SYMBOLIC_FULL_MAX_JOINTS else "numeric"
+    if kind == "gravity" and method == "numeric":
+        raise SymbolicModelError("gravity coefficients are always derived symbolically (method='symbolic')")
     q = joint_symbols(desc.n)
-    path = cache_dir() / f"coefficients-{kind}-{cache_key(desc, kind)}.pickle"
+    path = cache_dir() / f"coefficients-{kind}-{method}-{cache_key(desc, kind)}.pickle"
     if use_cache and path.is_file():
         try:
             with path.open("rb") as fh:
@@ -463,7 +627,16 @@ def derive(desc: RobotDescription, kind: str = "gravity", n_samples: int | None 
         indep, b = select_base(w @ t_inv_num, order)
         selection = sp.diag(*t_inv_sym)[:, [int(i) for i in indep]]
         base = (yg * selection).applyfunc(sp.expand)
-        method = "symbolic potential energy; base columns decided numerically"
+        how = "symbolic potential energy; base columns decided numerically"
+    elif method == "symbolic":
+        y = _full_regressor_ring(desc, q)
+        rng = np.random.default_rng(seed)
+        qs = _random_configurations(desc, n_samples or max(60, 12 * n), seed)
+        w = y.evaluate(qs, rng.uniform(-2, 2, qs.shape), rng.uniform(-5, 5, qs.shape))
+        indep, b = select_base(w @ t_inv_num, order)
+        selection = sp.diag(*t_inv_sym)[:, [int(i) for i in indep]]
+        base = y.times(selection).to_sympy()
+        how = "symbolic Lagrangian (eq. 6 kinetic energy); base columns decided numerically"
     else:
         from .dynamics import RigidBodyDynamics
 
@@ -474,9 +647,9 @@ def derive(desc: RobotDescription, kind: str = "gravity", n_samples: int | None 
         indep, b = select_base(w @ t_inv_num, order)
         selection = sp.diag(*t_inv_sym)[:, [int(i) for i in indep]]
         base = None
-        method = "numeric mapping (pinocchio regressor), coefficients snapped to exact decimals"
+        how = "numeric mapping (pinocchio regressor), coefficients snapped to exact decimals"
     k = _mapping_matrix(per * n, indep, b) * sp.diag(*t_sym)
-    sc = SymbolicCoefficients(desc.name, kind, n, q, indep, k, t_l, selection, base, method)
+    sc = SymbolicCoefficients(desc.name, kind, n, q, indep, k, t_l, selection, base, how)
     if use_cache:
         _write_cache(path, _to_cache(sc))
     return sc
@@ -533,6 +706,8 @@ __all__ = [
     "link_transforms",
     "parameter_symbols",
     "potential_regressor",
+    "full_regressor_symbolic",
     "preference_order",
+    "rate_symbols",
     "select_base",
 ]
