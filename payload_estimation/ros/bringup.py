@@ -73,6 +73,40 @@ def ros_args(params_file: str | Path | None = None, namespace: str | None = None
     return args
 
 
+EXECUTABLES = {"sim": "sim_node", "estimator": "payload_estimator", "sampler": "payload_sampler",
+               "monitor": "collision_monitor"}
+"""Short name -> console script (the launch files' ``executable``)."""
+
+
+def launch_entries(robot: str = "lwr4", nodes: Sequence[str] = ("estimator", "sampler", "monitor"),
+                   namespace: str = "", use_sim_time: bool = False, params_file: str | Path | None = None,
+                   joint_states: str = "", joint_trajectory: str = "", extra_params: dict | None = None) -> list[dict]:
+    """What the launch files start, as plain data (testable without the launch package).
+
+    One dict per node: ``executable``, ``name``, ``namespace``, ``parameters`` (list: the
+    parameter file path, then a dict of overrides) and ``remappings`` (list of (from, to)).
+    ``joint_states`` / ``joint_trajectory``: absolute or relative topic names to remap the package's
+    ``joint_states`` / ``joint_trajectory`` to (empty = unchanged), e.g.
+    ``/lbr/joint_trajectory_controller/joint_trajectory``.
+    """
+    pfile = str(params_file) if params_file else (str(config_file(robot)) if config_file(robot) else None)
+    overrides = {"robot": robot, "use_sim_time": bool(use_sim_time), **(extra_params or {})}
+    remaps = []
+    if joint_states:
+        remaps.append(("joint_states", joint_states))
+    if joint_trajectory:
+        remaps.append(("joint_trajectory", joint_trajectory))
+    out = []
+    for short in nodes:
+        if short not in EXECUTABLES:
+            raise ValueError(f"unknown node {short!r}; choose from {', '.join(EXECUTABLES)}")
+        params = ([pfile] if pfile and short != "sim" else []) + [
+            {k: v for k, v in overrides.items() if not (short == "sim" and k == "use_sim_time")}]
+        out.append({"executable": EXECUTABLES[short], "name": EXECUTABLES[short], "namespace": namespace,
+                    "parameters": params, "remappings": list(remaps)})
+    return out
+
+
 def spin_nodes(nodes: Sequence[Node], threads: int | None = None) -> None:
     """Spin ``nodes`` until shutdown or Ctrl-C, then destroy them.
 
