@@ -185,3 +185,74 @@ def test_planar_base_counts_and_numeric_payload_jacobian():
     unloaded = np.concatenate([b.to_params() for b in desc.links])
     eps = base.coefficients(loaded_params) - base.coefficients(unloaded)
     np.testing.assert_allclose(payload_jacobian(base, dyn) @ payload.to_params(), eps, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# Parameter conversions and the numeric dynamics' identities
+# ------------------------------------------------------------------------------------------------
+def _random_body(rng) -> BodyInertia:
+    a = rng.normal(size=(3, 3))
+    i_c = a @ a.T * 0.01 + np.eye(3) * 1e-3
+    return BodyInertia(float(rng.uniform(0.5, 3)), rng.normal(scale=0.1, size=3), i_c)
+
+
+def _random_pose(rng) -> np.ndarray:
+    from payload_estimation.model.transforms import xyz_rpy
+
+    return xyz_rpy(rng.normal(scale=0.3, size=3), rng.uniform(-np.pi, np.pi, 3))
+
+
+def test_params_transform_matrix_is_the_change_of_frame():
+    from payload_estimation.model.parameters import params_transform_matrix
+
+    rng = np.random.default_rng(21)
+    for _ in range(5):
+        body, t1, t2 = _random_body(rng), _random_pose(rng), _random_pose(rng)
+        np.testing.assert_allclose(params_transform_matrix(t1) @ body.to_params(),
+                                   body.transformed(t1).to_params(), atol=1e-12)
+        np.testing.assert_allclose(params_transform_matrix(t2 @ t1), params_transform_matrix(t2)
+                                   @ params_transform_matrix(t1), atol=1e-12)
+        back = BodyInertia.from_params(body.to_params())
+        np.testing.assert_allclose(back.com, body.com, atol=1e-14)
+        np.testing.assert_allclose(back.inertia_com, body.inertia_com, atol=1e-14)
+
+
+def test_flange_pose_matches_mujoco():
+    desc = load_robot("lwr4")
+    dyn = RigidBodyDynamics(desc)
+    model = mujoco_model(to_urdf(desc))
+    data = mujoco.MjData(model)
+    flange = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "flange")
+    rng = np.random.default_rng(8)
+    for _ in range(5):
+        q = rng.uniform(-2, 2, 7)
+        mujoco_gravity(model, data, q)
+        pose = dyn.forward_kinematics(q, "flange")
+        np.testing.assert_allclose(data.xpos[flange], pose[:3, 3], atol=1e-12)
+        np.testing.assert_allclose(data.xmat[flange].reshape(3, 3), pose[:3, :3], atol=1e-12)
+
+
+def test_bias_forces_and_regressor_match_mujoco_and_identities():
+    """MuJoCo's C(q,dq) dq + g(q) equals pinocchio's; tau = Y p; dM/dt = C + C^T; J by finite differences."""
+    desc = load_robot("iiwa14")
+    dyn = RigidBodyDynamics(desc)
+    model = mujoco_model(to_urdf(desc))
+    data = mujoco.MjData(model)
+    from payload_estimation.model.dynamics import link_params
+
+    p = link_params(desc)
+    rng = np.random.default_rng(13)
+    h = 1e-6
+    for _ in range(4):
+        q, dq, ddq = rng.uniform(-2, 2, 7), rng.uniform(-1.5, 1.5, 7), rng.uniform(-3, 3, 7)
+        data.qpos[:], data.qvel[:] = q, dq
+        mujoco.mj_forward(model, data)
+        c = dyn.coriolis(q, dq)
+        np.testing.assert_allclose(data.qfrc_bias, c @ dq + dyn.gravity(q), atol=1e-9)
+        np.testing.assert_allclose(dyn.regressor(q, dq, ddq) @ p, dyn.inverse_dynamics(q, dq, ddq), atol=1e-9)
+        m_dot = (dyn.mass_matrix(q + h * dq) - dyn.mass_matrix(q - h * dq)) / (2 * h)
+        np.testing.assert_allclose(m_dot, c + c.T, atol=1e-6)
+        jac = dyn.frame_jacobian(q, "flange")
+        fd = np.column_stack([(dyn.forward_kinematics(q + h * e, "flange")[:3, 3]
+                               - dyn.forward_kinematics(q - h * e, "flange")[:3, 3]) / (2 * h) for e in np.eye(7)])
+        np.testing.assert_allclose(jac[:3], fd, atol=1e-7)
