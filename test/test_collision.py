@@ -129,6 +129,13 @@ def test_residual_zero_with_perfect_model(lwr4, free_run):
     assert np.abs(r[0]).max() == 0.0
 
 
+def test_residual_zero_with_perfect_model_iiwa14():
+    iiwa = RigidBodyDynamics(load_robot("iiwa14"))
+    run = simulate(iiwa, 1.5, amp=0.4)
+    r = residuals(MomentumObserver(iiwa, gains=[40.0, 40.0, 30.0, 30.0, 20.0, 20.0, 20.0]), run)
+    assert np.abs(run.dq).max() > 0.5 and np.abs(r).max() < 1e-3, np.abs(r).max()
+
+
 def test_observer_terms_match_model(lwr4):
     """The preallocated pinocchio calls give the same M dq, C^T dq and g as the core model."""
     rng = np.random.default_rng(1)
@@ -465,6 +472,11 @@ def test_residual_command(lwr4, tmp_path, capsys):
     assert "--threshold: expected 1 or 7 values" in capsys.readouterr().err
     assert main(base + ["--payload", "3,0.1"]) == 1
     assert "--payload" in capsys.readouterr().err
+    from payload_estimation.identification.data import Samples, save_csv
+
+    static = save_csv(Samples(run.q[:10], run.tau[:10]), tmp_path / "static.csv")  # no t, no dq
+    assert main(["residual", "--robot", "lwr4", "--data", str(static)]) == 1
+    assert "needs columns t and dq1..dqn" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------- MuJoCo ground truth
