@@ -198,7 +198,7 @@ def main() -> int:
             what = f"sim_node (rtf=0), joint_states at {rate:.0f} Hz sim, subscriber: {sub}"
             lines.append(f"| {what}{extra} | lwr4 | {r:.1f} | {c:.1f} | {1000.0 / c:.0f} |")
             print(lines[-1], file=sys.stderr, flush=True)
-    lines += ["", "Reading: the physics + controller + sensor loop costs about 0.1 ms of CPU per 1 ms "
+    lines += ["", "Reading: the physics + controller + sensor loop costs 0.1-0.2 ms of CPU per 1 ms "
               "step; what limits sim_node is rclpy, per message: building and publishing a JointState "
               "(and /clock) in the publisher, and above all taking each message through a Python "
               "executor in a subscriber sharing the process (and the GIL). A 1 kHz joint_states stream "
