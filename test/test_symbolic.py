@@ -27,6 +27,7 @@ from payload_estimation.model.symbolic import (
     cache_key,
     derive,
     exact_number,
+    gravity_regressor_symbolic,
     group_terms,
 )
 
@@ -213,6 +214,18 @@ def test_symbolic_gravity_equals_pinocchio_and_superposition(robot):
         np.testing.assert_allclose(yb(q) @ (pi + eps), loaded.gravity(q), atol=1e-9)  # eq. (22)
         # the symbolic base regressor is the link-frame regressor times the selection
         np.testing.assert_allclose(yb(q), dyn.gravity_regressor(q) @ sc.selection_numeric(), atol=1e-9)
+
+
+def test_ring_and_sympy_differentiation_give_the_same_gravity_regressor():
+    """Y_g(q) from the polynomial-ring derivation equals sympy's own diff of the potential energy."""
+    desc = load_robot("lwr4")
+    q = sp.symbols("q1:8", real=True)
+    fast = sp.lambdify([q], gravity_regressor_symbolic(desc, q))
+    slow = sp.lambdify([q], gravity_regressor_symbolic(desc, q, fast=False))
+    rng = np.random.default_rng(12)
+    for _ in range(5):
+        x = rng.uniform(-3, 3, 7)
+        np.testing.assert_allclose(np.array(fast(x), float), np.array(slow(x), float), atol=1e-12)
 
 
 def test_full_superposition_lwr4():

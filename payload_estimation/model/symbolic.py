@@ -162,9 +162,16 @@ def potential_regressor(desc: RobotDescription, q: Sequence[sp.Symbol] | None = 
     return sp.Matrix(1, len(u), u)
 
 
-def gravity_regressor_symbolic(desc: RobotDescription, q: Sequence[sp.Symbol] | None = None) -> sp.Matrix:
-    """Symbolic Y_g(q) (n x 4n) with g(q) = Y_g(q) p_g = dU/dq (N m per unit parameter)."""
+def gravity_regressor_symbolic(desc: RobotDescription, q: Sequence[sp.Symbol] | None = None,
+                               fast: bool = True) -> sp.Matrix:
+    """Symbolic Y_g(q) (n x 4n) with g(q) = Y_g(q) p_g = dU/dq (N m per unit parameter).
+
+    ``fast``: computed in the polynomial ring of sin/cos (see :func:`_full_regressor_ring`); otherwise by
+    sympy's own differentiation of :func:`potential_regressor` (slower; kept as an independent check).
+    """
     q = joint_symbols(desc.n) if q is None else q
+    if fast:
+        return _full_regressor_ring(desc, q, gravity_only=True).to_sympy()
     u = potential_regressor(desc, q)
     return sp.Matrix(desc.n, u.shape[1], lambda j, c: sp.expand(sp.diff(u[c], q[j])))
 
@@ -181,8 +188,10 @@ def full_regressor_symbolic(desc: RobotDescription, q: Sequence[sp.Symbol] | Non
     return _full_regressor_ring(desc, q).to_sympy()
 
 
-def _full_regressor_ring(desc: RobotDescription, q: Sequence[sp.Symbol] | None = None) -> _RingRegressor:
-    """Y(q, dq, ddq) (n x 10n) as ring polynomials, by Euler-Lagrange on L = T - U (eqs. 6-8).
+def _full_regressor_ring(desc: RobotDescription, q: Sequence[sp.Symbol] | None = None,
+                         gravity_only: bool = False) -> _RingRegressor:
+    """Y(q, dq, ddq) (n x 10n) as ring polynomials, by Euler-Lagrange on L = T - U (eqs. 6-8);
+    with ``gravity_only`` Y_g(q) (n x 4n) = dU/dq alone.
 
     Kinetic energy of link i in link frame i (eq. 6): T_i = 1/2 m v.v + (v x w).(m c) + 1/2 w^T J w, with
     v, w the link-frame origin's linear and the angular velocity (propagated recursively); both energies
@@ -252,12 +261,15 @@ def _full_regressor_ring(desc: RobotDescription, q: Sequence[sp.Symbol] | None =
         w = [x[0] + a[0] * dq_[i] for x, a in zip(mul(rt, [[x] for x in w]), axis_i)]
         p0 = [a + b[0] for a, b in zip(p0, mul(r0, [[x] for x in p]))]
         r0 = mul(r0, r)
+        pot = [-dot(gamma, p0)] + [-dot(gamma, [r0[0][k], r0[1][k], r0[2][k]]) for k in range(3)]
+        if gravity_only:
+            lag += [-u for u in pot]
+            continue
         vxw = cross(v, w)
         half = dom.from_sympy(sp.Rational(1, 2))
         kin = [dot(v, v) * half, vxw[0], vxw[1], vxw[2], w[0] ** 2 * half, w[0] * w[1], w[0] * w[2],
                w[1] ** 2 * half, w[1] * w[2], w[2] ** 2 * half]
-        pot = [-dot(gamma, p0)] + [-dot(gamma, [r0[0][k], r0[1][k], r0[2][k]]) for k in range(3)] + [zero] * 6
-        lag += [a - b for a, b in zip(kin, pot)]
+        lag += [a - b for a, b in zip(kin, pot + [zero] * 6)]
 
     rows = []
     for j in range(n):
@@ -265,7 +277,7 @@ def _full_regressor_ring(desc: RobotDescription, q: Sequence[sp.Symbol] | None =
         for lk in lag:
             d_dq = lk.diff(dq_[j])
             expr = -d_q(lk, j)
-            for m in range(n):
+            for m in range(n if not gravity_only else 0):
                 expr += d_q(d_dq, m) * dq_[m] + d_dq.diff(dq_[m]) * ddq_[m]
             row.append(expr)
         rows.append(row)
@@ -620,13 +632,12 @@ def derive(desc: RobotDescription, kind: str = "gravity", n_samples: int | None 
     # link), i.e. the form of eqs. (29) and (38). K = K_joint T with p_joint = T p_link.
     t_inv_num, t_sym, t_inv_sym = _joint_frame_maps(desc, per)
     if kind == "gravity":
-        yg = gravity_regressor_symbolic(desc, q)
-        f = sp.lambdify([q], yg, modules="numpy", cse=True)
+        yg = _full_regressor_ring(desc, q, gravity_only=True)
         qs = _random_configurations(desc, n_samples or max(40, 8 * n), seed)
-        w = np.vstack([np.asarray(f(qi), dtype=float).reshape(n, per * n) for qi in qs])
+        w = yg.evaluate(qs, np.zeros_like(qs), np.zeros_like(qs))
         indep, b = select_base(w @ t_inv_num, order)
         selection = sp.diag(*t_inv_sym)[:, [int(i) for i in indep]]
-        base = (yg * selection).applyfunc(sp.expand)
+        base = yg.times(selection).to_sympy()
         how = "symbolic potential energy; base columns decided numerically"
     elif method == "symbolic":
         y = _full_regressor_ring(desc, q)
