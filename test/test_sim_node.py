@@ -19,7 +19,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia, sym_from_vec6
-from payload_estimation.ros.messages import sec_to_duration, time_to_sec
+from payload_estimation.ros.messages import sec_to_duration, sec_to_time, time_to_sec
 from payload_estimation.ros.qos import LATCHED_QOS
 from payload_estimation.ros.sim_node import SimNode
 
@@ -224,3 +224,20 @@ def test_apply_wrench_in_link_axes(ros):
     bad.header.frame_id = "tool0"
     probe.pub_wrench.publish(bad)
     wait_for(lambda: any("apply_wrench rejected" in s and "tool0" in s for s in probe.logs), what="wrench rejection")
+
+
+def test_apply_wrench_scheduled_at_header_stamp(ros):
+    """A wrench stamped in the future is applied at that sim time (scripted contacts), not on arrival."""
+    _, probe = ros
+    at = time_to_sec(probe.last().header.stamp) + 0.5
+    w = WrenchStamped()
+    w.header.frame_id = "link_6"
+    w.header.stamp = sec_to_time(at)
+    w.wrench.force.z = 1.0
+    probe.pub_wrench.publish(w)
+    time.sleep(0.05)
+    assert not any(s.startswith("wrench on link_6") for s in probe.logs), "applied before its stamp"
+    wait_for(lambda: any(s.startswith("wrench on link_6") for s in probe.logs), what="scheduled wrench")
+    line = next(s for s in probe.logs if s.startswith("wrench on link_6"))
+    applied = float(line.split(" at t=")[1].split(" s")[0])
+    assert at <= applied <= at + 0.0041  # within one 250 Hz publish period

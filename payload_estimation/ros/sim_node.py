@@ -13,8 +13,9 @@ Subscribes
   joints ignored); replaces the running trajectory and starts now from the current state (header
   stamp ignored); a missing joint, a limit or velocity-limit violation is rejected and logged;
   ``~/apply_wrench`` (geometry_msgs/WrenchStamped): ``header.frame_id`` = ``link_1``..``link_n``;
-  force and torque are given in that link frame's axes (ROS convention), converted to base axes at
-  arrival and applied at the link frame origin for ``contact_duration`` s.
+  force and torque are given in that link frame's axes (ROS convention), converted to base axes when
+  applied, at the link frame origin for ``contact_duration`` s; applied on arrival, or at
+  ``header.stamp`` (sim time) when that lies in the future, so scripted contacts have exact times.
 Services
   ``~/attach_payload`` / ``~/detach_payload`` (std_srvs/Trigger): the ``payload_*`` parameters
   (mass kg, CoM m and inertia about the CoM [xx, xy, xz, yy, yz, zz] kg m^2 in the payload frame);
@@ -45,7 +46,7 @@ from trajectory_msgs.msg import JointTrajectory
 from ..model.parameters import BodyInertia, sym_from_vec6
 from ..model.robot_file import load_robot
 from ..sim import SensorConfig, SimConfig, SimulatedArm
-from .messages import MessageError, sec_to_time, trajectory_from_msg
+from .messages import MessageError, sec_to_time, time_to_sec, trajectory_from_msg
 from .qos import COMMAND_QOS, LATCHED_QOS
 
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -117,6 +118,7 @@ class SimNode(Node):
         self._next_clock = -np.inf
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._pending: list[tuple[float, str, np.ndarray, np.ndarray]] = []  # scheduled contacts
         self.published = 0
 
         self.pub_state = self.create_publisher(JointState, "joint_states", STATE_QOS)
@@ -150,6 +152,10 @@ class SimNode(Node):
             with self._lock:
                 self.arm.step(self.steps_per_message)
                 s = self.arm.state()
+                due = [c for c in self._pending if c[0] <= s.t]
+                self._pending = self._pending[len(due):]
+            for _, link, f, mu in due:
+                self._apply_wrench(link, f, mu)
             self._publish_state(s)
             if self.real_time_factor <= 0:
                 time.sleep(0)  # as fast as possible, but let the executor's threads run
@@ -198,18 +204,32 @@ class SimNode(Node):
         self.get_logger().debug(f"joint_trajectory accepted: {len(times)} point(s), {times[-1]:.3f} s")
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
+        """Apply a contact now, or at ``header.stamp`` (sim time) when that lies in the future."""
         link = msg.header.frame_id
         f = np.array([msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z])
         mu = np.array([msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z])
+        if link not in self.arm.link_names:
+            self.get_logger().error(f"apply_wrench rejected: unknown link '{link}' (use one of {self.arm.link_names})")
+            return
+        at = time_to_sec(msg.header.stamp)
+        with self._lock:
+            if at > self.arm.time:
+                self._pending.append((at, link, f, mu))
+                self._pending.sort(key=lambda c: c[0])
+                return
+        self._apply_wrench(link, f, mu)
+
+    def _apply_wrench(self, link: str, f: np.ndarray, mu: np.ndarray) -> None:
         try:
             with self._lock:
                 r = self.arm.link_pose(link)[:3, :3]
                 self.arm.apply_contact(link, r @ f, None, self.contact_duration, torque=r @ mu)
+                t = self.arm.time
         except ValueError as exc:
             self.get_logger().error(f"apply_wrench rejected: {exc}")
             return
-        self.get_logger().info(f"wrench on {link} for {self.contact_duration} s: force {f} N, torque {mu} N m "
-                               "(link axes)")
+        self.get_logger().info(f"wrench on {link} at t={t:.3f} s for {self.contact_duration} s: force {f} N, "
+                               f"torque {mu} N m (link axes)")
 
     def _payload_body(self) -> BodyInertia:
         return BodyInertia(self.payload_mass, self.payload_com, sym_from_vec6(self.payload_inertia))
