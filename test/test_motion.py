@@ -140,3 +140,22 @@ def test_sample_window_horizon_and_time_reset():
     assert t[-1] == pytest.approx(0.499) and t[0] >= 0.399 - 1e-12
     w.append(0.0, np.zeros(2), None, np.ones(2))  # time went backwards: start over
     assert len(w) == 1 and w.arrays()[2] is None
+
+
+def test_stop_point_ramps_velocity_down_within_limits(dyn):
+    from payload_estimation.motion.poses import stop_point
+
+    desc = dyn.desc
+    lim = desc.limits.position
+    q = np.zeros(desc.n)
+    dq = np.linspace(-1.0, 1.0, desc.n)
+    q_stop, t = stop_point(desc, q, dq, deceleration=10.0, min_time=0.05)
+    assert t == pytest.approx(0.1)
+    np.testing.assert_allclose(q_stop, 0.5 * dq * t)
+    # average speed of the ramp is |dq| / 2: never above the current speed
+    assert np.all(np.abs(q_stop - q) / t <= np.abs(dq) / 2 + 1e-12)
+    q_edge = lim[:, 1] - 1e-3
+    q_stop, _ = stop_point(desc, q_edge, np.full(desc.n, 2.0))
+    assert np.all(q_stop <= lim[:, 1])
+    q_stop, t = stop_point(desc, q, None)
+    assert t == 0.05 and np.all(q_stop == 0)

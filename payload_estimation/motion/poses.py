@@ -169,6 +169,25 @@ def check_move(q_from: np.ndarray, q_to: np.ndarray, duration: float, velocity_l
         raise MotionLimitError(f"move of {name} needs {peak[j]:.3f} rad/s > limit {velocity_limits[j]:.3f} rad/s")
 
 
+def stop_point(desc: RobotDescription, q: np.ndarray, dq: np.ndarray | None, deceleration: float = 10.0,
+               min_time: float = 0.05) -> tuple[np.ndarray, float]:
+    """Where and when to stop from (q rad, dq rad/s) with a constant deceleration (rad/s^2).
+
+    Returns (q_stop, T): T = max(min_time, max_j |dq_j| / deceleration), q_stop = q + dq T / 2
+    (the rest point of a linear velocity ramp to zero), clipped to the position limits. A
+    rest-to-rest hold at the *current* position would need a reversal, i.e. more than the velocity
+    limit for a short T; this keeps the stop within the speed the arm already has.
+    """
+    q = np.asarray(q, dtype=float)
+    if not (np.isfinite(deceleration) and deceleration > 0 and min_time > 0):
+        raise ValueError("deceleration and min_time must be > 0")
+    if dq is None:
+        return desc.limits.clip_position(q), float(min_time)
+    dq = np.asarray(dq, dtype=float)
+    t = float(max(min_time, np.max(np.abs(dq)) / deceleration))
+    return desc.limits.clip_position(q + 0.5 * dq * t), t
+
+
 def _candidates(env: Envelope, moving: np.ndarray, max_candidates: int, rng: np.random.Generator) -> np.ndarray:
     """Corner/axis perturbations {lower, q0, upper} per moving joint (all, or a random subset)."""
     n = env.q0.size
@@ -293,5 +312,5 @@ def validate_plan(plan: PosePlan, desc: RobotDescription) -> None:
 
 __all__ = [
     "MotionLimitError", "PosePlanConfig", "Envelope", "PosePlan", "make_envelope", "move_duration",
-    "check_command", "check_move", "plan_poses", "validate_plan", "QUINTIC_PEAK",
+    "check_command", "check_move", "plan_poses", "validate_plan", "QUINTIC_PEAK", "stop_point",
 ]

@@ -17,7 +17,8 @@ estimate replaces it immediately; an estimate of 0 kg (estimator reset) returns 
 
 Parameters: ``robot``, ``joint_names``, ``gains`` (K_I, 1/s), ``thresholds`` (N m, one or n),
 ``release_fraction``, ``confirm_samples``, ``policy`` (none | stop | stop_and_resume),
-``resume_delay`` (s), ``hold_time`` (s, time_from_start of the hold point),
+``resume_delay`` (s), ``hold_time`` (s, minimum time_from_start of the stop point),
+``stop_deceleration`` (rad/s^2: the stop ramps the current velocity down, motion.poses.stop_point),
 ``residual_decimation`` (publish every k-th residual), ``velocity_scale``/``min_duration`` (re-timing
 of a resumed trajectory's first segment), ``payload_as_point_mass`` (default true: a gravity-only
 estimate also enters M̂ and Ĉ as a point mass at its CoM; false = paper 000 eq. 48, ĝ only — the
@@ -43,7 +44,7 @@ from ..collision.reaction import Action, ReactionStateMachine
 from ..identification.estimate import PayloadEstimate
 from ..model.dynamics import RigidBodyDynamics
 from ..model.robot_file import load_robot
-from ..motion.poses import move_duration
+from ..motion.poses import move_duration, stop_point
 from .messages import (
     JointStateConverter,
     MessageError,
@@ -96,6 +97,7 @@ class CollisionMonitorNode(Node):
         dp("policy", "stop_and_resume")
         dp("resume_delay", 2.0)
         dp("hold_time", 0.05)
+        dp("stop_deceleration", 10.0)
         dp("residual_decimation", 1)
         dp("velocity_scale", 0.5)
         dp("min_duration", 0.5)
@@ -116,6 +118,7 @@ class CollisionMonitorNode(Node):
                                           confirm_samples=int(p("confirm_samples")))
         self.reaction = ReactionStateMachine(str(p("policy")), float(p("resume_delay")))
         self.hold_time = float(p("hold_time"))
+        self.stop_deceleration = float(p("stop_deceleration"))
         self.decimation = max(1, int(p("residual_decimation")))
         self.velocity_scale = float(p("velocity_scale"))
         self.min_duration = float(p("min_duration"))
@@ -166,7 +169,7 @@ class CollisionMonitorNode(Node):
             self._on_event(ev)
         action = self.reaction.update(t, self.detector.in_collision)
         if action is Action.HOLD_POSITION:
-            self._hold(s.q)
+            self._hold(s.q, s.dq)
         elif action is Action.RESUME:
             self._resume(s.q)
 
@@ -185,7 +188,7 @@ class CollisionMonitorNode(Node):
             self.pub_collision.publish(Bool(data=flag))
             self._status(("collision on " + ev.link_name) if flag else "monitoring", ev)
 
-    def _hold(self, q: np.ndarray) -> None:
+    def _hold(self, q: np.ndarray, dq: np.ndarray) -> None:
         now = self._now()
         self._remainder = None
         if self._active is not None and not self._sampling:
@@ -194,8 +197,8 @@ class CollisionMonitorNode(Node):
             if keep.any():
                 self._remainder = (t[keep] - (now - start), qs[keep])
         self._active = None
-        q = self.desc.limits.clip_position(q)
-        msg = trajectory_msg(self.joint_names, q[None, :], [self.hold_time])
+        q_stop, t_stop = stop_point(self.desc, q, dq, self.stop_deceleration, self.hold_time)
+        msg = trajectory_msg(self.joint_names, q_stop[None, :], [t_stop], velocities=np.zeros((1, q.size)))
         msg.header.frame_id = HOLD_MARK
         self.pub_traj.publish(msg)
         self.get_logger().warning("stopping: holding the current position"
@@ -237,6 +240,8 @@ class CollisionMonitorNode(Node):
 
     def _on_sampling(self, msg: Bool) -> None:
         active = bool(msg.data)
+        if active != self._sampling:
+            self.get_logger().info(f"payload sampler {'active' if active else 'idle'}")
         if active and not self._sampling and self._q is not None:
             prov = provisional_payload(self.dyn, self._q, self._r, self._payload, self.frame)
             self._set_payload(prov if prov.mass > 0 else None, "provisional")

@@ -40,7 +40,15 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..model.dynamics import RigidBodyDynamics
 from ..model.robot_file import load_robot
-from ..motion.poses import MotionLimitError, PosePlanConfig, check_command, check_move, move_duration, plan_poses
+from ..motion.poses import (
+    MotionLimitError,
+    PosePlanConfig,
+    check_command,
+    check_move,
+    move_duration,
+    plan_poses,
+    stop_point,
+)
 from .messages import JointStateConverter, MessageError, trajectory_msg
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 
@@ -333,11 +341,12 @@ class PayloadSamplerNode(Node):
     # ------------------------------------------------------------------ outputs
     def _hold(self, why: str) -> None:
         with self._lock:
-            q = self._q
+            q, dq = self._q, self._dq
         if q is None:
             return
-        q = self.desc.limits.clip_position(q)
-        self.pub_traj.publish(trajectory_msg(self.joint_names, q[None, :], [0.05]))
+        q_stop, t_stop = stop_point(self.desc, q, dq)
+        self.pub_traj.publish(trajectory_msg(self.joint_names, q_stop[None, :], [t_stop],
+                                             velocities=np.zeros((1, q.size))))
         self.get_logger().warning(f"holding the current position ({why})")
 
     def _status(self, level: int, text: str) -> None:
