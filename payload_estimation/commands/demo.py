@@ -183,8 +183,9 @@ def _mission(client, desc, sc: Scenario) -> dict:
     contacts = []
     for link, force in sc.contacts:
         client.sleep_sim(sc.contact_gap)
-        f = force * _contact_direction(dyn, client.q, link)
-        t_c = client.push(link, f)
+        q = client.q
+        f_base = force * _contact_direction(dyn, q, link)
+        t_c = client.push(link, dyn.forward_kinematics(q, link)[:3, :3].T @ f_base)  # force in link axes
         contacts.append((t_c, t_c + sc.contact_duration, link, force))
         _say("4/6", f"  contact: {force:.0f} N on {link} at t = {t_c - t_move0:.2f} s")
     client.wait_for(lambda: np.max(np.abs(client.q - sc.q_pick)) < np.radians(0.5)

@@ -22,7 +22,7 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from .messages import estimate_from_msg, time_to_sec, trajectory_msg
+from .messages import estimate_from_msg, sec_to_time, time_to_sec, trajectory_msg
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 
 
@@ -153,12 +153,14 @@ class MissionClient(Node):
         """Publish a joint trajectory (positions (k, n) rad at ``times`` s from start)."""
         self.pub_traj.publish(trajectory_msg(self.joint_names, np.atleast_2d(positions), list(times)))
 
-    def push(self, link: str, force: Sequence[float]) -> float:
-        """Apply a contact force (N, base axes) at ``link``'s origin in the simulator; returns the time."""
+    def push(self, link: str, force: Sequence[float], delay: float = 0.1) -> float:
+        """Schedule a contact force (N, ``link`` axes) at ``link``'s origin in the simulator, ``delay`` s
+        of sim time from now; returns the sim time at which it is applied."""
         w = WrenchStamped()
         w.header.frame_id = link
+        t = self.now() + delay
+        w.header.stamp = sec_to_time(t)
         w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(f) for f in force)
-        t = self.now()
         self.pub_wrench.publish(w)
         return t
 
