@@ -9,7 +9,7 @@ Measures (medians):
 - one evaluation of Y_gb(q) (n x 12): lambdified symbolic vs pinocchio (gravity regressor @ selection);
 - pinocchio g(q), M(q), C(q, dq) per call;
 - the numeric 7R base parameters (compute_base_parameters, QR on 200 random states), full and gravity;
-- the full (10 per link) symbolic mapping of lwr4 (pi = K p, from the pinocchio regressor).
+- the full (10 per link) coefficients: symbolic Lagrangian of a 3R test arm, numeric mapping of lwr4.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def per_call(fn, args_list, repeats: int) -> float:
 
 
 def derivation_times(robot: str, kind: str, repeats: int) -> tuple[float, float, float]:
-    """Median cold derivation, cached load, and lambdify of Y_gb (gravity; 0 for full), in s."""
+    """Median cold derivation, cached load, and lambdify of the symbolic base regressor (if any), in s."""
     desc = load_robot(robot)
     cold, warm, lamb = [], [], []
     for _ in range(repeats):
@@ -79,7 +79,7 @@ def derivation_times(robot: str, kind: str, repeats: int) -> tuple[float, float,
             sc = derive(desc, kind)
             warm.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            if kind == "gravity":
+            if sc.base_regressor is not None:
                 sc.base_regressor_function()
             lamb.append(time.perf_counter() - t0)
     return statistics.median(cold), statistics.median(warm), statistics.median(lamb)
@@ -95,9 +95,12 @@ def main() -> int:
     rows = []
     for robot in ("lwr4", "iiwa14"):
         cold, warm, lamb = derivation_times(robot, "gravity", rep_derive)
-        rows.append(("pi_g derivation, cold (sympy + base selection)", robot, f"{cold * 1e3:.0f} ms"))
+        rows.append(("pi_g derivation, cold (sin/cos polynomial ring + base selection)", robot, f"{cold * 1e3:.0f} ms"))
         rows.append(("pi_g derivation, cached (pickle read)", robot, f"{warm * 1e3:.1f} ms"))
         rows.append(("lambdify of Y_gb(q) (first call of base_regressor_function)", robot, f"{lamb * 1e3:.0f} ms"))
+    cold, _, lamb = derivation_times(str(ROOT / "test" / "data" / "spatial3r.yaml"), "full", rep_derive)
+    rows.append(("full pi by the symbolic Lagrangian, cold (15 coefficients)", "spatial3r (test/data)",
+                 f"{cold * 1e3:.0f} ms"))
     cold, warm, _ = derivation_times("lwr4", "full", rep_derive)
     rows.append(("full pi (70 -> 43) mapping, cold", "lwr4", f"{cold * 1e3:.0f} ms"))
     rows.append(("full pi mapping, cached", "lwr4", f"{warm * 1e3:.1f} ms"))

@@ -29,6 +29,7 @@ from payload_estimation.model.symbolic import (
     exact_number,
     gravity_regressor_symbolic,
     group_terms,
+    rate_symbols,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -258,6 +259,9 @@ def test_full_lagrangian_equals_numeric_mapping_and_pinocchio(robot):
     num = derive(desc, "full", method="numeric")
     assert "Lagrangian" in sym.method and "numeric" in num.method
     assert sym.K == num.K and list(sym.independent) == list(num.independent)
+    allowed = set(sym.q).union(*rate_symbols(desc.n))
+    assert sym.base_regressor.free_symbols <= allowed  # only q, dq, ddq (spatial3r: Float constants)
+    assert "cached" in derive(desc, "full").method
     dyn = RigidBodyDynamics(desc)
     loaded = dyn.with_payload(SMALL_PAYLOAD)
     pi = sym.coefficient_values(link_params(desc))
@@ -313,6 +317,10 @@ def test_cache_roundtrip_and_key(tmp_path, monkeypatch):
     assert cache_key(longer, "gravity") != cache_key(desc, "gravity")
     assert cache_key(desc.with_links(reversed(desc.links)), "gravity") == cache_key(desc, "gravity")
     assert cache_key(desc, "full") != cache_key(desc, "gravity")
+    # the full (Lagrangian) derivation is cached too, with its q, dq, ddq regressor
+    full = derive(desc, "full")
+    again = derive(desc, "full")
+    assert "cached" in again.method and again.K == full.K and again.base_regressor == full.base_regressor
 
 
 def test_bad_arguments_are_named():

@@ -281,7 +281,7 @@ def _full_regressor_ring(desc: RobotDescription, q: Sequence[sp.Symbol] | None =
                 expr += d_q(d_dq, m) * dq_[m] + d_dq.diff(dq_[m]) * ddq_[m]
             row.append(expr)
         rows.append(row)
-    return _RingRegressor(rows, dom, gens, tuple(q))
+    return _RingRegressor(rows, dom, gens, tuple(q), (*sn, *cs))
 
 
 @dataclass
@@ -292,6 +292,7 @@ class _RingRegressor:
     dom: object
     gens: list
     q: tuple[sp.Symbol, ...]
+    trig: tuple[sp.Symbol, ...]  # the ring's s_1..s_n, c_1..c_n symbols
 
     def times(self, sel: sp.Matrix) -> _RingRegressor:
         """Y @ sel for an exact constant matrix ``sel`` (P x r)."""
@@ -299,14 +300,13 @@ class _RingRegressor:
         consts = [[self.dom.from_sympy(v) for v in sel.row(k)] for k in range(sel.shape[0])]
         rows = [[sum((row[k] * consts[k][c] for k in range(len(row)) if consts[k][c]), zero)
                  for c in range(sel.shape[1])] for row in self.rows]
-        return _RingRegressor(rows, self.dom, self.gens, self.q)
+        return _RingRegressor(rows, self.dom, self.gens, self.q, self.trig)
 
     def to_sympy(self) -> sp.Matrix:
         n = len(self.q)
         back = {}
-        ring_syms = [g.as_expr() for g in self.gens]
         for i, qi in enumerate(self.q):
-            back[ring_syms[i]], back[ring_syms[n + i]] = sp.sin(qi), sp.cos(qi)
+            back[self.trig[i]], back[self.trig[n + i]] = sp.sin(qi), sp.cos(qi)
         return sp.Matrix([[e.as_expr().xreplace(back) for e in row] for row in self.rows])
 
     def evaluate(self, qs: np.ndarray, dqs: np.ndarray, ddqs: np.ndarray) -> np.ndarray:
@@ -589,7 +589,7 @@ def _from_cache(d: dict, q: tuple[sp.Symbol, ...], robot: str) -> SymbolicCoeffi
     if d.get("version") != SYMBOLIC_VERSION or d.get("sympy") != sp.__version__:
         raise ValueError("cache entry of another version")
     base = d["base_regressor"]
-    if base is not None and not base.free_symbols <= set(q):
+    if base is not None and not base.free_symbols <= set(q).union(*rate_symbols(len(q))):
         raise ValueError("cache entry with foreign joint symbols")
     return SymbolicCoefficients(
         robot=robot, kind=d["kind"], n=int(d["n"]), q=q,
