@@ -1,29 +1,36 @@
 """Symbolic dynamic coefficients (sympy) of a :class:`RobotDescription`, paper 000 (Gaz & De Luca).
 
 What this module derives, for any convention (DH, MDH, URDF; it only uses each joint's
-``pre @ Rot(axis, q) @ post``):
+``pre @ Rot(axis, q) @ post``, with numeric entries snapped to exact 0, +-1 and short decimals):
 
 * the gravity regressor ``Y_g(q)`` (n x 4n), symbolically from the potential energy
   ``U = -sum_i gamma^T (m_i p_i + R_i m_i c_i)`` (linear in ``m_i`` and ``m_i c_i``), ``g = dU/dq``;
 * the gravity dynamic coefficients ``pi_g = K_g p_g`` (base parameters) as expressions in the
   standard-parameter symbols (``m7``, ``c7y*m7`` ... as in eq. 38) and the symbolic base regressor
   ``Y_gb(q)`` with ``g(q) = Y_gb(q) pi_g``;
-* the full dynamic coefficients ``pi = K p`` (10 per link; ``J{i}xx`` .. about the link-frame origin)
-  from the numeric regressor of :class:`RigidBodyDynamics` (the "numeric mapping");
+* the full dynamic coefficients ``pi = K p`` (10 per link; ``J{i}xx`` .. about the link-frame origin):
+  for chains of up to ``SYMBOLIC_FULL_MAX_JOINTS`` joints from the symbolic Lagrangian (kinetic
+  energy of eq. 6, with the symbolic base regressor ``Y_b(q, dq, ddq)``), for longer chains from the
+  numeric regressor of :class:`RigidBodyDynamics` (the "numeric mapping"; K only);
 * the payload terms: ``eps(p_L) = pi_L - pi`` (eq. 21), its non-zero rows and the payload Jacobian
   ``J_eps = d eps / d p_L`` (eq. 27), ``p_L = (mL, cLx*mL, cLy*mL, cLz*mL, JLxx, .., JLzz)`` in the
   payload frame (merged into the last link through ``desc.payload_frame``, eqs. 16-17).
 
+Regressors are built as polynomials in s_i = sin q_i, c_i = cos q_i (and dq, ddq) in a sympy
+polynomial ring, where products and derivatives are cheap, then turned into sympy expressions.
 Which regressor columns are independent, and the linear combinations of the dependent ones, are
-decided numerically on random configurations (columns taken greedily in a fixed preference order:
-inertias, then first moments, then masses, last link first; see :func:`select_base`); the
-combination coefficients are then snapped to exact short decimals (kinematic constants such as
-d1 = 0.4, d1*d2 = 0.156) where they are within round-off of one.
+decided numerically on random states, in *joint-frame* parameters (each link's parameters about its
+own joint axis), taking columns greedily in a fixed preference order (inertias, then first moments,
+then masses, last link first; see :func:`select_base`): the coefficients then come out as the
+Lagrangian's natural regroupings (inertia / first moment about the joint axis, masses folded into
+the previous link), i.e. in the form of eqs. (29) and (38). Combination coefficients are snapped to
+exact short decimals (kinematic constants such as d1 = 0.4, d1*d2 = 0.156) when within 1e-9 of one.
 
 Results are cached on disk (``$PAYLOAD_ESTIMATION_CACHE`` or ``~/.cache/payload_estimation``) as pickles
 of the sympy matrices (a cache is code-trusting like ``__pycache__``: keep it in a directory only you
-can write), keyed by a hash of the kinematics, gravity, payload frame, kind, sympy version and this
-module's version; an unreadable entry is re-derived.
+can write), keyed by a hash of the kinematics, gravity, payload frame, kind, method, sympy version and
+this module's version; an unreadable entry is re-derived. Inertias are not part of the key: the
+coefficients are symbolic in them.
 Units: SI (kg, m, kg m^2, N m); gravity coefficients multiply ``Y_g`` which already contains g0.
 """
 
@@ -150,7 +157,7 @@ def link_transforms(desc: RobotDescription, q: Sequence[sp.Symbol] | None = None
 
 
 def potential_regressor(desc: RobotDescription, q: Sequence[sp.Symbol] | None = None) -> sp.Matrix:
-    """Row u(q) (1 x 4n) with the potential energy U = u(q) p_g, p_g = (m_i, m_i c_i) stacked (J)."""
+    """Row u(q) (1 x 4n) with the potential energy U = u(q) p_g (J), p_g = (m_i, m_i c_i) stacked."""
     q = joint_symbols(desc.n) if q is None else q
     gamma = exact_matrix(np.asarray(desc.gravity, float).reshape(3, 1))
     u = []
@@ -406,10 +413,12 @@ class SymbolicCoefficients:
     ``kind``: ``"gravity"`` (p_g: 4 per link) or ``"full"`` (10 per link). ``K`` (r x P) maps the stacked
     standard parameters (link frames) to the coefficients: ``coefficients = K * parameters``.
     ``independent`` are the indices of the *joint-frame* standard parameters (each link's parameters
-    expressed in its joint frame ``link_{i-1} @ pre_i``) whose regressor columns form the base regressor.
+    expressed in the frame ``link_i @ post_i^-1``, which turns with joint i about its axis) whose regressor
+    columns form the base regressor.
     ``selection`` (P x r) turns a link-frame standard regressor Y (e.g. ``RigidBodyDynamics.regressor``)
     into the base regressor: Y_b = Y @ selection, and Y p = Y_b K p for every p.
-    ``base_regressor`` (gravity only) is the symbolic n x r Y_gb(q) = Y_g(q) selection: g = Y_gb pi_g.
+    ``base_regressor`` is the symbolic n x r Y_gb(q) = Y_g(q) selection (g = Y_gb pi_g) for kind='gravity',
+    Y_b(q, dq, ddq) for kind='full' of small chains, and None for the numeric mapping.
     ``payload_jacobian`` (r x 4 or r x 10) is J_eps: epsilon = J_eps p_L (eq. 27).
     """
 
