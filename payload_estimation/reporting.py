@@ -110,10 +110,12 @@ def plot_torques(path: Path, t: np.ndarray, tau_measured: np.ndarray, tau_predic
 
 def plot_residuals(path: Path, panels: Sequence[tuple[str, np.ndarray, np.ndarray]], joint_names: Sequence[str],
                    threshold: float | np.ndarray, contacts: Sequence[ContactMark] = (),
-                   detections: Sequence[Sequence[float]] = ()) -> Path:
+                   detections: Sequence[Sequence[float]] = (),
+                   phases: Sequence[tuple[float, float, str]] = ()) -> Path:
     """Residual components (N m) over time, one panel per (title, t, r) with threshold and contacts.
 
-    ``detections[k]`` are the detection times of panel k (vertical markers); contacts are shaded.
+    ``detections[k]`` are the detection times of panel k (vertical markers); contacts are shaded;
+    ``phases`` (start, end, label) are named along the top of every panel.
     """
     plt = _pyplot()
     fig, axes = plt.subplots(len(panels), 1, figsize=(13, 3.4 * len(panels)), sharex=True, squeeze=False)
@@ -127,6 +129,10 @@ def plot_residuals(path: Path, panels: Sequence[tuple[str, np.ndarray, np.ndarra
             ax.axvspan(c.start, c.end, color="tab:red", alpha=0.15, label="injected contact" if i == 0 else None)
             ax.annotate(c.link, (c.start, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10),
                         textcoords="offset points", fontsize=8, color="tab:red")
+        for a, b, label in phases:
+            ax.axvspan(a, b, color="0.5", alpha=0.06)
+            ax.annotate(label, (0.5 * (a + b), 0.0), xycoords=("data", "axes fraction"), xytext=(0, 3),
+                        textcoords="offset points", ha="center", fontsize=8, color="0.35")
         if k < len(detections):
             for i, td in enumerate(detections[k]):
                 ax.axvline(td, color="tab:purple", lw=1, ls=":", label="detection" if i == 0 else None)

@@ -243,12 +243,14 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
     panels = []
     for m, title in ((MONITOR, "with the payload estimate (eq. 48)"), (UNLOADED_MONITOR, "without payload update")):
         tr, rr = res["residuals"][m]
-        keep = (tr >= ts0 - 1.0) & (tr <= t1)
+        keep = (tr >= res["t_grasp"] - 0.5) & (tr <= t1)
         panels.append((f"{desc.name} residual {title}", tr[keep] - t0, rr[keep]))
     marks = [ContactMark(a - t0, b - t0, link, f) for a, b, link, f in res["contacts"]]
     dets = [[t - t0 for t in scores[m].detection_times + scores[m].false_alarms if np.isfinite(t)]
             for m in (MONITOR, UNLOADED_MONITOR)]
-    f6 = plot_residuals(out / "fig6_residuals.png", panels, desc.joint_names, sc.threshold, marks, dets)
+    phases = [(res["t_grasp"] - t0, ts0 - t0, "grasp"), (ts0 - t0, ts1 - t0, "±7° sampling + estimate"),
+              (0.0, t1 - t0, "move with contacts")]
+    f6 = plot_residuals(out / "fig6_residuals.png", panels, desc.joint_names, sc.threshold, marks, dets, phases)
 
     mass_err = 100 * (est.mass - sc.payload_mass) / sc.payload_mass
     com_err = 1e3 * np.linalg.norm(est.com - sc.payload_com)
