@@ -1,0 +1,81 @@
+"""The demo mission as a benchmark: estimate accuracy, pick-estimate cycle time, detections.
+
+Runs `payload-estimation demo` (all nodes as processes over DDS, MuJoCo arm with torque noise and
+3 % model error) for each robot and records its summary next to paper 000's figures.
+Usage: .venv/bin/python bench/bench_demo.py [--robots lwr4 iiwa14]   -> docs/bench/demo.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--robots", nargs="+", default=["lwr4", "iiwa14"])
+    args = ap.parse_args()
+    exe = Path(sys.executable).parent / "payload-estimation"
+    rows = []
+    for robot in args.robots:
+        out = Path(tempfile.mkdtemp(prefix=f"demo_{robot}_"))
+        print(f"[bench_demo] {robot} ...", file=sys.stderr, flush=True)
+        t0 = time.monotonic()
+        rc = subprocess.call([str(exe), "demo", "--robot", robot, "--out", str(out)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wall = time.monotonic() - t0
+        summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else None
+        rows.append((robot, rc, wall, summary))
+    lines = [
+        "## Demo mission (pick, ±7° sampling, estimate, move with 3 injected contacts)",
+        "",
+        f"- machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end",
+        f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+        f"- command: `.venv/bin/python bench/bench_demo.py --robots {' '.join(args.robots)}` "
+        "(each = `./run demo --robot R`)",
+        "- simulated arm: MuJoCo, 0.1 N m torque noise, true link parameters 3 % off the model the nodes use; "
+        "payload 3.0 kg, CoM (30, -20, 110) mm in the last link frame",
+        "",
+        "| robot | mass est. | mass error | CoM error | sample call (sim / wall) | contacts detected | delays | "
+        "false alarms | without payload update: detected / false alarms / s above threshold | demo wall time |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---|---:|",
+    ]
+    for robot, rc, wall, s in rows:
+        if s is None:
+            lines.append(f"| {robot} | demo failed (exit {rc}) | | | | | | | | {wall:.0f} s |")
+            continue
+        on, off = s["with_estimate"], s["without_update"]
+        delays = ", ".join(f"{1e3 * d:.0f}" for d in on["delays_s"] if d == d)
+        lines.append(
+            f"| {robot} | {s['estimate']['mass']:.3f} kg | {s['mass_error_pct']:+.2f} % | {s['com_error_mm']:.1f} mm | "
+            f"{s['sample_call_sim_s']:.1f} s / {s['sample_call_wall_s']:.1f} s | "
+            f"{on['detected']}/{len(s['contacts'])} | "
+            f"{delays} ms | {on['false_alarms']} | {off['detected']} / {off['false_alarms']} / "
+            f"{off['time_above_s']:.1f} s | {wall:.0f} s |")
+    lines += [
+        "",
+        "Paper 000 (real LWR 4+, 10 static poses, 1 s dwell each): 3.059 kg for 3.028 kg (+1.0 %), CoM error up to",
+        "11 mm (eq. 47); all three human contacts detected at 6 N m with the payload-updated residual (Fig. 6).",
+        "The sample call's sim time is the robot time a real arm would need; wall time is slower here because",
+        "the 2-core machine runs the simulator and all nodes in Python.",
+    ]
+    text = "\n".join(lines) + "\n"
+    (ROOT / "docs" / "bench").mkdir(parents=True, exist_ok=True)
+    (ROOT / "docs" / "bench" / "demo.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
