@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     what = "gravity coefficients pi_g" if args.gravity else "dynamic coefficients pi"
     print(f"{desc.name}: {sc.rank} {what} ({sc.method})")
-    if "numeric" in sc.method:
+    if "numeric mapping" in sc.method:
         print("note: full coefficients of this chain come from the numeric base-parameter mapping K (pi = K p); "
               "the symbolic Lagrangian is used up to 3 joints")
     print(f"payload frame: {desc.payload_frame_name}; p_L = ({', '.join(str(p) for p in sc.payload_parameters)})")

@@ -67,7 +67,7 @@ class RobotDescription:
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
     flange: np.ndarray = field(default_factory=lambda: np.eye(4))
     payload_frame: np.ndarray = field(default_factory=lambda: np.eye(4))
-    payload_frame_name: str = "link_n"
+    payload_frame_name: str = "last_link"
     convention: str = "dh"
     source: str = ""
 
