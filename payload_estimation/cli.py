@@ -63,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `payload-estimation coefficients ... | head`: not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ValueError, OSError) as exc:  # our errors are ValueError subclasses with operator-readable text
         print(f"payload-estimation {args.command}: error: {exc}", file=sys.stderr)
         return 1
