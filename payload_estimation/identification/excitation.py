@@ -283,13 +283,14 @@ def check_limits(traj: FourierTrajectory, desc: RobotDescription, rate: float = 
 
 
 def write_csv(path: str | Path, traj: FourierTrajectory, rate: float = 100.0, periods: int = 1) -> Path:
-    """CSV with columns t, q_<joint>..., dq_<joint>..., ddq_<joint>... (s, rad, rad/s, rad/s^2)."""
+    """CSV with columns t, q1..qn, dq1..dqn, ddq1..ddqn (s, rad, rad/s, rad/s^2; model joint order,
+    the column scheme of :mod:`payload_estimation.identification.data`)."""
     path = Path(path)
     t, q, dq, ddq = traj.sample(rate, periods)
-    names = traj.joint_names or tuple(f"joint{j + 1}" for j in range(traj.n))
+    idx = range(1, traj.n + 1)
     with path.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["t"] + [f"q_{n}" for n in names] + [f"dq_{n}" for n in names] + [f"ddq_{n}" for n in names])
+        w.writerow(["t"] + [f"q{j}" for j in idx] + [f"dq{j}" for j in idx] + [f"ddq{j}" for j in idx])
         for k in range(len(t)):
             w.writerow([f"{t[k]:.6f}"] + [f"{v:.9g}" for v in np.concatenate([q[k], dq[k], ddq[k]])])
     return path
