@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import platform
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from benchlib import machine  # noqa: E402
 
 from payload_estimation.collision import CollisionDetector, MomentumObserver, ReactionStateMachine, make_friction
 from payload_estimation.collision.reaction import Action
@@ -35,18 +34,6 @@ GAIN = 25.0  # 1/s
 NOISE = 0.05  # N m sensor noise std
 MODEL_ERROR = 0.02  # relative link-parameter error of the true robot
 
-
-def machine() -> str:
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()} (load average {load:.1f} while running)"
 
 
 def make_arm(desc, payload: BodyInertia | None, seed: int = 0) -> SimulatedArm:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchlib import machine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,8 +39,7 @@ def main() -> int:
     lines = [
         "## Demo mission (pick, ±7° sampling, estimate, move with 3 injected contacts)",
         "",
-        f"- machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end",
+        f"- machine: {machine()} (at the end)",
         f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         f"- command: `.venv/bin/python bench/bench_demo.py --robots {' '.join(args.robots)}` "
         "(each = `./run demo --robot R`)",

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -29,22 +28,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchlib import machine  # noqa: E402
+
 from payload_estimation.model.base_parameters import compute_base_parameters  # noqa: E402
 from payload_estimation.model.dynamics import RigidBodyDynamics  # noqa: E402
 from payload_estimation.model.robot_file import load_robot  # noqa: E402
 from payload_estimation.model.symbolic import derive  # noqa: E402
-
-
-def machine() -> str:
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, load avg {os.getloadavg()[0]:.1f}"
 
 
 def median_time(fn, repeats: int) -> float:

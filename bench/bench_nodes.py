@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import platform
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from benchlib import machine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,12 +122,10 @@ def main() -> int:
     for rate in args.rates:
         print(f"[bench_nodes] {rate:.0f} Hz for {args.seconds:.0f} s ...", file=sys.stderr, flush=True)
         rows.append(measure(rate, args.seconds))
-    load = os.getloadavg()[0]
     lines = [
         "## Collision monitor node: sustained rate and latency",
         "",
-        f"- machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, load average {load:.1f} at the end",
+        f"- machine: {machine()} (at the end)",
         f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         f"- command: `.venv/bin/python bench/bench_nodes.py --seconds {args.seconds:g}`",
         "- publisher, `collision_monitor` (observer + detector on every sample, residual published for every "

@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -27,6 +25,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchlib import machine  # noqa: E402
 
 from payload_estimation.identification.data import load_csv  # noqa: E402
 from payload_estimation.identification.payload import (  # noqa: E402
@@ -43,17 +43,6 @@ PICK = np.deg2rad([0.0, 30.0, 0.0, -60.0, 0.0, 60.0, 0.0])
 HEAVY = BodyInertia(3.028, np.array([0.0, 0.0, 0.119]), np.diag([0.02, 0.02, 0.005]))  # paper eq. (39)
 LIGHT = BodyInertia(0.144, np.array([0.0, 0.0, 0.1146]), np.diag([1e-4, 1e-4, 5e-5]))  # paper Tab. I
 
-
-def machine() -> str:
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, load avg {os.getloadavg()[0]:.1f}"
 
 
 def crb_com(dyn, q, sigma, body) -> np.ndarray:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import platform
 import statistics
 import sys
 import threading
@@ -28,23 +27,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchlib import machine  # noqa: E402
+
 from payload_estimation.model.dynamics import RigidBodyDynamics  # noqa: E402
 from payload_estimation.model.robot_file import load_robot  # noqa: E402
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm  # noqa: E402
 
 Q0 = np.array([0.1, 0.5, -0.2, -1.0, 0.3, 0.6, 0.0])
 
-
-def machine() -> str:
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, load avg {os.getloadavg()[0]:.1f}"
 
 
 def core_rtf(robot: str, seconds: float, moving: bool) -> tuple[float, float]:

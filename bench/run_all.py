@@ -9,33 +9,16 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from benchlib import machine  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ["model", "payload", "sim", "collision", "identification", "nodes", "demo"]
 
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        kb = int(Path("/proc/meminfo").read_text().split()[1])
-        mem = f", {kb / 2**20:.0f} GiB RAM"
-    except (OSError, ValueError, IndexError):
-        pass
-    return f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}, {platform.system()}"
 
 
 def main() -> int:
