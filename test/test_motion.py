@@ -159,3 +159,15 @@ def test_stop_point_ramps_velocity_down_within_limits(dyn):
     assert np.all(q_stop <= lim[:, 1])
     q_stop, t = stop_point(desc, q, None)
     assert t == 0.05 and np.all(q_stop == 0)
+
+
+def test_settle_rejects_a_decaying_oscillation_and_a_torque_drift():
+    rng = np.random.default_rng(5)
+    cfg = SettleConfig()
+    t, q, dq, tau = _window(rng)
+    osc = dq + 0.01 * np.sin(2 * np.pi * 8 * t)[:, None]  # mean ~0, RMS 0.007 rad/s
+    r = check_static(t, q, osc, tau, cfg)
+    assert not r.static and "RMS velocity" in r.reason
+    ramp = tau + np.outer(np.clip(0.4 - t, 0, None) * 2.0, np.ones(7))  # torque still settling
+    r = check_static(t[:300], q[:300], dq[:300], ramp[:300], cfg)
+    assert not r.static and "settling" in r.reason

@@ -8,6 +8,7 @@ races, aborts) testable in a few seconds; the physics run is in test_end_to_end.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -134,9 +135,14 @@ class Rig:
             n.destroy_node()
 
 
+# Every node of this test run lives under its own namespace: other test runs on this machine may
+# share the DDS domain (conftest picks it from the pid) and publish lwr4 joint_states too.
+NS = f"/h5t{os.getpid()}"
+
+
 @pytest.fixture(scope="module")
 def ros():
-    rclpy.init()
+    rclpy.init(args=["--ros-args", "-r", f"__ns:={NS}"])
     yield
     rclpy.shutdown()
 
@@ -212,6 +218,7 @@ def test_estimator_rejects_bad_input_and_impossible_fits(rig, dyn):
     res = rig.call("payload_estimator/capture")
     assert not res.success and "not static" in res.message and "torque" in res.message
     # an impossible payload (60 kg > max_payload) is rejected and the previous (none) kept
+    assert rig.call("payload_estimator/reset").success  # publishes 0 kg
     arm.noise = 0.02
     arm.dyn_loaded = dyn.with_payload(BodyInertia(60.0, np.zeros(3), np.eye(3)))
     rig.call("payload_estimator/clear_captures")
@@ -320,12 +327,12 @@ def test_bringup_console_script_starts_nodes_and_exits_cleanly(rig):
     import sys
 
     proc = subprocess.Popen([sys.executable, "-m", "payload_estimation.ros.bringup", "--robot", "iiwa14",
-                             "--nodes", "estimator,monitor", "--namespace", "/arm"],
+                             "--nodes", "estimator,monitor", "--namespace", f"{NS}/arm"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        res = rig.call("/arm/payload_estimator/capture", timeout=20.0)
+        res = rig.call(f"{NS}/arm/payload_estimator/capture", timeout=20.0)
         assert not res.success and "no valid joint_states" in res.message  # nothing publishes /arm/joint_states
-        st = rig.latest(DiagnosticArray, "/arm/collision_monitor/status", timeout=5.0)
+        st = rig.latest(DiagnosticArray, f"{NS}/arm/collision_monitor/status", timeout=5.0)
         assert st is not None and st.status[0].hardware_id == "iiwa14"
     finally:
         proc.send_signal(signal.SIGINT)

@@ -3,10 +3,15 @@
 The paper (000, Sec. VI-A) waits 1 s at every pose before taking a sample; here the arm is declared
 static as soon as the most recent ``window`` seconds satisfy all of
 
-- |mean joint velocity| < ``max_velocity`` (rad/s) on every joint (falls back to the slope of a
-  straight-line fit to the positions when no velocity is measured),
+- RMS joint velocity < ``max_velocity`` (rad/s) on every joint (RMS, not mean: a decaying
+  oscillation averages out; falls back to the slope of a straight-line fit to the positions when no
+  velocity is measured),
 - position spread (max - min) < ``max_position_spread`` (rad) on every joint,
 - torque standard deviation < ``max_torque_std`` (N m) on every joint,
+- torque drift |mean of the second half - mean of the first half| < ``max_torque_drift`` +
+  ``torque_drift_relative`` x |mean torque| (N m) on every joint (heavily loaded proximal joints
+  settle last and weigh least in the payload fit). The tail of a settling transient biases the
+  mean torque: in simulation, capturing as soon as the other tests passed moved the CoM by 5 mm,
 
 and ``dwell`` (s, default 1 s, the paper's value) is the upper bound a caller waits for that.
 The static sample is the window mean of q and tau.
@@ -29,13 +34,17 @@ class SettleConfig:
     max_velocity: float = 0.005
     max_position_spread: float = 5e-4
     max_torque_std: float = 0.5
+    max_torque_drift: float = 0.1
+    torque_drift_relative: float = 0.005
     dwell: float = 1.0
 
     def __post_init__(self):
-        for k in ("window", "max_velocity", "max_position_spread", "max_torque_std", "dwell"):
+        for k in ("window", "max_velocity", "max_position_spread", "max_torque_std", "max_torque_drift", "dwell"):
             v = getattr(self, k)
             if not (np.isfinite(v) and v > 0):
                 raise ValueError(f"settle {k} must be > 0, got {v}")
+        if not (np.isfinite(self.torque_drift_relative) and self.torque_drift_relative >= 0):
+            raise ValueError(f"settle torque_drift_relative must be >= 0, got {self.torque_drift_relative}")
         if self.min_samples < 2:
             raise ValueError(f"settle min_samples must be >= 2, got {self.min_samples}")
 
@@ -80,23 +89,28 @@ def check_static(t, q, dq, tau, config: SettleConfig | None = None,
         return SettleResult(False, f"only {t.size} samples over {span:.3f} s (need {cfg.min_samples} over "
                             f"{cfg.window:.3f} s); is joint_states being published?", samples=int(t.size), span=span)
     if dqw is not None:
-        vel = np.abs(dqw.mean(axis=0))
+        vel = np.sqrt(np.mean(dqw ** 2, axis=0))
     else:
         tc = t - t.mean()
         vel = np.abs(tc @ (q - q.mean(axis=0))) / max(float(tc @ tc), 1e-12)
     spread = q.max(axis=0) - q.min(axis=0)
     tstd = tau.std(axis=0)
+    half = t.size // 2
+    drift = np.abs(tau[half:].mean(axis=0) - tau[:half].mean(axis=0))
+    drift_limit = cfg.max_torque_drift + cfg.torque_drift_relative * np.abs(tau.mean(axis=0))
     figures = dict(samples=int(t.size), span=span, velocity=float(vel.max()), spread=float(spread.max()),
                    torque_std=float(tstd.max()))
     checks = (
-        (vel, cfg.max_velocity, "moving: mean |velocity| of {j} is {v:.4f} rad/s (limit {lim:g})"),
+        (vel, cfg.max_velocity, "moving: RMS velocity of {j} is {v:.4f} rad/s (limit {lim:g})"),
         (spread, cfg.max_position_spread, "moving: position spread of {j} is {v:.5f} rad (limit {lim:g})"),
         (tstd, cfg.max_torque_std, "torque not steady: std of {j} is {v:.3f} N m (limit {lim:g})"),
+        (drift, drift_limit, "torque still settling: mean of {j} drifted {v:.3f} N m (limit {lim:g})"),
     )
     for values, lim, text in checks:
-        j = int(np.argmax(values))
-        if values[j] >= lim:
-            return SettleResult(False, text.format(j=names[j], v=values[j], lim=lim), **figures)
+        lim = np.broadcast_to(np.asarray(lim, dtype=float), values.shape)
+        j = int(np.argmax(values / lim))
+        if values[j] >= lim[j]:
+            return SettleResult(False, text.format(j=names[j], v=values[j], lim=float(lim[j])), **figures)
     return SettleResult(True, "static", q.mean(axis=0), tau.mean(axis=0), **figures)
 
 

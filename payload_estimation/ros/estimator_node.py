@@ -12,8 +12,9 @@ Interface (names relative to the node namespace, all remappable):
 Parameters: ``robot`` (name or robot file), ``joint_names`` (message joint names in model order,
 empty = the model's), ``method`` (one-shot | differential), ``max_payload`` (kg),
 ``max_com_radius`` (m), ``window`` (s, static-check window), ``max_velocity`` (rad/s),
-``max_position_spread`` (rad), ``max_torque_std`` (N m), ``stale_timeout`` (s), ``torque_noise`` (N m)
-and ``gravity_model_uncertainty`` (relative) for the per-joint weights (:func:`joint_weights`).
+``max_position_spread`` (rad), ``max_torque_std`` (N m), ``max_torque_drift`` (N m), ``stale_timeout``
+(s), ``torque_drift_relative``, ``torque_noise`` (N m) and ``gravity_model_uncertainty`` (relative) for
+the per-joint weights (:func:`joint_weights`).
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ class PayloadEstimatorNode(Node):
         self.declare_parameter("max_velocity", 0.005)
         self.declare_parameter("max_position_spread", 5e-4)
         self.declare_parameter("max_torque_std", 0.5)
+        self.declare_parameter("max_torque_drift", 0.1)
+        self.declare_parameter("torque_drift_relative", 0.005)
         self.declare_parameter("stale_timeout", 0.5)
         self.declare_parameter("torque_noise", 0.05)
         self.declare_parameter("gravity_model_uncertainty", 0.005)
@@ -95,7 +98,9 @@ class PayloadEstimatorNode(Node):
         self.max_com_radius = float(p("max_com_radius").value)
         self.settle = SettleConfig(window=float(p("window").value), max_velocity=float(p("max_velocity").value),
                                    max_position_spread=float(p("max_position_spread").value),
-                                   max_torque_std=float(p("max_torque_std").value))
+                                   max_torque_std=float(p("max_torque_std").value),
+                                   max_torque_drift=float(p("max_torque_drift").value),
+                                   torque_drift_relative=float(p("torque_drift_relative").value))
         self.stale_timeout = float(p("stale_timeout").value)
         self.torque_noise = float(p("torque_noise").value)
         self.model_uncertainty = float(p("gravity_model_uncertainty").value)
@@ -120,7 +125,9 @@ class PayloadEstimatorNode(Node):
         self.create_service(Trigger, "~/estimate", self._srv_estimate)
         self.create_service(Trigger, "~/reset", self._srv_reset)
         self.create_service(Trigger, "~/clear_captures", self._srv_clear)
-        self._publish(NO_PAYLOAD, DiagnosticStatus.OK, "unloaded (no payload estimated yet)")
+        # No estimate is published at start: a late-joining latched "0 kg" would overwrite a payload
+        # the monitor already uses (e.g. its provisional one while sampling). ~/reset publishes 0 kg.
+        self._status(DiagnosticStatus.OK, "unloaded (no payload estimated yet)", NO_PAYLOAD)
         self.get_logger().info(f"payload_estimator ready: robot {self.desc.name}, method {self.method}, "
                                f"joints {list(self.joint_names)}")
 

@@ -49,6 +49,7 @@ from ..motion.poses import (
     plan_poses,
     stop_point,
 )
+from ..motion.settle import SampleWindow, SettleConfig, check_static
 from .messages import JointStateConverter, MessageError, trajectory_msg
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 
@@ -77,7 +78,14 @@ class PayloadSamplerNode(Node):
         dp("arrival_tolerance_deg", 0.5)
         dp("arrival_timeout", 2.0)
         dp("dwell", 1.0)
-        dp("capture_period", 0.03)
+        dp("capture_period", 0.01)
+        # static test (same names and defaults as payload_estimator's; the estimator decides)
+        dp("window", 0.12)
+        dp("max_velocity", 0.005)
+        dp("max_position_spread", 5e-4)
+        dp("max_torque_std", 0.5)
+        dp("max_torque_drift", 0.1)
+        dp("torque_drift_relative", 0.005)
         dp("joint_state_timeout", 0.5)
         dp("service_timeout", 3.0)
         dp("collision_clear_timeout", 1.0)
@@ -99,6 +107,12 @@ class PayloadSamplerNode(Node):
         self.js_timeout = float(p("joint_state_timeout"))
         self.service_timeout = float(p("service_timeout"))
         self.collision_clear_timeout = float(p("collision_clear_timeout"))
+        self.settle = SettleConfig(window=float(p("window")), max_velocity=float(p("max_velocity")),
+                                   max_position_spread=float(p("max_position_spread")),
+                                   max_torque_std=float(p("max_torque_std")),
+                                   max_torque_drift=float(p("max_torque_drift")),
+                                   torque_drift_relative=float(p("torque_drift_relative")))
+        self._window = SampleWindow(horizon=max(1.0, 2 * self.settle.window))
 
         self._lock = threading.Lock()
         self._busy = False
@@ -144,8 +158,10 @@ class PayloadSamplerNode(Node):
         except MessageError as e:
             self.get_logger().error(f"ignoring joint_states: {e}", throttle_duration_sec=THROTTLE_S)
             return
+        t = s.stamp if s.stamp > 0 else self._now()
         with self._lock:
             self._q, self._dq, self._rx_wall = s.q, s.dq, time.monotonic()
+            self._window.append(t, s.q, s.dq, s.tau)
 
     def _on_collision(self, msg: Bool) -> None:
         with self._lock:
@@ -196,9 +212,13 @@ class PayloadSamplerNode(Node):
 
     # ------------------------------------------------------------------ the run
     def _run(self) -> str:
+        t_start = self._now()
         for cli in (self.cli_capture, self.cli_estimate):
-            if not cli.wait_for_service(timeout_sec=min(1.0, self.service_timeout)):
+            if not cli.wait_for_service(timeout_sec=self.service_timeout):
                 raise SamplingAborted(f"estimator not available (service {cli.srv_name} does not answer)")
+        t_wall = time.monotonic()
+        while self._q is None and time.monotonic() - t_wall < self.service_timeout:
+            time.sleep(0.01)  # just started: give discovery a moment
         q0 = self._fresh_q()
         try:
             plan = plan_poses(self.dyn, q0, self.plan_config)
@@ -216,6 +236,7 @@ class PayloadSamplerNode(Node):
                    "the collision monitor still reports a collision at the pick configuration", check_collision=False)
         with self._lock:
             self._collision_base = max(collisions_at_start, self._collision_count)
+        self.get_logger().info(f"start-up (plan, estimator, monitor clear) took {self._now() - t_start:.2f} s")
         n = len(plan.poses)
         for k, target in enumerate(plan.poses):
             self._status(DiagnosticStatus.OK, f"sampling pose {k + 1}/{n}")
@@ -228,7 +249,9 @@ class PayloadSamplerNode(Node):
         self.get_logger().info("all poses captured; estimating")
         ok, est_text = self._call(self.cli_estimate, "estimate")
         self._status(DiagnosticStatus.OK if ok else DiagnosticStatus.WARN, "returning to the pick configuration")
+        t_c = self._now()
         self._move(plan.q0, plan, "pick configuration")
+        self.get_logger().info(f"estimate and return to the pick configuration took {self._now() - t_c:.2f} s")
         if not ok:
             raise SamplingAborted(f"estimator rejected the fit: {est_text} (arm returned to the pick configuration)")
         return f"estimated from {n} poses: {est_text}"
@@ -306,18 +329,29 @@ class PayloadSamplerNode(Node):
                                       f"(tolerance {np.degrees(self.arrival_tol):.2f} deg); holding") from e
             raise
 
+    def _locally_static(self) -> bool:
+        with self._lock:
+            t, q, dq, tau = self._window.arrays()
+        return check_static(t, q, dq, tau, self.settle, self.joint_names).static
+
     def _capture(self, k: int, n: int) -> int:
-        """Ask the estimator for a static capture until it succeeds (returns the attempts) or dwell expires."""
+        """Ask the estimator for a static capture until it succeeds (returns the attempts) or dwell expires.
+
+        The sampler runs the same static test on its own joint_states window first, so the estimator
+        is only asked when a capture is likely to succeed (each call costs a round trip).
+        """
         start = self._now()
-        reason = ""
+        reason = "the arm never became static"
         attempts = 0
         while True:
             self._check_abort()
-            attempts += 1
-            ok, reason = self._call(self.cli_capture, "capture")
-            if ok:
-                return attempts
-            if self._now() - start > self.dwell:
+            expired = self._now() - start > self.dwell
+            if self._locally_static() or expired:
+                attempts += 1
+                ok, reason = self._call(self.cli_capture, "capture")
+                if ok:
+                    return attempts
+            if expired:
                 self._hold("not static")
                 raise SamplingAborted(f"pose {k + 1}/{n}: no static sample within {self.dwell:.2f} s: {reason}")
             self._sleep(self.capture_period)
