@@ -356,3 +356,20 @@ def test_launch_entries_and_launch_files():
         launch_entries(nodes=["planner"])
     for f in Path(__file__).resolve().parents[1].joinpath("launch").glob("*.launch.py"):
         compile(f.read_text(), str(f), "exec")  # the launch package is not installable here
+
+
+def test_monitor_callback_is_lean_enough_for_1khz(rig, dyn):
+    """The whole 1 kHz path (convert, observer, detector, reaction, residual publish) well under 1 ms."""
+    from payload_estimation.ros.messages import sec_to_time
+
+    mon = rig.add(CollisionMonitorNode())
+    q = Q0
+    msgs = [joint_state_msg(dyn.desc.joint_names, q, np.zeros(7), dyn.gravity(q), stamp=sec_to_time(1 + k * 1e-3))
+            for k in range(2000)]
+    t = time.perf_counter()
+    for m in msgs:
+        mon._on_joint_states(m)
+    per_sample = (time.perf_counter() - t) / len(msgs)
+    print(f"\ncollision_monitor: {per_sample * 1e6:.0f} us per joint_states sample")
+    assert per_sample < 0.5e-3
+    assert mon.observer.accepted == 2000 and not mon.detector.in_collision
