@@ -229,6 +229,9 @@ class PayloadSamplerNode(Node):
             f"{plan.total_motion_time:.2f} s, cond {plan.condition_number:.3g}")
         with self._lock:
             collisions_at_start = self._collision_count
+        # The monitor takes its provisional payload from the residual at rest: be at rest first.
+        self._wait(self._locally_static, self.dwell, "the arm is not static at the pick configuration",
+                   check_collision=False)
         self.pub_active.publish(Bool(data=True))
         if self.cli_clear.service_is_ready():
             self._call(self.cli_clear, "clear captures")
