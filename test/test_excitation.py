@@ -1,6 +1,11 @@
 """Excitation trajectories (paper 003 eqs. 8-10) against independent references: numerical
 differentiation, the RigidBodyDynamics regressor, the description's limits and the MuJoCo arm."""
 
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: BLAS threads thrash on a shared machine
+
+
 import csv
 
 import numpy as np

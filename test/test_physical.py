@@ -1,6 +1,11 @@
 """Physically consistent parameter retrieval (paper 003 eqs. 15-18): parametrisation, analytic
 Jacobian, retrieval of the MuJoCo arm's hidden truth from its coefficients, exported robot files."""
 
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: BLAS threads thrash on a shared machine
+
+
 import numpy as np
 import pytest
 

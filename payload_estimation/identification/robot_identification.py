@@ -126,6 +126,9 @@ class IdentifiedModel:
         return fv, fc
 
     def check_robot(self, desc: RobotDescription) -> None:
+        """Raise unless these parameters belong to ``desc`` (same name, joints and parameter layout)."""
+        if desc.name != self.robot:
+            raise IdentificationError(f"parameters were identified for robot '{self.robot}', not '{desc.name}'")
         if desc.n != self.n:
             raise IdentificationError(f"parameters are for {self.n} joints ({self.robot}); robot '{desc.name}' "
                                       f"has {desc.n}")
@@ -304,8 +307,15 @@ def align_to_trajectory(samples: Samples, q_desired_period: np.ndarray, fs: floa
     def err(s):
         return float(np.mean((q[s:s + k:stride][: len(ref)] - ref) ** 2))
 
-    coarse = range(0, span + 1, max(1, int(fs * 0.02)))
-    best = min(coarse, key=err)
+    step = max(1, int(fs * 0.02))
+    coarse = np.arange(0, span + 1, step)
+    errs = np.array([err(int(c)) for c in coarse])
+    # Every period start matches equally well: take the first shift that is (nearly) as good as the best.
+    thr = errs.min() + 0.05 * (np.median(errs) - errs.min())
+    first = int(np.argmax(errs <= thr))
+    while first + 1 < errs.size and errs[first + 1] < errs[first]:
+        first += 1
+    best = int(coarse[first])
     fine = range(max(0, best - int(fs * 0.02)), min(span, best + int(fs * 0.02)) + 1)
     return min(fine, key=err)
 
@@ -344,7 +354,11 @@ def preprocess_filtered(samples: Samples, cutoff: float = 6.0, order: int = 4,
         ddq = differentiate(dq, 1.0 / fs)
     tau = lowpass(samples.tau, cutoff, fs, order)
     # Drop the edges where the zero-phase filter and the differences are least reliable.
-    cut = min(int(0.5 * fs / cutoff) + 2, samples.n_samples // 10)
+    # (two cut-off periods at each end: filtfilt's padding corrupts the second derivative there).
+    cut = int(2.0 * fs / cutoff) + 2
+    if samples.n_samples <= 4 * cut:
+        raise IdentificationError(f"recording of {samples.n_samples} samples is too short for filtering at {cutoff} Hz "
+                                  f"(needs more than {4 * cut}, i.e. {4 * cut / fs:.2f} s)")
     sl = slice(cut, samples.n_samples - cut)
     return Preprocessed(qf[sl], dq[sl], ddq[sl], tau[sl], "lowpass+differences", 0, fs)
 
@@ -495,11 +509,12 @@ def error_table(err: TorqueError, joint_names, title: str = "") -> str:
 # --- recordings from a simulated (or any duck-typed) arm ---------------------------------------------
 
 def record_trajectory(arm, points: list[tuple], rate: float, q_start: np.ndarray | None = None,
-                      settle: float = 0.5, progress: bool = False) -> Samples:
+                      settle: float = 0.5, progress: bool = False, discard: float = 0.0) -> Samples:
     """Run ``points`` [(t, q, dq, ...)] on ``arm`` (``reset``/``set_trajectory``/``step``/``state``/``dt``,
     e.g. :class:`payload_estimation.sim.SimulatedArm`) and record q, measured tau, dq and t at
     ``rate`` Hz (each the mean over the physics steps of one interval) from the trajectory start to
-    its end (after ``settle`` s at rest at ``q_start``)."""
+    its end (after ``settle`` s at rest at ``q_start``). ``discard`` s at the start are dropped (e.g.
+    the tracking transient of a trajectory that starts with a non-zero acceleration)."""
     every = int(round(1.0 / (rate * arm.dt)))
     if every < 1 or abs(every * arm.dt * rate - 1) > 1e-6:
         raise IdentificationError(f"rate {rate} Hz is not a divisor of the physics rate {1 / arm.dt:.6g} Hz")
@@ -528,7 +543,10 @@ def record_trajectory(arm, points: list[tuple], rate: float, q_start: np.ndarray
             print(f"\r[record] {i / rate:7.1f} / {t_end:.1f} s", end="", file=sys.stderr, flush=True)
     if progress:
         print(file=sys.stderr)
-    return Samples(np.array(qs), np.array(taus), np.array(dqs), None, np.array(ts) - ts[0])
+    k0 = int(round(discard * rate))
+    if k0 >= n_rec - 1:
+        raise IdentificationError(f"discard {discard} s leaves nothing of a {t_end} s trajectory")
+    return Samples(np.array(qs[k0:]), np.array(taus[k0:]), np.array(dqs[k0:]), None, np.array(ts[k0:]) - ts[0])
 
 
 def random_configurations(desc: RobotDescription, count: int, seed: int = 0, margin: float = 0.1) -> np.ndarray:
