@@ -55,12 +55,14 @@ def test_base_coefficients_match_hidden_truth(run):
     true = model.K @ link_params(arm.true_description)
     nominal = model.K @ link_params(desc)
     est = model.base_coefficients()
-    well = model.rsd < 1.0  # well-excited coefficients
+    well = model.rsd < 5.0  # well-excited coefficients
     assert well.sum() >= 10
     rel = np.abs(est - true)[well] / np.abs(true[well])
     assert np.median(rel) < 0.02 and rel.max() < 0.1
     # the data moved the estimate towards the truth: better than the nominal model on the same set
-    assert np.sum(np.abs(est - true)[well]) < 0.5 * np.sum(np.abs(nominal - true)[well])
+    assert np.sum(np.abs(est - true)[well]) < 0.6 * np.sum(np.abs(nominal - true)[well])
+    # the RSD is honest to within a small factor (rows decimated to the filter bandwidth)
+    assert np.median(np.abs(est - true)[well] / model.std[well]) < 3.0
     # the large coefficients (m c terms of the shoulder, big inertia sums) within a few percent
     big = np.abs(true) > 1.0
     assert np.all(np.abs(est - true)[big] / np.abs(true[big]) < 0.03)

@@ -372,7 +372,10 @@ class IdentificationOptions:
     ``friction``: add viscous + Coulomb friction (only meaningful when the torque sensor sees it,
     i.e. motor-current torques; link-side torque sensors do not). ``essential``: drop poorly
     identified coefficients (|pi| < ``min_abs`` and RSD > ``max_rsd`` %). ``decimate``: use every
-    k-th preprocessed sample for the regression (the result barely changes, time does).
+    k-th preprocessed sample for the regression; ``None`` picks k = fs / (4 torque_cutoff) so that
+    the rows are about as many as the low-passed data have independent samples. Filtering makes
+    neighbouring residuals correlated; keeping every row would understate std and RSD (eq. 7
+    assumes independent errors) by about sqrt(k) while barely changing the estimate.
     """
 
     friction: bool = False
@@ -382,7 +385,7 @@ class IdentificationOptions:
     torque_cutoff: float = 6.0
     filter_order: int = 4
     skip_periods: int = 0
-    decimate: int = 1
+    decimate: int | None = None
     min_coulomb_speed: float = 0.02
 
 
@@ -399,7 +402,10 @@ def fit_coefficients(desc: RobotDescription, data: Preprocessed,
     dyn = dyn or RigidBodyDynamics(desc)
     base = base or compute_base_parameters(dyn)
     n = desc.n
-    sl = slice(None, None, max(1, int(options.decimate)))
+    step = options.decimate
+    if step is None:
+        step = max(1, int(data.fs / (4.0 * options.torque_cutoff))) if data.fs > 0 else 1
+    sl = slice(None, None, max(1, int(step)))
     q, dq, ddq, tau = data.q[sl], data.dq[sl], data.ddq[sl], data.tau[sl]
     y = base_regressor_rows(dyn, base.independent, q, dq, ddq)
     names = list(_base_names(base, n))
@@ -419,7 +425,7 @@ def fit_coefficients(desc: RobotDescription, data: Preprocessed,
         kept = np.arange(len(names))
     return _model_from_fit(desc, base, kept, res, options.friction, y, t, weights,
                            {"method": data.method, "periods": data.periods, "fs": data.fs,
-                            "samples": int(q.shape[0]), "essential": bool(options.essential)})
+                            "samples": int(q.shape[0]), "decimate": int(step), "essential": bool(options.essential)})
 
 
 def _model_from_fit(desc, base, kept, res: LSResult, friction: bool, y, t, weights, info) -> IdentifiedModel:
