@@ -152,13 +152,15 @@ def test_stop_point_ramps_velocity_down_within_limits(dyn):
     q_stop, t = stop_point(desc, q, dq, deceleration=10.0, min_time=0.05)
     assert t == pytest.approx(0.1)
     np.testing.assert_allclose(q_stop, 0.5 * dq * t)
+    q_lead, _ = stop_point(desc, q, dq, deceleration=10.0, min_time=0.05, lead=0.02)
+    np.testing.assert_allclose(q_lead, dq * (0.02 + 0.5 * t))  # the arm moved on while the sample aged
     # average speed of the ramp is |dq| / 2: never above the current speed
     assert np.all(np.abs(q_stop - q) / t <= np.abs(dq) / 2 + 1e-12)
     q_edge = lim[:, 1] - 1e-3
     q_stop, _ = stop_point(desc, q_edge, np.full(desc.n, 2.0))
     assert np.all(q_stop <= lim[:, 1])
     q_stop, t = stop_point(desc, q, None)
-    assert t == 0.05 and np.all(q_stop == 0)
+    assert t == 0.2 and np.all(q_stop == 0)
 
 
 def test_settle_rejects_a_decaying_oscillation_and_a_torque_drift():
@@ -168,6 +170,6 @@ def test_settle_rejects_a_decaying_oscillation_and_a_torque_drift():
     osc = dq + 0.01 * np.sin(2 * np.pi * 8 * t)[:, None]  # mean ~0, RMS 0.007 rad/s
     r = check_static(t, q, osc, tau, cfg)
     assert not r.static and "RMS velocity" in r.reason
-    ramp = tau + np.outer(np.clip(0.4 - t, 0, None) * 2.0, np.ones(7))  # torque still settling
+    ramp = tau + np.outer(np.clip(0.4 - t, 0, None) * 6.0, np.ones(7))  # torque still settling
     r = check_static(t[:300], q[:300], dq[:300], ramp[:300], cfg)
     assert not r.static and "settling" in r.reason

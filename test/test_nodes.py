@@ -214,9 +214,13 @@ def test_estimator_rejects_bad_input_and_impossible_fits(rig, dyn):
     assert not res.success and "stale" in res.message
     arm.nan_torque = False
     arm.noise = 3.0  # torque not steady
-    time.sleep(0.4)
-    res = rig.call("payload_estimator/capture")
-    assert not res.success and "not static" in res.message and "torque" in res.message
+
+    def torque_rejected():
+        res = rig.call("payload_estimator/capture")
+        assert not res.success, res.message
+        return "not static" in res.message and "torque" in res.message
+
+    assert wait_for(torque_rejected, 3.0)
     # an impossible payload (60 kg > max_payload) is rejected and the previous (none) kept
     assert rig.call("payload_estimator/reset").success  # publishes 0 kg
     arm.noise = 0.02

@@ -170,22 +170,23 @@ def check_move(q_from: np.ndarray, q_to: np.ndarray, duration: float, velocity_l
 
 
 def stop_point(desc: RobotDescription, q: np.ndarray, dq: np.ndarray | None, deceleration: float = 10.0,
-               min_time: float = 0.05) -> tuple[np.ndarray, float]:
+               min_time: float = 0.2, lead: float = 0.0) -> tuple[np.ndarray, float]:
     """Where and when to stop from (q rad, dq rad/s) with a constant deceleration (rad/s^2).
 
-    Returns (q_stop, T): T = max(min_time, max_j |dq_j| / deceleration), q_stop = q + dq T / 2
-    (the rest point of a linear velocity ramp to zero), clipped to the position limits. A
-    rest-to-rest hold at the *current* position would need a reversal, i.e. more than the velocity
-    limit for a short T; this keeps the stop within the speed the arm already has.
+    Returns (q_stop, T): T = max(min_time, max_j |dq_j| / deceleration), q_stop = q + dq (lead + T / 2)
+    (the rest point of a linear velocity ramp to zero, ``lead`` s after the sample was taken: the
+    age of the measurement when the command leaves), clipped to the position limits. A rest-to-rest
+    hold at the *measured* position would need a reversal (the arm has moved on since), i.e. more
+    than the velocity limit for a short T; this keeps the stop within the speed the arm already has.
     """
     q = np.asarray(q, dtype=float)
-    if not (np.isfinite(deceleration) and deceleration > 0 and min_time > 0):
-        raise ValueError("deceleration and min_time must be > 0")
+    if not (np.isfinite(deceleration) and deceleration > 0 and min_time > 0 and lead >= 0):
+        raise ValueError("deceleration and min_time must be > 0, lead >= 0")
     if dq is None:
         return desc.limits.clip_position(q), float(min_time)
     dq = np.asarray(dq, dtype=float)
     t = float(max(min_time, np.max(np.abs(dq)) / deceleration))
-    return desc.limits.clip_position(q + 0.5 * dq * t), t
+    return desc.limits.clip_position(q + dq * (lead + 0.5 * t)), t
 
 
 def _candidates(env: Envelope, moving: np.ndarray, max_candidates: int, rng: np.random.Generator) -> np.ndarray:

@@ -126,7 +126,8 @@ def spin_nodes(nodes: Sequence[Node], threads: int | None = None) -> None:
         pass
     except RuntimeError:
         # rclpy may fail to take a message that arrives while SIGINT shuts the context down;
-        # that is a normal exit, anything while the context is still valid is not.
+        # that is a normal exit, anything while the context stays valid is not.
+        time.sleep(0.2)
         if nodes[0].context.ok():
             raise
     finally:

@@ -96,7 +96,7 @@ class CollisionMonitorNode(Node):
         dp("confirm_samples", 3)
         dp("policy", "stop_and_resume")
         dp("resume_delay", 2.0)
-        dp("hold_time", 0.05)
+        dp("hold_time", 0.2)
         dp("stop_deceleration", 10.0)
         dp("residual_decimation", 1)
         dp("velocity_scale", 0.5)
@@ -169,7 +169,7 @@ class CollisionMonitorNode(Node):
             self._on_event(ev)
         action = self.reaction.update(t, self.detector.in_collision)
         if action is Action.HOLD_POSITION:
-            self._hold(s.q, s.dq)
+            self._hold(s.q, s.dq, max(0.0, self._now() - t))
         elif action is Action.RESUME:
             self._resume(s.q)
 
@@ -188,7 +188,7 @@ class CollisionMonitorNode(Node):
             self.pub_collision.publish(Bool(data=flag))
             self._status(("collision on " + ev.link_name) if flag else "monitoring", ev)
 
-    def _hold(self, q: np.ndarray, dq: np.ndarray) -> None:
+    def _hold(self, q: np.ndarray, dq: np.ndarray, lead: float) -> None:
         now = self._now()
         self._remainder = None
         if self._active is not None and not self._sampling:
@@ -197,7 +197,7 @@ class CollisionMonitorNode(Node):
             if keep.any():
                 self._remainder = (t[keep] - (now - start), qs[keep])
         self._active = None
-        q_stop, t_stop = stop_point(self.desc, q, dq, self.stop_deceleration, self.hold_time)
+        q_stop, t_stop = stop_point(self.desc, q, dq, self.stop_deceleration, self.hold_time, min(lead, 0.2))
         msg = trajectory_msg(self.joint_names, q_stop[None, :], [t_stop], velocities=np.zeros((1, q.size)))
         msg.header.frame_id = HOLD_MARK
         self.pub_traj.publish(msg)

@@ -219,6 +219,11 @@ class PayloadSamplerNode(Node):
         t_wall = time.monotonic()
         while self._q is None and time.monotonic() - t_wall < self.service_timeout:
             time.sleep(0.01)  # just started: give discovery a moment
+        self._fresh_q()
+        # The monitor takes its provisional payload from the residual at rest, and q0 is where the
+        # arm rests: wait for rest first.
+        self._wait(self._locally_static, self.dwell, "the arm is not static at the pick configuration",
+                   check_collision=False)
         q0 = self._fresh_q()
         try:
             plan = plan_poses(self.dyn, q0, self.plan_config)
@@ -229,9 +234,6 @@ class PayloadSamplerNode(Node):
             f"{plan.total_motion_time:.2f} s, cond {plan.condition_number:.3g}")
         with self._lock:
             collisions_at_start = self._collision_count
-        # The monitor takes its provisional payload from the residual at rest: be at rest first.
-        self._wait(self._locally_static, self.dwell, "the arm is not static at the pick configuration",
-                   check_collision=False)
         self.pub_active.publish(Bool(data=True))
         if self.cli_clear.service_is_ready():
             self._call(self.cli_clear, "clear captures")
@@ -244,7 +246,8 @@ class PayloadSamplerNode(Node):
         for k, target in enumerate(plan.poses):
             self._status(DiagnosticStatus.OK, f"sampling pose {k + 1}/{n}")
             t_a = self._now()
-            self._move(target, plan, f"pose {k + 1}/{n}")
+            if not (k == 0 and target is plan.poses[0] and np.array_equal(target, plan.q0)):
+                self._move(target, plan, f"pose {k + 1}/{n}")  # pose 1 is normally q0 itself: stay
             t_b = self._now()
             attempts = self._capture(k, n)
             self.get_logger().info(f"pose {k + 1}/{n}: move {t_b - t_a:.2f} s, static capture after "
@@ -257,7 +260,8 @@ class PayloadSamplerNode(Node):
         self.get_logger().info(f"estimate and return to the pick configuration took {self._now() - t_c:.2f} s")
         if not ok:
             raise SamplingAborted(f"estimator rejected the fit: {est_text} (arm returned to the pick configuration)")
-        return f"estimated from {n} poses: {est_text}"
+        return (f"estimated from {n} poses around q0 = {np.round(np.degrees(plan.q0), 2).tolist()} deg "
+                f"(back there now): {est_text}")
 
     def _fresh_q(self) -> np.ndarray:
         with self._lock:
