@@ -405,7 +405,7 @@ def fit_coefficients(desc: RobotDescription, data: Preprocessed,
     step = options.decimate
     if step is None:
         step = max(1, int(data.fs / (4.0 * options.torque_cutoff))) if data.fs > 0 else 1
-        step = max(1, min(step, data.q.shape[0] // 200))  # keep at least ~200 samples
+        step = max(1, min(step, data.q.shape[0] // 100))  # keep at least ~100 samples
     sl = slice(None, None, max(1, int(step)))
     q, dq, ddq, tau = data.q[sl], data.dq[sl], data.ddq[sl], data.tau[sl]
     y = base_regressor_rows(dyn, base.independent, q, dq, ddq)
