@@ -109,7 +109,7 @@ class PayloadEstimatorNode(Node):
 
         self._lock = threading.Lock()
         self._conv = JointStateConverter(self.joint_names, require_velocity=False)
-        self._window = SampleWindow(horizon=max(2.0, 2 * self.settle.window))
+        self._window = SampleWindow(horizon=max(0.5, 2 * self.settle.window))
         self._last_rx = None  # node-clock time (s) of the last good joint_states
         self._loaded: list[tuple[np.ndarray, np.ndarray]] = []
         self._unloaded: list[tuple[np.ndarray, np.ndarray]] = []

@@ -112,7 +112,7 @@ class PayloadSamplerNode(Node):
                                    max_torque_std=float(p("max_torque_std")),
                                    max_torque_drift=float(p("max_torque_drift")),
                                    torque_drift_relative=float(p("torque_drift_relative")))
-        self._window = SampleWindow(horizon=max(1.0, 2 * self.settle.window))
+        self._window = SampleWindow(horizon=2 * self.settle.window)  # small: checked every 10 ms
 
         self._lock = threading.Lock()
         self._busy = False
