@@ -322,6 +322,12 @@ def test_monitor_residual_names_and_missing_joint(rig, dyn):
     arm.names = list(dyn.desc.joint_names[1:])  # A1 missing: no output at all
     time.sleep(0.3)
     assert rig.latest(JointState, "collision_monitor/residual", qos=10, timeout=0.5) is None
+    arm.names = list(dyn.desc.joint_names)
+    arm.nan_torque = True  # NaN torque: no output either
+    time.sleep(0.3)
+    assert rig.latest(JointState, "collision_monitor/residual", qos=10, timeout=0.5) is None
+    arm.nan_torque = False
+    assert rig.latest(JointState, "collision_monitor/residual", qos=10, timeout=3.0) is not None
 
 
 def test_bringup_console_script_starts_nodes_and_exits_cleanly(rig):
