@@ -27,8 +27,6 @@ payload's inertial torques then show in r during fast moves).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -72,14 +70,6 @@ def provisional_payload(dyn: RigidBodyDynamics, q: np.ndarray, r: np.ndarray,
     m = float(p[0])
     com = p[1:] / m if m > 1e-6 else np.zeros(3)
     return PayloadEstimate(max(m, 0.0), com, None, frame, method="provisional (static residual)")
-
-
-def as_point_mass(est: PayloadEstimate) -> PayloadEstimate:
-    """A gravity-only estimate as a point mass at the CoM (zero inertia about the CoM), so that the
-    observer's M̂ and Ĉ include the payload's m·|r|² as well (its largest inertial effect)."""
-    if est.inertia is not None:
-        return est
-    return replace(est, inertia=np.zeros(6))
 
 
 class CollisionMonitorNode(Node):
@@ -248,7 +238,7 @@ class CollisionMonitorNode(Node):
         self._sampling = active
 
     def _set_payload(self, est: PayloadEstimate | None, source: str) -> None:
-        self.observer.set_payload(as_point_mass(est) if est is not None and self.point_mass else est)
+        self.observer.set_payload(est.as_point_mass() if est is not None and self.point_mass else est)
         self._payload = est
         text = "unloaded" if est is None else (f"{source} payload {est.mass:.3f} kg, CoM "
                                                f"{np.round(np.asarray(est.com) * 1e3, 1).tolist()} mm")
