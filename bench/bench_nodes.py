@@ -116,8 +116,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rates", type=float, nargs="+", default=[1000.0, 500.0])
     args = ap.parse_args()
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
+    from payload_estimation.ros.domain import isolate
+
+    isolate()
     rows = []
     for rate in args.rates:
         print(f"[bench_nodes] {rate:.0f} Hz for {args.seconds:.0f} s ...", file=sys.stderr, flush=True)

@@ -75,7 +75,7 @@ def add_arguments(p) -> None:
                    help="250 Hz joint_states (default 500) and a shorter move (slow machines)")
     p.add_argument("--seed", type=int, default=7, help="simulator seed: noise and model error (default 7)")
     p.add_argument("--domain-id", type=int, default=None,
-                   help="ROS_DOMAIN_ID for the demo's nodes (default: derived from the process id, isolated)")
+                   help="ROS_DOMAIN_ID for the demo's nodes (default: a free one, localhost only)")
 
 
 def _say(step: str, text: str) -> None:
@@ -94,8 +94,9 @@ def _contact_direction(dyn, q: np.ndarray, link: str) -> np.ndarray:
 
 
 def run(args) -> int:
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    os.environ["ROS_DOMAIN_ID"] = str(args.domain_id if args.domain_id is not None else 1 + os.getpid() % 100)
+    from ..ros.domain import isolate
+
+    isolate(args.domain_id)
     os.environ.setdefault("MPLBACKEND", "Agg")
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
