@@ -38,6 +38,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..collision.detector import CollisionDetector
 from ..collision.observer import MomentumObserver
+from ..collision.provisional import provisional_payload
 from ..collision.reaction import Action, ReactionStateMachine
 from ..identification.estimate import PayloadEstimate
 from ..model.dynamics import RigidBodyDynamics
@@ -56,20 +57,6 @@ from .qos import COMMAND_QOS, EVENT_QOS, LATCHED_QOS, SENSOR_QOS
 THROTTLE_S = 2.0
 HOLD_MARK = "collision_monitor/hold"
 """header.frame_id of the monitor's own trajectories (so it does not learn them as 'active')."""
-
-
-def provisional_payload(dyn: RigidBodyDynamics, q: np.ndarray, r: np.ndarray,
-                        current: PayloadEstimate | None, frame: str) -> PayloadEstimate:
-    """Payload that explains the static residual ``r`` (N m) at ``q`` on top of ``current``.
-
-    At rest the observer converges to r = ĝ^L(q) - tau_J = -Y_L,g(q) (p_true - p_current).
-    """
-    y = dyn.payload_gravity_regressor(q)
-    dp, *_ = np.linalg.lstsq(y, -np.asarray(r, float), rcond=1e-6)
-    p = (current.gravity_params() if current is not None else np.zeros(4)) + dp
-    m = float(p[0])
-    com = p[1:] / m if m > 1e-6 else np.zeros(3)
-    return PayloadEstimate(max(m, 0.0), com, None, frame, method="provisional (static residual)")
 
 
 class CollisionMonitorNode(Node):
