@@ -136,6 +136,17 @@ def spin_nodes(nodes: Sequence[Node], threads: int | None = None) -> None:
             n.destroy_node()
 
 
+def run_node(node_cls: type[Node], args: Sequence[str] | None = None) -> int:
+    """Console-script body of a node: init rclpy with ``args``, spin one ``node_cls()``, shut down."""
+    rclpy.init(args=args)
+    try:
+        spin_nodes([node_cls()])
+    finally:
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
 def start_processes(short_names: Sequence[str], args: list[str], env=None) -> list[subprocess.Popen]:
     """Start each node as ``python -m <module> <args>``; returns the child processes."""
     procs = []

@@ -19,11 +19,11 @@ the per-joint weights (:func:`joint_weights`).
 
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import replace
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import InertiaStamped
 from rclpy.node import Node
@@ -271,16 +271,11 @@ class PayloadEstimatorNode(Node):
         self.pub_diag.publish(arr)
 
 
-def main(args=None) -> None:
-    from .bringup import spin_nodes
+def main(args=None) -> int:
+    from .bringup import run_node
 
-    rclpy.init(args=args)
-    try:
-        spin_nodes([PayloadEstimatorNode()])
-    finally:
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(PayloadEstimatorNode, args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -27,8 +27,9 @@ payload's inertial torques then show in r during fast moves).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import InertiaStamped
 from rclpy.node import Node
@@ -248,16 +249,11 @@ class CollisionMonitorNode(Node):
         self.pub_status.publish(arr)
 
 
-def main(args=None) -> None:
-    from .bringup import spin_nodes
+def main(args=None) -> int:
+    from .bringup import run_node
 
-    rclpy.init(args=args)
-    try:
-        spin_nodes([CollisionMonitorNode()])
-    finally:
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(CollisionMonitorNode, args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

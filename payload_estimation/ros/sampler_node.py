@@ -25,11 +25,11 @@ wall clock so a stopped simulator is detected too.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
@@ -400,16 +400,11 @@ class PayloadSamplerNode(Node):
         self.pub_status.publish(arr)
 
 
-def main(args=None) -> None:
-    from .bringup import spin_nodes
+def main(args=None) -> int:
+    from .bringup import run_node
 
-    rclpy.init(args=args)
-    try:
-        spin_nodes([PayloadSamplerNode()])
-    finally:
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(PayloadSamplerNode, args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
