@@ -14,6 +14,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import datetime  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
@@ -51,6 +52,18 @@ ROOT = Path(__file__).resolve().parent.parent
 NOISE = 0.1          # N m torque-sensor noise std (the demo's default)
 MODEL_ERROR = 0.03   # relative link-parameter error of the true robot w.r.t. the description
 RATE = 500.0         # Hz recording rate (paper 003: 500 Hz)
+NOTES = """Notes on the comparisons with paper 003: its figures come from a real iiwa (20 periods of 10000
+samples at 500 Hz, measured noise and unmodelled effects, MATLAB on an i5-8250U laptop); ours from the
+simulated arm on this machine, so the retrieval *time* is the comparable figure (the problem has the same
+size: 70 link parameters, ~40 essential coefficients), the objective value is not. Our objective is the
+covariance-weighted coefficient misfit, which equals eq. 15's torque norm up to the constant LS optimum;
+it is reported in eq. 15's form. Paper 003's reduced velocity limits (its Table 3) are not in the text;
+we use 0.6 x the datasheet limits, 0.9 x the position ranges and 3 rad/s^2, and evaluate cond(Y_b) on 100
+samples per period of the base regressor plus friction columns (57 columns for the iiwa, as the paper's
+57 base parameters). The simulated recordings average the 1 kHz physics samples over each 2 ms
+interval (an anti-aliasing box filter): point-sampling at 500 Hz folds the simulator's physics-rate
+ripple into the data and biases the inertial coefficients by several percent.
+"""
 
 
 def machine() -> str:
@@ -76,7 +89,7 @@ def coefficient_errors(model: IdentifiedModel, p_true: np.ndarray) -> dict:
     rel = np.abs(est - true) / np.maximum(np.abs(true), 1e-12)
     z = np.abs(est - true) / std
     out = {}
-    for lim in (1.0, 2.0, 5.0):
+    for lim in (1.0, 5.0, 10.0):
         sel = rsd < lim
         out[lim] = (int(sel.sum()), float(np.median(rel[sel])) if sel.any() else np.nan,
                     float(np.max(rel[sel])) if sel.any() else np.nan, float(np.median(z[sel])) if sel.any() else np.nan)
@@ -118,10 +131,13 @@ def bench_robot(robot: str, quick: bool, lines: list[str], seed: int = 0) -> Non
                                start_index=0)
     t_ess = time.monotonic() - t0
     lines += [f"**Base coefficients** from {periods} periods at {RATE:.0f} Hz (period-averaged, FFT-differentiated, "
-              f"torque Butterworth order 4 / 6 Hz): {base_model.rank} coefficients, fit {t_base:.1f} s "
+              f"torque Butterworth order 4 / 6 Hz, LS rows decimated to {RATE / base_model.info['decimate']:.0f} Hz "
+              f"so that std/RSD are not overstated by correlated filtered residuals): {base_model.rank} coefficients, "
+              f"fit {t_base:.1f} s "
               f"(simulating the recording took {t_rec:.0f} s); essential set {len(ess_model.kept)} coefficients "
               f"({t_ess:.1f} s).", "",
-              "| coefficients with RSD < | count | median rel. error vs truth | max rel. error | median error/std |",
+              "| coefficients with RSD < | count | median rel. error vs truth (K p_true) | max rel. error | "
+              "median error/std |",
               "|---|---:|---:|---:|---:|"]
     for lim, (cnt, med, mx, z) in coefficient_errors(base_model, p_true).items():
         lines.append(f"| {lim:.0f} % | {cnt} | {100 * med:.2f} % | {100 * mx:.2f} % | {z:.2f} |")
@@ -142,8 +158,10 @@ def bench_robot(robot: str, quick: bool, lines: list[str], seed: int = 0) -> Non
     lines += ["**Validation** (per-joint RMS torque error, N m; measured torque low-passed at 6 Hz)", "",
               "| trajectory | model | " + " | ".join(desc.joint_names) + " | all |",
               "|---|---|" + "---:|" * (n + 1)]
+    nominal = dataclasses.replace(base_model, values=base_model.K @ link_params(desc),
+                                  kept=np.arange(base_model.rank), rsd=np.zeros(base_model.rank))
     for label, samples in val_sets.items():
-        for mname, model in (("base", base_model), ("essential", ess_model)):
+        for mname, model in (("base", base_model), ("essential", ess_model), ("nominal (not identified)", nominal)):
             err = validate_model(model, desc, samples)
             lines.append(f"| {label} | {mname} | " + " | ".join(f"{v:.3f}" for v in err.per_joint_rms)
                          + f" | {err.total_rms:.3f} |")
@@ -233,6 +251,7 @@ def main() -> int:
              " (OPENBLAS_NUM_THREADS=1). Single runs (seed 0), not medians: each step is one long computation.", ""]
     for robot in args.robots:
         bench_robot(robot, args.quick, lines)
+    lines += NOTES.splitlines() + [""]
     lines.append(f"Total bench time {time.monotonic() - t_all:.0f} s.")
     text = "\n".join(lines) + "\n"
     print(text)
