@@ -141,3 +141,16 @@ def test_bad_input(iiwa, tmp_path):
     with pytest.raises(ExcitationError, match="not a joint trajectory file"):
         read_trajectory_file(tmp_path / "missing.json")
     assert FourierTrajectory.from_dict({"f0": 1, "q0": [0], "a": [[1, -1]], "b": [[0, 0]]}).n == 1
+
+
+def test_trajectory_file_becomes_a_joint_trajectory_message(tmp_path, designer):
+    """The file's points convert to a trajectory_msgs/JointTrajectory the sim node accepts."""
+    from payload_estimation.ros.messages import trajectory_from_msg, trajectory_msg
+
+    tr = designer.trajectory(np.random.default_rng(8).normal(size=designer.n_free))
+    names, pts, _ = read_trajectory_file(write_trajectory_file(tmp_path / "t.json", tr, rate=20.0))
+    moving = [p for p in pts if p[0] > 0]  # t = 0 is the current state, not a waypoint
+    msg = trajectory_msg(names, [p[1] for p in moving], [p[0] for p in moving], [p[2] for p in moving])
+    t, q = trajectory_from_msg(msg, names)
+    np.testing.assert_allclose(q, tr.evaluate(t)[0], atol=1e-9)
+    assert len(msg.points) == 100
