@@ -127,7 +127,7 @@ def test_alignment_finds_trajectory_start(run):
     np.testing.assert_allclose(aligned.base_coefficients(), model.base_coefficients(), rtol=1e-3, atol=2e-3)
 
 
-def test_gravity_only_from_static_poses():
+def test_gravity_only_from_static_poses(tmp_path, capsys):
     desc = load_robot("lwr4")
     arm = _arm(desc, seed=2)
     static = record_static_poses(arm, random_configurations(desc, 40, seed=3), settle=0.2, window=0.1)
@@ -138,8 +138,17 @@ def test_gravity_only_from_static_poses():
     assert big.sum() >= 2
     np.testing.assert_allclose(est[big], true[big], rtol=5e-3)
     assert np.max(np.abs(est - true)) < 5e-3  # kg m
-    err = validate_model(grav, desc, record_static_poses(arm, random_configurations(desc, 10, seed=9), 0.2, 0.1))
+    val = record_static_poses(arm, random_configurations(desc, 10, seed=9), 0.2, 0.1)
+    err = validate_model(grav, desc, val)
     assert err.total_rms < 0.05
+    # the same through the command line
+    params = tmp_path / "grav.yaml"
+    assert cli_main(["identify", "--robot", "lwr4", "--data", str(save_csv(static, tmp_path / "static.csv")),
+                     "--gravity-only", "--out", str(params)]) == 0
+    np.testing.assert_allclose(IdentifiedModel.load(params).values, grav.values, rtol=1e-6, atol=1e-9)
+    assert cli_main(["validate", "--robot", "lwr4", "--params", str(params), "--data",
+                     str(save_csv(val, tmp_path / "val.csv"))]) == 0
+    assert "| all |" in capsys.readouterr().out
 
 
 def test_commands_excite_identify_validate(tmp_path, capsys):
