@@ -53,10 +53,8 @@ def publisher(rate: float, seconds: float) -> None:
         now = time.perf_counter()
         if now - t0 > seconds:
             break
-        if target > now:
-            time.sleep(max(0.0, target - now - 2e-4))
-            while time.perf_counter() < target:
-                pass
+        if target > now:  # sleep only: a busy-wait would take a whole core from the monitor
+            time.sleep(target - now)
         msg.header.stamp = sec_to_time(time.time())
         pub.publish(msg)
         k += 1

@@ -2,6 +2,9 @@
 
 import os
 
+# numpy/scipy not imported yet: small dense solves run faster single-threaded on a shared 2-core machine
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from payload_estimation.ros.domain import isolate
 
 isolate()  # before anything imports rclpy; subprocesses inherit it
