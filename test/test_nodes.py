@@ -115,7 +115,7 @@ class Rig:
         assert cli.wait_for_service(timeout_sec=5.0)
         return cli.call_async(Trigger.Request())
 
-    def latest(self, msg_type, topic: str, qos=LATCHED_QOS, timeout: float = 3.0, predicate=None):
+    def latest(self, msg_type, topic: str, qos=LATCHED_QOS, timeout: float = 10.0, predicate=None):
         """Wait for a message on ``topic`` (satisfying ``predicate``) and return it."""
         got = []
         sub = self.client_node.create_subscription(msg_type, topic, got.append, qos)

@@ -78,6 +78,7 @@ class PayloadSamplerNode(Node):
         dp("arrival_tolerance_deg", 0.5)
         dp("arrival_timeout", 2.0)
         dp("dwell", 1.0)
+        dp("pick_rest_timeout", 3.0)
         dp("capture_period", 0.01)
         # static test (same names and defaults as payload_estimator's; the estimator decides)
         dp("window", 0.12)
@@ -103,6 +104,7 @@ class PayloadSamplerNode(Node):
         self.arrival_tol = np.radians(float(p("arrival_tolerance_deg")))
         self.arrival_timeout = float(p("arrival_timeout"))
         self.dwell = float(p("dwell"))
+        self.pick_rest_timeout = float(p("pick_rest_timeout"))
         self.capture_period = float(p("capture_period"))
         self.js_timeout = float(p("joint_state_timeout"))
         self.service_timeout = float(p("service_timeout"))
@@ -222,7 +224,8 @@ class PayloadSamplerNode(Node):
         self._fresh_q()
         # The monitor takes its provisional payload from the residual at rest, and q0 is where the
         # arm rests: wait for rest first.
-        self._wait(self._locally_static, self.dwell, "the arm is not static at the pick configuration",
+        # (after a grasp the arm needs longer than the per-pose dwell to come to rest under the new load)
+        self._wait(self._locally_static, self.pick_rest_timeout, "the arm is not static at the pick configuration",
                    check_collision=False)
         q0 = self._fresh_q()
         try:
