@@ -159,7 +159,7 @@ def load_urdf(text: str, base_link: str | None = None, tip_link: str | None = No
 
 def to_urdf(desc: RobotDescription) -> str:
     """URDF text of ``desc``: link frames as URDF link frames, inertias at their CoM."""
-    lines = [f'<?xml version="1.0"?>', f'<robot name="{desc.name}">', '  <link name="base_link"/>']
+    lines = ['<?xml version="1.0"?>', f'<robot name="{desc.name}">', '  <link name="base_link"/>']
     prev_post = np.eye(4)
     parent = "base_link"
     for k, (joint, body) in enumerate(zip(desc.joints, desc.links)):
@@ -208,7 +208,8 @@ def _link_xml(name: str, body: BodyInertia) -> str:
 def _joint_xml(name, jtype, parent, child, origin, axis=None, pos=None, vel=None, eff=None) -> str:
     s = f'  <joint name="{name}" type="{jtype}"><parent link="{parent}"/><child link="{child}"/>{_origin_xml(origin)}'
     if axis is not None:
-        s += f'<axis xyz="{_fmt(axis)}"/><limit lower="{pos[0]:.17g}" upper="{pos[1]:.17g}" velocity="{vel:.17g}" effort="{eff:.17g}"/>'
+        s += (f'<axis xyz="{_fmt(axis)}"/><limit lower="{pos[0]:.17g}" upper="{pos[1]:.17g}" '
+              f'velocity="{vel:.17g}" effort="{eff:.17g}"/>')
     return s + "</joint>"
 
 
