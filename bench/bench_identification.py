@@ -16,12 +16,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import datetime  # noqa: E402
-import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from benchlib import machine  # noqa: E402
 
 from payload_estimation.identification.excitation import (  # noqa: E402
     ExcitationConfig,
@@ -65,17 +65,6 @@ interval (an anti-aliasing box filter): point-sampling at 500 Hz folds the simul
 ripple into the data and biases the inertial coefficients by several percent.
 """
 
-
-def machine() -> str:
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def coefficient_errors(model: IdentifiedModel, p_true: np.ndarray) -> dict:
