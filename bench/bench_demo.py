@@ -31,8 +31,10 @@ def main() -> int:
         out = Path(tempfile.mkdtemp(prefix=f"demo_{robot}_"))
         print(f"[bench_demo] {robot} ...", file=sys.stderr, flush=True)
         t0 = time.monotonic()
-        rc = subprocess.call([str(exe), "demo", "--robot", robot, "--out", str(out)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.run([str(exe), "demo", "--robot", robot, "--out", str(out)], capture_output=True, text=True)
+        rc = proc.returncode
+        if rc != 0:
+            print(proc.stdout[-2000:] + proc.stderr[-4000:], file=sys.stderr)
         wall = time.monotonic() - t0
         summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else None
         rows.append((robot, rc, wall, summary))

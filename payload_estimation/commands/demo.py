@@ -117,7 +117,7 @@ def run(args) -> int:
            f"payload_com:={vec(sc.payload_com)}", f"payload_inertia:={vec(sc.payload_inertia)}",
            f"contact_duration:={sc.contact_duration}", "residual_decimation:=5",
            # wall-clock patience for a loaded 2-core machine (the robot-side defaults are tighter)
-           "service_timeout:=15.0", "joint_state_timeout:=3.0"]
+           "service_timeout:=15.0", "joint_state_timeout:=3.0", "collision_clear_timeout:=3.0"]
     pfile = config_file(args.robot)
     _say("1/6", f"starting sim_node ({args.robot}, {sc.rate_hz:.0f} Hz joint_states, torque noise "
                 f"{sc.noise_std} N m, {100 * sc.model_error:.0f} % model error), payload_estimator, payload_sampler, "
@@ -197,7 +197,7 @@ def _mission(client, desc, sc: Scenario) -> dict:
             "t_sample": (t_sample0, t_sample1), "sample_wall_s": wall,
             "sample_message": res.message, "t_move": (t_move0, t_end), "contacts": contacts,
             "states": client.snapshot(),
-            "residuals": {m: client.residuals[m].arrays() for m in (MONITOR, UNLOADED_MONITOR)},
+            "residuals": {m: client.residual_arrays(m) for m in (MONITOR, UNLOADED_MONITOR)},
             "collisions": {m: list(client.collisions[m]) for m in (MONITOR, UNLOADED_MONITOR)}, "ok": True}
 
 

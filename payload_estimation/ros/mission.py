@@ -42,11 +42,12 @@ class Trace:
         self.rows.append(row)
 
     def arrays(self, t0: float = -np.inf, t1: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
-        t = np.asarray(self.t)
-        if t.size == 0:
+        n = min(len(self.t), len(self.rows))  # a sample may be half-appended by the executor thread
+        t = np.asarray(self.t[:n])
+        if n == 0:
             return t, np.zeros((0, 0))
         keep = (t >= t0) & (t <= t1)
-        return t[keep], np.asarray(self.rows)[keep]
+        return t[keep], np.asarray(self.rows[:n])[keep]
 
 
 class MissionClient(Node):
@@ -168,3 +169,8 @@ class MissionClient(Node):
         """Copies of the recorded joint-state traces."""
         with self._lock:
             return {k: v.arrays() for k, v in self.states.items()}
+
+    def residual_arrays(self, monitor: str) -> tuple[np.ndarray, np.ndarray]:
+        """Copy of the recorded residual of ``monitor`` (stamps s, residual N m)."""
+        with self._lock:
+            return self.residuals[monitor].arrays()
