@@ -25,13 +25,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--robots", nargs="+", default=["lwr4", "iiwa14"])
     args = ap.parse_args()
-    exe = Path(sys.executable).parent / "payload-estimation"
     rows = []
     for robot in args.robots:
         out = Path(tempfile.mkdtemp(prefix=f"demo_{robot}_"))
         print(f"[bench_demo] {robot} ...", file=sys.stderr, flush=True)
         t0 = time.monotonic()
-        proc = subprocess.run([str(exe), "demo", "--robot", robot, "--out", str(out)], capture_output=True, text=True)
+        cmd = [sys.executable, "-m", "payload_estimation.cli", "demo", "--robot", robot, "--out", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
         rc = proc.returncode
         if rc != 0:
             print(proc.stdout[-2000:] + proc.stderr[-4000:], file=sys.stderr)

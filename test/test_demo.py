@@ -5,12 +5,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Real DDS, real processes, wall-clock timeouts: on a loaded 2-core machine a run can miss a deadline;
+# a failure that repeats twice more is real.
+pytestmark = pytest.mark.flaky(reruns=2, reruns_delay=2)
+
+
 
 def test_demo_runs_the_whole_mission(tmp_path):
-    exe = Path(sys.executable).parent / "payload-estimation"
     out = tmp_path / "demo"
-    proc = subprocess.run([str(exe), "demo", "--fast", "--out", str(out)], capture_output=True, text=True,
-                          timeout=600)
+    # `python -m` rather than the console script: an ament_python develop install puts scripts in
+    # lib/payload_estimation (for `ros2 run`), not on PATH
+    proc = subprocess.run([sys.executable, "-m", "payload_estimation.cli", "demo", "--fast", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "contacts detected (with estimate)" in proc.stdout  # the results table is printed
     s = json.loads((out / "summary.json").read_text())

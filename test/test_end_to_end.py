@@ -34,6 +34,11 @@ from payload_estimation.ros.monitor_node import CollisionMonitorNode
 from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from payload_estimation.ros.sampler_node import PayloadSamplerNode
 
+# Real DDS, real processes, wall-clock timeouts: on a loaded 2-core machine a run can miss a deadline;
+# a failure that repeats twice more is real.
+pytestmark = pytest.mark.flaky(reruns=2, reruns_delay=2)
+
+
 sim_node = pytest.importorskip("payload_estimation.ros.sim_node")
 
 Q0 = {"lwr4": np.radians([10, 40, -5, -70, 15, 50, 20]), "iiwa14": np.radians([-10, 35, 5, -75, -10, 55, 15])}

@@ -35,6 +35,11 @@ from payload_estimation.ros.monitor_node import CollisionMonitorNode
 from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from payload_estimation.ros.sampler_node import PayloadSamplerNode
 
+# Real DDS, real processes, wall-clock timeouts: on a loaded 2-core machine a run can miss a deadline;
+# a failure that repeats twice more is real.
+pytestmark = pytest.mark.flaky(reruns=2, reruns_delay=2)
+
+
 Q0 = np.radians([10, 40, -5, -70, 15, 50, 20])
 PAYLOAD = BodyInertia(3.0, np.array([0.02, -0.03, 0.12]), np.diag([0.01, 0.01, 0.005]))
 

@@ -35,3 +35,14 @@ def test_provisional_payload_cancels_the_static_residual_of_an_unknown_load():
     # a correction on top of the current payload: with nothing left to explain it keeps that payload
     same = provisional_payload(dyn, q, np.zeros(desc.n), prov, "last_link")
     np.testing.assert_allclose(same.gravity_params(), prov.gravity_params(), atol=1e-12)
+
+
+def test_detector_threshold_scale_while_the_payload_is_provisional():
+    from payload_estimation.collision.detector import CollisionDetector
+
+    r = np.array([0.0, 7.0, 0.0])
+    plain, widened = CollisionDetector(3, 6.0), CollisionDetector(3, 6.0)
+    widened.scale_thresholds(1.5)
+    assert plain.update(0.0, r) is not None and widened.update(0.0, r) is None
+    widened.scale_thresholds(1.0)
+    assert widened.update(0.001, r) is not None

@@ -23,6 +23,11 @@ from payload_estimation.ros.messages import sec_to_duration, sec_to_time, time_t
 from payload_estimation.ros.qos import LATCHED_QOS
 from payload_estimation.ros.sim_node import SimNode
 
+# Real DDS, real processes, wall-clock timeouts: on a loaded 2-core machine a run can miss a deadline;
+# a failure that repeats twice more is real.
+pytestmark = pytest.mark.flaky(reruns=2, reruns_delay=2)
+
+
 PAYLOAD_MASS = 2.0
 PAYLOAD_COM = [0.02, -0.01, 0.08]
 PAYLOAD_INERTIA = [4e-3, 0.0, 0.0, 5e-3, 0.0, 3e-3]

@@ -113,9 +113,9 @@ class CollisionDetector:
         if not (np.isfinite(isolation_window) and isolation_window >= 0):
             raise DetectorInputError(f"isolation_window must be >= 0 s, got {isolation_window}")
         self.isolation_window = float(isolation_window)
-        self.thresholds = th
-        self.release = th * float(release_fraction)
-        self.isolation_level = th * float(isolation_fraction)
+        self._base_thresholds = th
+        self._fractions = (float(release_fraction), float(isolation_fraction))
+        self.scale_thresholds(1.0)
         self.confirm_samples = int(confirm_samples)
         self.link_names = tuple(link_names) if link_names else tuple(f"link_{k + 1}" for k in range(n))
         if len(self.link_names) != n:
@@ -123,6 +123,15 @@ class CollisionDetector:
         self.events: list[CollisionEvent] = []
         self.skipped = 0
         self.reset()
+
+    def scale_thresholds(self, factor: float) -> None:
+        """Use ``factor`` x the configured thresholds (and release/isolation levels) from now on, e.g.
+        while the payload is only provisionally known; 1.0 restores them."""
+        if not (np.isfinite(factor) and factor > 0):
+            raise DetectorInputError(f"threshold scale must be > 0, got {factor}")
+        self.thresholds = self._base_thresholds * float(factor)
+        self.release = self.thresholds * self._fractions[0]
+        self.isolation_level = self.thresholds * self._fractions[1]
 
     def reset(self) -> None:
         """Back to no collision; the finished-event list is kept (clear ``events`` to forget it)."""

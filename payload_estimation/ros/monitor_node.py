@@ -16,7 +16,8 @@ from one pose and small over ±7°), so the new load does not read as a collisio
 estimate replaces it immediately; an estimate of 0 kg (estimator reset) returns to unloaded.
 
 Parameters: ``robot``, ``joint_names``, ``gains`` (K_I, 1/s), ``thresholds`` (N m, one or n),
-``release_fraction``, ``confirm_samples``, ``policy`` (none | stop | stop_and_resume),
+``release_fraction``, ``confirm_samples``, ``sampling_threshold_factor`` (thresholds x this while the
+payload sampler is active and the payload only provisionally known), ``policy`` (none | stop | stop_and_resume),
 ``resume_delay`` (s), ``hold_time`` (s, minimum time_from_start of the stop point),
 ``stop_deceleration`` (rad/s^2: the stop ramps the current velocity down, motion.poses.stop_point),
 ``residual_decimation`` (publish every k-th residual), ``velocity_scale``/``min_duration`` (re-timing
@@ -69,6 +70,7 @@ class CollisionMonitorNode(Node):
         dp("robot", "lwr4")
         dp("joint_names", [""])
         dp("gains", [25.0])
+        dp("sampling_threshold_factor", 1.5)
         dp("thresholds", [6.0])
         dp("release_fraction", 0.5)
         dp("confirm_samples", 3)
@@ -91,6 +93,8 @@ class CollisionMonitorNode(Node):
         gains = np.asarray(p("gains"), float)
         th = np.asarray(p("thresholds"), float)
         self.observer = MomentumObserver(self.dyn, gains[0] if gains.size == 1 else gains)
+        self._min_gain = float(np.min(gains))
+        self.sampling_threshold_factor = float(p("sampling_threshold_factor"))
         self.detector = CollisionDetector(n, th[0] if th.size == 1 else th,
                                           release_fraction=float(p("release_fraction")),
                                           confirm_samples=int(p("confirm_samples")))
@@ -109,6 +113,8 @@ class CollisionMonitorNode(Node):
         self._r = np.zeros(n)
         self._collision = False
         self._sampling = False
+        self._provisional_at: float | None = None  # sample time from which to fit the provisional payload
+        self._t_last = -np.inf  # stamp of the last processed joint_states sample (s)
         self._payload: PayloadEstimate | None = None
         self._active: tuple[float, np.ndarray, np.ndarray] | None = None  # (start s, t (m,), q (m, n))
         self._remainder: tuple[np.ndarray, np.ndarray] | None = None
@@ -138,7 +144,11 @@ class CollisionMonitorNode(Node):
             return
         t = s.stamp if s.stamp > 0 else self._now()
         r = self.observer.update(t, s.q, s.dq, s.tau)
-        self._q, self._r = s.q, r
+        self._q, self._r, self._t_last = s.q, r, t
+        if self._provisional_at is not None and t >= self._provisional_at:
+            self._provisional_at = None
+            prov = provisional_payload(self.dyn, s.q, r, self._payload, self.frame)
+            self._set_payload(prov if prov.mass > 0 else None, "provisional")
         self._count += 1
         if self._count % self.decimation == 0:
             self.pub_residual.publish(joint_state_msg(self.joint_names, tau=r, stamp=msg.header.stamp))
@@ -220,9 +230,16 @@ class CollisionMonitorNode(Node):
         active = bool(msg.data)
         if active != self._sampling:
             self.get_logger().info(f"payload sampler {'active' if active else 'idle'}")
-        if active and not self._sampling and self._q is not None:
-            prov = provisional_payload(self.dyn, self._q, self._r, self._payload, self.frame)
-            self._set_payload(prov if prov.mass > 0 else None, "provisional")
+        if active and not self._sampling:
+            # Fit the provisional payload from a settled residual: 5 observer time constants of samples
+            # after the last one processed here (this node may lag the stream on a loaded machine), not
+            # from a residual that may still be converging.
+            self._provisional_at = self._t_last + 5.0 / self._min_gain
+        elif not active:
+            self._provisional_at = None
+        if active != self._sampling:
+            # the payload is only provisionally known while sampling: a wider margin until the estimate
+            self.detector.scale_thresholds(self.sampling_threshold_factor if active else 1.0)
         self._sampling = active
 
     def _set_payload(self, est: PayloadEstimate | None, source: str) -> None:
