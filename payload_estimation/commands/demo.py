@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,12 +97,9 @@ def run(args) -> int:
 
     isolate(args.domain_id)
     os.environ.setdefault("MPLBACKEND", "Agg")
-    import rclpy
-    from rclpy.executors import MultiThreadedExecutor
-
     from ..model.robot_file import load_robot
     from ..ros.bringup import config_file, ros_args, start_processes, stop_processes
-    from ..ros.mission import MissionClient
+    from ..ros.mission import mission_client
 
     t_wall0 = time.monotonic()
     sc = scenario(args.robot, args.fast)
@@ -129,21 +125,13 @@ def run(args) -> int:
                 f"collision_monitor (ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']})")
     procs = start_processes(["sim", "estimator", "sampler", "monitor"],
                             ros_args(pfile, None, True, (), common + sim) + ["--params-file", str(overrides)])
-    rclpy.init()
-    client = MissionClient(desc.joint_names, monitors=(MONITOR,), name="demo_task")
-    executor = MultiThreadedExecutor(num_threads=3)
-    executor.add_node(client)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
     try:
-        results = _mission(client, desc, sc)
+        with mission_client(desc.joint_names, monitors=(MONITOR,), name="demo_task") as client:
+            results = _mission(client, desc, sc)
     except Exception as exc:  # noqa: BLE001 - report any failure as a failed demo, after cleanup
         print(f"[demo] FAILED: {exc}", file=sys.stderr)
         return 1
     finally:
-        executor.shutdown()
-        client.destroy_node()
-        rclpy.try_shutdown()
         stop_processes(procs)
     results["wall_time_s"] = time.monotonic() - t_wall0
     _report(results, desc, sc, out)

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
+import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -24,6 +27,23 @@ from trajectory_msgs.msg import JointTrajectory
 
 from .messages import estimate_from_msg, sec_to_time, time_to_sec, trajectory_msg
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+
+
+@contextmanager
+def mission_client(joint_names: Sequence[str], monitors: Sequence[str] = ("collision_monitor",),
+                   name: str = "mission_client") -> Iterator[MissionClient]:
+    """rclpy initialised, a :class:`MissionClient` spinning in a background executor; all torn down after."""
+    rclpy.init()
+    client = MissionClient(joint_names, monitors, name)
+    executor = MultiThreadedExecutor(num_threads=3)
+    executor.add_node(client)
+    threading.Thread(target=executor.spin, daemon=True).start()
+    try:
+        yield client
+    finally:
+        executor.shutdown()
+        client.destroy_node()
+        rclpy.try_shutdown()
 
 
 class MissionError(RuntimeError):
