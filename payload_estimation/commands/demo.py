@@ -270,7 +270,8 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
     s_on, s_off = scores[MONITOR], scores[UNLOADED_MONITOR]
     n_c = len(windows)
     rows = [
-        ("payload mass [kg]", sc.payload_mass, est.mass, f"{mass_err:+.2f} % (σ {res['std'].get('std_mass', '?')} kg)"),
+        ("payload mass [kg]", sc.payload_mass, est.mass,
+         f"{mass_err:+.2f} % (σ {float(res['std'].get('std_mass', 'nan')):.4f} kg)"),
         ("payload CoM x [mm]", 1e3 * sc.payload_com[0], 1e3 * est.com[0], ""),
         ("payload CoM y [mm]", 1e3 * sc.payload_com[1], 1e3 * est.com[1], ""),
         ("payload CoM z [mm]", 1e3 * sc.payload_com[2], 1e3 * est.com[2], f"|error| {com_err:.2f} mm"),
