@@ -34,6 +34,7 @@ import pinocchio as pin
 
 from ..identification.estimate import PayloadEstimate
 from ..model.dynamics import RigidBodyDynamics
+from ..model.joint_vectors import per_joint
 from ..model.parameters import BodyInertia
 
 
@@ -59,27 +60,14 @@ class JointFriction:
         return self.viscous * dq + self.coulomb * np.tanh(dq / self.v_eps)
 
 
-def _per_joint(value, n: int, what: str, positive: bool = False, nonneg: bool = False) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
-    if arr.ndim == 0:
-        arr = np.full(n, float(arr))
-    if arr.shape != (n,):
-        raise ObserverInputError(f"{what} must be a scalar or {n} values (one per joint), got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ObserverInputError(f"{what} must be finite, got {arr.tolist()}")
-    if positive and np.any(arr <= 0):
-        raise ObserverInputError(f"{what} must be > 0 for every joint, got {arr.tolist()}")
-    if nonneg and np.any(arr < 0):
-        raise ObserverInputError(f"{what} must be >= 0 for every joint, got {arr.tolist()}")
-    return arr
-
 
 def make_friction(n: int, viscous=0.0, coulomb=0.0, v_eps: float = 1e-3) -> JointFriction:
     """Validated :class:`JointFriction` (scalars broadcast to all ``n`` joints)."""
     if not v_eps > 0:
         raise ObserverInputError(f"friction v_eps must be > 0 rad/s, got {v_eps}")
-    return JointFriction(_per_joint(viscous, n, "viscous friction", nonneg=True),
-                         _per_joint(coulomb, n, "Coulomb friction", nonneg=True), float(v_eps))
+    viscous = per_joint(viscous, n, "viscous friction", nonnegative=True, error=ObserverInputError)
+    coulomb = per_joint(coulomb, n, "Coulomb friction", nonnegative=True, error=ObserverInputError)
+    return JointFriction(viscous, coulomb, float(v_eps))
 
 
 class MomentumObserver:
@@ -98,7 +86,7 @@ class MomentumObserver:
                  max_gap: float = 0.1):
         self.dyn = dyn
         self.n = n = dyn.n
-        self.gains = _per_joint(gains, n, "observer gain K_I (1/s)", positive=True)
+        self.gains = per_joint(gains, n, "observer gain K_I (1/s)", positive=True, error=ObserverInputError)
         if friction is not None and (np.shape(friction.viscous) != (n,) or np.shape(friction.coulomb) != (n,)):
             raise ObserverInputError(f"friction must have {n} viscous and {n} Coulomb coefficients")
         self.friction = friction

@@ -35,7 +35,7 @@ from ..identification.payload import PayloadLimits, estimate_payload_gravity
 from ..model.dynamics import RigidBodyDynamics
 from ..model.robot_file import load_robot
 from ..motion.settle import SampleWindow, SettleConfig, check_static
-from .messages import JointStateConverter, MessageError, estimate_to_msg
+from .messages import JointStateConverter, estimate_to_msg
 from .qos import LATCHED_QOS, SENSOR_QOS
 
 METHODS = ("one-shot", "differential")
@@ -136,12 +136,10 @@ class PayloadEstimatorNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _on_joint_states(self, msg: JointState) -> None:
-        try:
-            s = self._conv.convert(msg)
-        except MessageError as e:
-            self.get_logger().error(f"ignoring joint_states: {e}", throttle_duration_sec=THROTTLE_S)
+        got = self._conv.receive(msg, self, THROTTLE_S)
+        if got is None:
             return
-        t = s.stamp if s.stamp > 0 else self._now()
+        t, s = got
         with self._lock:
             self._window.append(t, s.q, s.dq, s.tau)
             self._last_rx = self._now()

@@ -110,6 +110,18 @@ class JointStateConverter:
             tau = np.zeros(len(idx))
         return JointSample(time_to_sec(msg.header.stamp), q, dq, tau)
 
+    def receive(self, msg: JointState, node, throttle_s: float = 2.0) -> tuple[float, JointSample] | None:
+        """A node's joint_states input: (t, sample), or None after a rate-limited error for a bad message.
+
+        ``t`` is the header stamp, or ``node``'s clock (s) when the stamp is zero.
+        """
+        try:
+            s = self.convert(msg)
+        except MessageError as e:
+            node.get_logger().error(f"ignoring joint_states: {e}", throttle_duration_sec=throttle_s)
+            return None
+        return (s.stamp if s.stamp > 0 else node.get_clock().now().nanoseconds * 1e-9), s
+
 
 def _field(values, m: int, idx: np.ndarray, what: str, required: bool) -> np.ndarray | None:
     if len(values) == 0 and not required:

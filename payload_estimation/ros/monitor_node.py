@@ -137,12 +137,10 @@ class CollisionMonitorNode(Node):
 
     # ------------------------------------------------------------------ 1 kHz path
     def _on_joint_states(self, msg: JointState) -> None:
-        try:
-            s = self._conv.convert(msg)
-        except MessageError as e:
-            self.get_logger().error(f"ignoring joint_states: {e}", throttle_duration_sec=THROTTLE_S)
+        got = self._conv.receive(msg, self, THROTTLE_S)
+        if got is None:
             return
-        t = s.stamp if s.stamp > 0 else self._now()
+        t, s = got
         r = self.observer.update(t, s.q, s.dq, s.tau)
         self._q, self._r, self._t_last = s.q, r, t
         if self._provisional_at is not None and t >= self._provisional_at:

@@ -50,7 +50,7 @@ from ..motion.poses import (
     stop_point,
 )
 from ..motion.settle import SampleWindow, SettleConfig, check_static
-from .messages import JointStateConverter, MessageError, trajectory_msg
+from .messages import JointStateConverter, trajectory_msg
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 
 THROTTLE_S = 2.0
@@ -155,12 +155,10 @@ class PayloadSamplerNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _on_joint_states(self, msg: JointState) -> None:
-        try:
-            s = self._conv.convert(msg)
-        except MessageError as e:
-            self.get_logger().error(f"ignoring joint_states: {e}", throttle_duration_sec=THROTTLE_S)
+        got = self._conv.receive(msg, self, THROTTLE_S)
+        if got is None:
             return
-        t = s.stamp if s.stamp > 0 else self._now()
+        t, s = got
         with self._lock:
             self._q, self._dq, self._rx_wall = s.q, s.dq, time.monotonic()
             self._window.append(t, s.q, s.dq, s.tau)

@@ -43,6 +43,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from ..model.joint_vectors import per_joint
 from ..model.parameters import BodyInertia, sym_from_vec6
 from ..model.robot_file import load_robot
 from ..sim import SensorConfig, SimConfig, SimulatedArm
@@ -52,15 +53,6 @@ from .qos import COMMAND_QOS, LATCHED_QOS
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 """joint_states QoS: reliable (best-effort subscribers match it too), like joint_state_broadcaster."""
 
-
-def _vector(values, n: int, what: str) -> float | np.ndarray:
-    """A parameter list of one value (broadcast) or n values."""
-    arr = np.asarray(list(values), dtype=float)
-    if arr.size == 1:
-        return float(arr[0])
-    if arr.size != n:
-        raise ValueError(f"parameter '{what}': give one value or {n} (one per joint), got {arr.size}")
-    return arr
 
 
 class SimNode(Node):
@@ -77,11 +69,11 @@ class SimNode(Node):
         self.real_time_factor = float(p("real_time_factor", 1.0).value)
         dt = float(p("dt", 0.001).value)
         sensor = SensorConfig(
-            noise_std=_vector(p("noise_std", [0.0]).value, n, "noise_std"),
-            offset=_vector(p("offset", [0.0]).value, n, "offset"),
+            noise_std=per_joint(p("noise_std", [0.0]).value, n, "parameter 'noise_std'"),
+            offset=per_joint(p("offset", [0.0]).value, n, "parameter 'offset'"),
             lowpass_hz=(lambda f: f if f > 0 else None)(float(p("lowpass_hz", 0.0).value)),
-            viscous=_vector(p("viscous", [0.0]).value, n, "viscous"),
-            coulomb=_vector(p("coulomb", [0.0]).value, n, "coulomb"),
+            viscous=per_joint(p("viscous", [0.0]).value, n, "parameter 'viscous'"),
+            coulomb=per_joint(p("coulomb", [0.0]).value, n, "parameter 'coulomb'"),
             sensor_sees_friction=bool(p("sensor_sees_friction", False).value),
         )
         cfg = SimConfig(dt=dt, seed=int(p("seed", 0).value), model_error=float(p("model_error", 0.0).value),

@@ -39,8 +39,9 @@ import numpy as np
 
 from ..model.description import RobotDescription
 from ..model.dynamics import RigidBodyDynamics
+from ..model.joint_vectors import per_joint
 from ..model.parameters import BodyInertia, check_consistency
-from .config import ArmState, SimConfig, per_joint
+from .config import ArmState, SimConfig
 from .mjcf import PAYLOAD_BODY, build_mjcf, principal_inertia
 from .trajectory import JointTrajectory, parse_points
 from .truth import true_description, true_links

@@ -71,16 +71,3 @@ class ArmState:
     dq: np.ndarray
     tau: np.ndarray
 
-
-def per_joint(value: ArrayLike, n: int, what: str, nonnegative: bool = False) -> np.ndarray:
-    """Broadcast a scalar or validate an n-vector; raise ValueError naming ``what``."""
-    arr = np.asarray(value, dtype=float)
-    if arr.ndim == 0:
-        arr = np.full(n, float(arr))
-    if arr.shape != (n,):
-        raise ValueError(f"{what}: expected a scalar or {n} values (one per joint), got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{what}: values must be finite, got {arr}")
-    if nonnegative and np.any(arr < 0):
-        raise ValueError(f"{what}: values must be >= 0, got {arr}")
-    return arr
