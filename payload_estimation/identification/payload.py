@@ -21,7 +21,7 @@ rejects physically impossible results with :class:`PayloadRejected`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -119,6 +119,62 @@ def gravity_from_coefficients(dyn: RigidBodyDynamics, base: BaseParameters,
         return base.base_regressor(dyn.gravity_regressor(q)) @ pi_g
 
     return g
+
+
+def anchored_gravity(dyn: RigidBodyDynamics, q_unloaded: np.ndarray,
+                     tau_unloaded: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Unloaded torque model anchored by unloaded static captures (N m as a function of q rad).
+
+    g_a(q) = g(q) + mean_k (tau_unloaded_k - g(q_unloaded_k)): the model error (link parameters,
+    sensor offsets) is taken as constant near the captures, e.g. one capture at the pick
+    configuration just before grasping anchors the whole ±7° envelope around it at no motion cost.
+    q_unloaded, tau_unloaded: (K, n) or (n,) rad and N m, arm at rest, model joint order.
+    """
+    n = dyn.n
+    q_u = _arr2(q_unloaded, "q_unloaded", n)
+    tau_u = _arr2(tau_unloaded, "tau_unloaded", n, q_u.shape[0])
+    if q_u.shape[0] == 0:
+        raise PayloadDataError("anchoring needs at least one unloaded capture (call ~/capture_unloaded)")
+    offset = np.mean([tu - dyn.gravity(qu) for qu, tu in zip(q_u, tau_u, strict=True)], axis=0)
+
+    def g(q: np.ndarray) -> np.ndarray:
+        return dyn.gravity(q) + offset
+
+    return g
+
+
+def gravity_joint_weights(dyn: RigidBodyDynamics, q: np.ndarray, torque_noise: float,
+                          model_uncertainty: float) -> np.ndarray:
+    """Per-joint least-squares weights 1 / (sigma^2 + (u max_k |g_j(q_k)|)^2) (1/(N m)^2), shape (n,).
+
+    ``torque_noise`` sigma (N m): std of a static mean torque; ``model_uncertainty`` u: relative
+    error of the unloaded gravity model left after anchoring (0 = equal weights). The remaining
+    model error scales with the gravity torque a joint carries (proximal joints carry the whole
+    arm), so those rows are trusted less; in simulation (5 % link model error) u = 0.005 halved the
+    CoM error while keeping the mass error below 1 %.
+    """
+    if not (torque_noise > 0 and model_uncertainty >= 0):
+        raise PayloadDataError("torque_noise must be > 0 N m and model_uncertainty >= 0")
+    q = _arr2(q, "q", dyn.n)
+    g = np.abs(np.array([dyn.gravity(qk) for qk in q])).max(axis=0)
+    return 1.0 / (torque_noise ** 2 + (model_uncertainty * g) ** 2)
+
+
+def estimate_payload_anchored(dyn: RigidBodyDynamics, q: np.ndarray, tau_loaded: np.ndarray,
+                              q_unloaded: np.ndarray, tau_unloaded: np.ndarray, *,
+                              weights: np.ndarray | None = None,
+                              limits: PayloadLimits | None = None) -> PayloadEstimate:
+    """Gravity payload (mass, CoM) from loaded captures against the :func:`anchored_gravity` model.
+
+    The differential method without revisiting every pose unloaded: only the K unloaded captures
+    (normally one, at the pick configuration) are measured; see :func:`estimate_payload_gravity`
+    for q, tau_loaded, weights, limits and the exceptions.
+    """
+    g = anchored_gravity(dyn, q_unloaded, tau_unloaded)
+    k = _arr2(q_unloaded, "q_unloaded", dyn.n).shape[0]
+    est = estimate_payload_gravity(dyn, q, tau_loaded, None, "one-shot", unloaded_gravity=g, weights=weights,
+                                   limits=limits)
+    return replace(est, method=f"gravity differential (anchored by {k} unloaded capture(s))")
 
 
 def _numeric_jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
@@ -531,12 +587,15 @@ __all__ = [
     "PayloadDataError",
     "PayloadLimits",
     "PayloadRejected",
+    "anchored_gravity",
     "cramer_rao_std",
+    "estimate_payload_anchored",
     "estimate_payload_full",
     "estimate_payload_gravity",
     "estimate_payload_two_stage",
     "estimate_payload_two_stage_from_data",
     "gravity_from_coefficients",
+    "gravity_joint_weights",
     "identify_coefficients",
     "payload_gravity_rows",
 ]

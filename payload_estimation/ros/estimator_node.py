@@ -14,7 +14,7 @@ empty = the model's), ``method`` (one-shot | differential), ``max_payload`` (kg)
 ``max_com_radius`` (m), ``window`` (s, static-check window), ``max_velocity`` (rad/s),
 ``max_position_spread`` (rad), ``max_torque_std`` (N m), ``max_torque_drift`` (N m), ``stale_timeout``
 (s), ``torque_drift_relative``, ``torque_noise`` (N m) and ``gravity_model_uncertainty`` (relative) for
-the per-joint weights (:func:`joint_weights`).
+the per-joint weights (:func:`identification.payload.gravity_joint_weights`).
 """
 
 from __future__ import annotations
@@ -31,12 +31,17 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from ..identification.estimate import NO_PAYLOAD, PayloadEstimate
-from ..identification.payload import PayloadLimits, estimate_payload_gravity
+from ..identification.payload import (
+    PayloadLimits,
+    estimate_payload_anchored,
+    estimate_payload_gravity,
+    gravity_joint_weights,
+)
 from ..model.dynamics import RigidBodyDynamics
 from ..model.robot_file import load_robot
 from ..motion.settle import SampleWindow, SettleConfig, check_static
 from .messages import JointStateConverter, estimate_to_msg
-from .qos import LATCHED_QOS, SENSOR_QOS
+from .qos import LATCHED_QOS, SENSOR_LATEST_QOS
 
 METHODS = ("one-shot", "differential")
 THROTTLE_S = 2.0
@@ -51,18 +56,6 @@ def format_estimate(est: PayloadEstimate) -> str:
             f"{com_mm[2]:.1f}] mm (std [{std_com[0]:.1f}, {std_com[1]:.1f}, {std_com[2]:.1f}]) in {est.frame}, "
             f"cond {est.condition_number:.3g}, residual RMS {est.residual_rms:.3g} N m, {est.samples} samples, "
             f"method {est.method}")
-
-
-def joint_weights(dyn: RigidBodyDynamics, q: np.ndarray, torque_noise: float, model_uncertainty: float) -> np.ndarray:
-    """Per-joint least-squares weights 1 / (sigma_noise^2 + (u * max_k |g_j(q_k)|)^2) (1/N^2 m^2).
-
-    The unloaded gravity model's remaining error scales with the gravity torque a joint carries
-    (proximal joints carry the whole arm), so those rows are trusted less; ``u`` = 0 gives equal
-    weights. In simulation (5 % link model error) u = 0.005 cut the CoM error about in half while
-    keeping the mass error below 1 %.
-    """
-    g = np.abs(np.array([dyn.gravity(qk) for qk in q])).max(axis=0)
-    return 1.0 / (torque_noise ** 2 + (model_uncertainty * g) ** 2)
 
 
 class PayloadEstimatorNode(Node):
@@ -116,7 +109,9 @@ class PayloadEstimatorNode(Node):
         self.current: PayloadEstimate = NO_PAYLOAD
         self.frame = self.desc.payload_frame_name
 
-        self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
+        # A capture must judge the arm *now*: the newest samples, not a backlog of a busy executor (a
+        # depth-200 queue kept this node 0.2 s behind the arm; dropped samples only thin the window).
+        self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_LATEST_QOS)
         self.pub_estimate = self.create_publisher(InertiaStamped, "payload/estimate", LATCHED_QOS)
         self.pub_status = self.create_publisher(DiagnosticArray, "~/status", LATCHED_QOS)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -158,7 +153,7 @@ class PayloadEstimatorNode(Node):
         if not r.static:
             return None, None, f"arm not static: {r.reason}"
         return r.q, r.tau, (f"torque std {r.torque_std:.3f} N m, spread {np.degrees(r.spread):.3f} deg over "
-                            f"{r.samples} samples")
+                            f"{r.samples} samples, newest {1e3 * (self._now() - t[-1]):.0f} ms old")
 
     def _capture(self, store: list, what: str, response: Trigger.Response) -> Trigger.Response:
         q, tau, info = self._static_sample()
@@ -212,24 +207,15 @@ class PayloadEstimatorNode(Node):
         return response
 
     def _fit(self, q, tau, q_u, tau_u) -> PayloadEstimate:
-        """Call the core estimator. ``differential``: the unloaded captures (normally one, at the pick
-        configuration before grasping) anchor the model locally: tau_unloaded(q) = g(q) + mean offset
-        (tau_u - g(q_u)), i.e. the model error is taken as constant within the ±7° envelope."""
+        """Call the core: ``differential`` = :func:`identification.payload.estimate_payload_anchored`
+        (the unloaded captures anchor the model locally), ``one-shot`` = the model's gravity."""
         limits = PayloadLimits(max_payload=self.max_payload, max_com_radius=self.max_com_radius)
-        weights = joint_weights(self.dyn, q, self.torque_noise, self.model_uncertainty)
+        weights = gravity_joint_weights(self.dyn, q, self.torque_noise, self.model_uncertainty)
         if self.method == "differential":
-            offset = np.mean([tu - self.dyn.gravity(qu) for qu, tu in zip(q_u, tau_u, strict=True)], axis=0)
-
-            def unloaded(qk: np.ndarray) -> np.ndarray:
-                return self.dyn.gravity(qk) + offset
-
-            est = estimate_payload_gravity(self.dyn, q, tau, None, "one-shot", unloaded_gravity=unloaded,
-                                           weights=weights, limits=limits)
-            method = f"gravity differential (anchored by {len(q_u)} unloaded capture(s))"
+            est = estimate_payload_anchored(self.dyn, q, tau, q_u, tau_u, weights=weights, limits=limits)
         else:
             est = estimate_payload_gravity(self.dyn, q, tau, None, "one-shot", weights=weights, limits=limits)
-            method = est.method
-        return replace(est, frame=self.frame, method=method)
+        return replace(est, frame=self.frame)
 
     def _srv_clear(self, request, response):
         with self._lock:

@@ -11,13 +11,18 @@ Interface (relative names, remappable):
 - calls ``payload_estimator/clear_captures``, ``payload_estimator/capture`` and
   ``payload_estimator/estimate`` (std_srvs/Trigger).
 
-``~/sample`` takes the current configuration as the pick configuration q0, plans the pose set
-(motion.poses.plan_poses), and for each pose: validates the command (envelope, limits, velocity),
-publishes it, waits for arrival, asks the estimator to capture a static sample (retrying up to
-``dwell`` s), then asks for the estimate and returns to q0. It aborts with a reason — in the
-Trigger response and on ``~/status`` — on: a collision, ``~/cancel``, a pose not reached, lost
-joint_states, the estimator not answering, or a second request while busy. On an abort other than a
-collision it commands a hold at the current position (the monitor owns the reaction to collisions).
+``~/sample`` takes the current configuration as the pick configuration q0 and raises ``~/active``
+(the monitor fits its provisional payload meanwhile), waits for rest, plans the pose set
+(motion.poses.plan_poses) and runs it with motion.sequence.SamplingSequence: per pose a validated
+move (envelope, limits, velocity), arrival, then static captures asked of the estimator as soon as
+this node's own static pre-check passes (retried until ``dwell`` s); after the last capture the
+estimate is requested while the arm already returns to q0. The first move waits until the monitor's
+collision flag (the grasp) has cleared and ``monitor_fit_delay`` s have passed since ``~/active``.
+It aborts with a reason — in the Trigger response and on ``~/status`` — on: a collision,
+``~/cancel``, a pose not reached, lost joint_states, the estimator not answering, or a second
+request while busy. On an abort other than a collision it commands a hold at the current position
+(the monitor owns the reaction to collisions). Phase timings (start-up, per-pose move and
+settle/capture, estimate, return) are logged, kept in ``last_timings`` and published on ``~/status``.
 
 All waits use the node clock (``use_sim_time`` honoured); loss of joint_states is judged on the
 wall clock so a stopped simulator is detected too.
@@ -40,18 +45,20 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..model.dynamics import RigidBodyDynamics
 from ..model.robot_file import load_robot
-from ..motion.poses import (
-    MotionLimitError,
-    PosePlanConfig,
-    check_command,
-    check_move,
-    move_duration,
-    plan_poses,
-    stop_point,
+from ..motion.poses import MotionLimitError, PosePlanConfig, plan_poses, stop_point
+from ..motion.sequence import (
+    Capture,
+    Done,
+    Estimate,
+    Move,
+    PhaseTimings,
+    SamplingSequence,
+    SequenceAborted,
+    SequenceConfig,
 )
 from ..motion.settle import SampleWindow, SettleConfig, check_static
 from .messages import JointStateConverter, trajectory_msg
-from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_LATEST_QOS
 
 THROTTLE_S = 2.0
 
@@ -73,13 +80,15 @@ class PayloadSamplerNode(Node):
         dp("n_poses", 10)
         dp("amplitude_deg", 7.0)
         dp("limit_margin_deg", 1.0)
-        dp("velocity_scale", 0.7)
-        dp("min_duration", 0.35)
+        dp("velocity_scale", 0.9)
+        dp("min_duration", 0.25)
         dp("arrival_tolerance_deg", 0.5)
         dp("arrival_timeout", 2.0)
         dp("dwell", 1.0)
         dp("pick_rest_timeout", 3.0)
-        dp("capture_period", 0.01)
+        dp("capture_period", 0.005)
+        dp("poll_period", 0.002)
+        dp("monitor_fit_delay", 0.25)
         # static test (same names and defaults as payload_estimator's; the estimator decides)
         dp("window", 0.12)
         dp("max_velocity", 0.005)
@@ -101,11 +110,9 @@ class PayloadSamplerNode(Node):
                                           limit_margin_deg=float(p("limit_margin_deg")),
                                           velocity_scale=float(p("velocity_scale")),
                                           min_duration=float(p("min_duration")))
-        self.arrival_tol = np.radians(float(p("arrival_tolerance_deg")))
-        self.arrival_timeout = float(p("arrival_timeout"))
-        self.dwell = float(p("dwell"))
         self.pick_rest_timeout = float(p("pick_rest_timeout"))
-        self.capture_period = float(p("capture_period"))
+        self.poll_period = float(p("poll_period"))
+        self.monitor_fit_delay = float(p("monitor_fit_delay"))
         self.js_timeout = float(p("joint_state_timeout"))
         self.service_timeout = float(p("service_timeout"))
         self.collision_clear_timeout = float(p("collision_clear_timeout"))
@@ -114,7 +121,14 @@ class PayloadSamplerNode(Node):
                                    max_torque_std=float(p("max_torque_std")),
                                    max_torque_drift=float(p("max_torque_drift")),
                                    torque_drift_relative=float(p("torque_drift_relative")))
-        self._window = SampleWindow(horizon=2 * self.settle.window)  # small: checked every 10 ms
+        self.seq_config = SequenceConfig(velocity_scale=self.plan_config.velocity_scale,
+                                         min_duration=self.plan_config.min_duration,
+                                         arrival_tolerance=float(np.radians(p("arrival_tolerance_deg"))),
+                                         arrival_timeout=float(p("arrival_timeout")), dwell=float(p("dwell")),
+                                         retry_period=float(p("capture_period")),
+                                         clear_timeout=float(p("collision_clear_timeout"))
+                                         + float(p("monitor_fit_delay")))
+        self._window = SampleWindow(horizon=1.5 * self.settle.window)  # small: checked every poll while settling
 
         self._lock = threading.Lock()
         self._busy = False
@@ -123,16 +137,21 @@ class PayloadSamplerNode(Node):
         self._q: np.ndarray | None = None
         self._dq: np.ndarray | None = None
         self._rx_wall: float | None = None
+        self._t_msg: float | None = None  # stamp (s) of the newest joint_states
         self._collision = False
         self._collision_count = 0
         self._collision_base = 0
+        self._collision_armed = True
+        self._may_arm = True
+        self.last_timings: PhaseTimings | None = None
         self.last_duration: float | None = None  # s, node clock (sim time when use_sim_time)
         self.last_wall_duration: float | None = None
 
         self._io_group = MutuallyExclusiveCallbackGroup()
         self._client_group = ReentrantCallbackGroup()
         self._srv_group = ReentrantCallbackGroup()
-        self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_QOS,
+        # the current state, not every sample: a busy executor must not judge arrival and rest on a backlog
+        self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_LATEST_QOS,
                                  callback_group=self._io_group)
         self.create_subscription(Bool, "collision_monitor/collision", self._on_collision, LATCHED_QOS,
                                  callback_group=self._io_group)
@@ -160,7 +179,7 @@ class PayloadSamplerNode(Node):
             return
         t, s = got
         with self._lock:
-            self._q, self._dq, self._rx_wall = s.q, s.dq, time.monotonic()
+            self._q, self._dq, self._rx_wall, self._t_msg = s.q, s.dq, time.monotonic(), t
             self._window.append(t, s.q, s.dq, s.tau)
 
     def _on_collision(self, msg: Bool) -> None:
@@ -193,7 +212,7 @@ class PayloadSamplerNode(Node):
             self.last_wall_duration = time.monotonic() - t_wall
             response.success = True
             response.message = (f"{text} (took {self.last_duration:.2f} s node-clock time, "
-                                f"{self.last_wall_duration:.2f} s wall)")
+                                f"{self.last_wall_duration:.2f} s wall; {self.last_timings.summary()})")
             self._status(DiagnosticStatus.OK, f"done: {response.message}")
         except SamplingAborted as e:
             response.success, response.message = False, f"aborted: {e}"
@@ -212,6 +231,7 @@ class PayloadSamplerNode(Node):
 
     # ------------------------------------------------------------------ the run
     def _run(self) -> str:
+        """Start-up here; the pose sequence is motion.sequence.SamplingSequence (this loop only does I/O)."""
         t_start = self._now()
         for cli in (self.cli_capture, self.cli_estimate):
             if not cli.wait_for_service(timeout_sec=self.service_timeout):
@@ -220,11 +240,17 @@ class PayloadSamplerNode(Node):
         while self._q is None and time.monotonic() - t_wall < self.service_timeout:
             time.sleep(0.01)  # just started: give discovery a moment
         self._fresh_q()
-        # The monitor takes its provisional payload from the residual at rest, and q0 is where the
-        # arm rests: wait for rest first.
-        # (after a grasp the arm needs longer than the per-pose dwell to come to rest under the new load)
-        self._wait(self._locally_static, self.pick_rest_timeout, "the arm is not static at the pick configuration",
-                   check_collision=False)
+        # Tell the monitor first: it fits its provisional payload monitor_fit_delay s later, while this
+        # node waits for rest, plans and captures at q0 (none of which moves the arm).
+        self.last_timings = None
+        with self._lock:
+            self._collision_armed = self._may_arm = False
+        t_active = self._now()
+        self.pub_active.publish(Bool(data=True))
+        # after a grasp the arm needs longer than the per-pose dwell to come to rest under the new load
+        self._wait(self._locally_static, self.pick_rest_timeout, "the arm is not static at the pick configuration")
+        with self._lock:
+            self._may_arm = True  # a grasp detected until now is not a collision of this run
         q0 = self._fresh_q()
         try:
             plan = plan_poses(self.dyn, q0, self.plan_config)
@@ -233,36 +259,71 @@ class PayloadSamplerNode(Node):
         self.get_logger().info(
             f"sampling around q0 = {np.round(np.degrees(q0), 2).tolist()} deg: {len(plan.poses)} poses, planned motion "
             f"{plan.total_motion_time:.2f} s, cond {plan.condition_number:.3g}")
-        with self._lock:
-            collisions_at_start = self._collision_count
-        self.pub_active.publish(Bool(data=True))
         if self.cli_clear.service_is_ready():
             self._call(self.cli_clear, "clear captures")
-        self._wait(lambda: not self._collision, self.collision_clear_timeout,
-                   "the collision monitor still reports a collision at the pick configuration", check_collision=False)
-        with self._lock:
-            self._collision_base = max(collisions_at_start, self._collision_count)
-        self.get_logger().info(f"start-up (plan, estimator, monitor clear) took {self._now() - t_start:.2f} s")
-        n = len(plan.poses)
-        for k, target in enumerate(plan.poses):
-            self._status(DiagnosticStatus.OK, f"sampling pose {k + 1}/{n}")
-            t_a = self._now()
-            if not (k == 0 and target is plan.poses[0] and np.array_equal(target, plan.q0)):
-                self._move(target, plan, f"pose {k + 1}/{n}")  # pose 1 is normally q0 itself: stay
-            t_b = self._now()
-            attempts = self._capture(k, n)
-            self.get_logger().info(f"pose {k + 1}/{n}: move {t_b - t_a:.2f} s, static capture after "
-                                   f"{self._now() - t_b:.2f} s ({attempts} attempt(s))")
-        self.get_logger().info("all poses captured; estimating")
-        ok, est_text = self._call(self.cli_estimate, "estimate")
-        self._status(DiagnosticStatus.OK if ok else DiagnosticStatus.WARN, "returning to the pick configuration")
-        t_c = self._now()
-        self._move(plan.q0, plan, "pick configuration")
-        self.get_logger().info(f"estimate and return to the pick configuration took {self._now() - t_c:.2f} s")
-        if not ok:
-            raise SamplingAborted(f"estimator rejected the fit: {est_text} (arm returned to the pick configuration)")
+        seq = SamplingSequence(plan, self.desc, self.seq_config, self.joint_names)
+        seq.timings.startup = self._now() - t_start
+        estimate = None  # (future, wall start)
+        ages: list[float] = []  # node clock - stamp of the newest joint_states (s): how far this node lags
+        n = seq.n
+        while True:
+            self._check_abort()
+            now = self._now()
+            with self._lock:
+                q, t_msg = self._q, self._t_msg
+            ages.append(now - t_msg)
+            clear = self._collision_armed and now - t_active >= self.monitor_fit_delay
+            try:
+                act = seq.update(now, q, seq.wants_static and self._locally_static(), clear_to_move=clear)
+            except SequenceAborted as e:
+                if e.hold:
+                    self._hold("sequence aborted")
+                if not self._collision_armed:
+                    raise SamplingAborted("the collision monitor still reports a collision at the pick "
+                                          f"configuration ({e})") from e
+                raise SamplingAborted(str(e)) from e
+            if isinstance(act, Move):
+                if act.label != "pick configuration":
+                    self._status(DiagnosticStatus.OK, f"sampling {act.label}")
+                self.pub_traj.publish(trajectory_msg(self.joint_names, act.target[None, :], [act.duration]))
+                continue
+            if isinstance(act, Capture):
+                ok, reason = self._call(self.cli_capture, "capture")
+                try:
+                    seq.captured(ok, reason, self._now())
+                except SequenceAborted as e:
+                    self._hold("not static")
+                    raise SamplingAborted(str(e)) from e
+                if ok:
+                    k = act.pose
+                    self.get_logger().info(
+                        f"pose {k + 1}/{n}: move {seq.timings.moves[k]:.2f} s, static capture after "
+                        f"{seq.timings.settles[k]:.2f} s ({seq.timings.attempts[k]} attempt(s))")
+                continue
+            if isinstance(act, Estimate):
+                self.get_logger().info("all poses captured; estimating while returning to the pick configuration")
+                self._status(DiagnosticStatus.OK, "estimating and returning to the pick configuration")
+                self._require(self.cli_estimate, "estimate")
+                estimate = (self.cli_estimate.call_async(Trigger.Request()), time.monotonic())
+                continue
+            if isinstance(act, Done):
+                break
+            if estimate is not None and estimate[0].done():
+                res = estimate[0].result()
+                seq.estimated(bool(res.success), str(res.message), self._now())
+                estimate = None
+                continue
+            if estimate is not None and time.monotonic() - estimate[1] > self.service_timeout:
+                self._abandon(self.cli_estimate, estimate[0])
+                raise SamplingAborted(f"estimator did not answer estimate within {self.service_timeout:.1f} s")
+            time.sleep(self.poll_period)
+        self.last_timings = seq.timings
+        self.get_logger().info(f"sampling timings: {seq.timings.summary()}; joint_states age at this node: median "
+                               f"{1e3 * np.median(ages):.0f} ms, 95 % {1e3 * np.percentile(ages, 95):.0f} ms")
+        if not act.ok:
+            raise SamplingAborted(f"estimator rejected the fit: {act.text} (arm returned to the pick configuration)")
         return (f"estimated from {n} poses around q0 = {np.round(np.degrees(plan.q0), 2).tolist()} deg "
-                f"(back there now): {est_text}")
+                f"(back there now): {act.text}")
 
     def _fresh_q(self) -> np.ndarray:
         with self._lock:
@@ -273,24 +334,28 @@ class PayloadSamplerNode(Node):
             raise SamplingAborted(f"joint_states lost: none for {time.monotonic() - rx:.2f} s")
         return q.copy()
 
-    def _check_abort(self, check_collision: bool = True) -> None:
+    def _check_abort(self) -> None:
         if self._cancel.is_set():
             self._hold("cancel")
             raise SamplingAborted("cancelled by ~/cancel; holding the current position")
         with self._lock:
             rx = self._rx_wall
-            collided = self._collision or self._collision_count > self._collision_base
-        if check_collision and collided:
+            if self._may_arm and not self._collision_armed and not self._collision:
+                # the grasp's detection (if any) has cleared: from now on every collision aborts
+                self._collision_armed = True
+                self._collision_base = self._collision_count
+            collided = self._collision_armed and (self._collision or self._collision_count > self._collision_base)
+        if collided:
             raise SamplingAborted("collision reported by the collision monitor; the monitor stops the arm")
         if rx is None or time.monotonic() - rx > self.js_timeout:
             raise SamplingAborted(f"joint_states lost for more than {self.js_timeout} s")
 
-    def _wait(self, predicate, timeout: float, what: str, check_collision: bool = True) -> None:
+    def _wait(self, predicate, timeout: float, what: str) -> None:
         """Poll ``predicate`` until true; ``timeout`` in node-clock seconds (sim time if enabled)."""
         start = self._now()
         wall_start = time.monotonic()
         while True:
-            self._check_abort(check_collision)
+            self._check_abort()
             if predicate():
                 return
             now = self._now()
@@ -298,85 +363,34 @@ class PayloadSamplerNode(Node):
                 start = now
             if now - start > timeout or time.monotonic() - wall_start > 20 * timeout + 5.0:
                 raise SamplingAborted(f"timeout after {timeout:.2f} s: {what}")
-            time.sleep(0.002)
-
-    def _sleep(self, duration: float) -> None:
-        """Wait ``duration`` node-clock seconds, still watching for aborts."""
-        t0 = self._now()
-        self._wait(lambda: self._now() - t0 >= duration, duration + 1.0, "sleep")
-
-    def _move(self, target: np.ndarray, plan, what: str) -> None:
-        q = self._fresh_q()
-        if np.max(np.abs(q - target)) < 0.1 * self.arrival_tol:
-            return  # already there (e.g. the pick configuration itself)
-        try:
-            check_command(target, plan.envelope, self.desc)
-            duration = move_duration(q, target, self.desc.limits.velocity, self.plan_config.velocity_scale,
-                                     self.plan_config.min_duration)
-            check_move(q, target, duration, self.desc.limits.velocity, self.joint_names)
-        except MotionLimitError as e:
-            self._hold("invalid command")
-            raise SamplingAborted(f"refusing to command {what}: {e}") from e
-        self.pub_traj.publish(trajectory_msg(self.joint_names, target[None, :], [duration]))
-        t_send = self._now()
-
-        def arrived() -> bool:
-            with self._lock:
-                qn = self._q
-            return self._now() - t_send >= duration and bool(np.max(np.abs(qn - target)) < self.arrival_tol)
-
-        try:
-            self._wait(arrived, duration + self.arrival_timeout, f"{what} not reached")
-        except SamplingAborted as e:
-            if "not reached" in str(e):
-                with self._lock:
-                    err = np.abs(self._q - target)
-                j = int(np.argmax(err))
-                self._hold("pose not reached")
-                raise SamplingAborted(f"{e}: joint {self.joint_names[j]} is {np.degrees(err[j]):.2f} deg off "
-                                      f"(tolerance {np.degrees(self.arrival_tol):.2f} deg); holding") from e
-            raise
+            time.sleep(self.poll_period)
 
     def _locally_static(self) -> bool:
         with self._lock:
             t, q, dq, tau = self._window.arrays()
         return check_static(t, q, dq, tau, self.settle, self.joint_names).static
 
-    def _capture(self, k: int, n: int) -> int:
-        """Ask the estimator for a static capture until it succeeds (returns the attempts) or dwell expires.
-
-        The sampler runs the same static test on its own joint_states window first, so the estimator
-        is only asked when a capture is likely to succeed (each call costs a round trip).
-        """
-        start = self._now()
-        reason = "the arm never became static"
-        attempts = 0
-        while True:
-            self._check_abort()
-            expired = self._now() - start > self.dwell
-            if self._locally_static() or expired:
-                attempts += 1
-                ok, reason = self._call(self.cli_capture, "capture")
-                if ok:
-                    return attempts
-            if expired:
-                self._hold("not static")
-                raise SamplingAborted(f"pose {k + 1}/{n}: no static sample within {self.dwell:.2f} s: {reason}")
-            self._sleep(self.capture_period)
-
-    def _call(self, client, what: str) -> tuple[bool, str]:
+    def _require(self, client, what: str) -> None:
         if not client.service_is_ready():
             raise SamplingAborted(f"estimator not available (service {client.srv_name} does not answer) at {what}")
+
+    @staticmethod
+    def _abandon(client, future) -> None:
+        try:
+            client.remove_pending_request(future)
+        except Exception:  # the server side went away: nothing left to clean up
+            pass
+
+    def _call(self, client, what: str) -> tuple[bool, str]:
+        """Blocking Trigger call (wall-clock ``service_timeout``): (success, message)."""
+        self._require(client, what)
         future = client.call_async(Trigger.Request())
         wall_start = time.monotonic()
         while not future.done():
             if time.monotonic() - wall_start > self.service_timeout:
-                try:
-                    client.remove_pending_request(future)
-                except Exception:  # the server side went away: nothing left to clean up
-                    pass
+                self._abandon(client, future)
                 raise SamplingAborted(f"estimator did not answer {what} within {self.service_timeout:.1f} s")
-            time.sleep(0.001)
+            time.sleep(0.0005)
         res = future.result()
         return bool(res.success), str(res.message)
 
@@ -395,7 +409,10 @@ class PayloadSamplerNode(Node):
         st = DiagnosticStatus(level=level, name=f"{self.get_name()}: sampling", message=text,
                               hardware_id=self.desc.name)
         st.values = [KeyValue(key="busy", value=str(self._busy)),
-                     KeyValue(key="last_duration_s", value=str(self.last_duration))]
+                     KeyValue(key="last_duration_s", value=str(self.last_duration)),
+                     KeyValue(key="last_wall_duration_s", value=str(self.last_wall_duration))]
+        if self.last_timings is not None:
+            st.values += [KeyValue(key=k, value=f"{v:.4f}") for k, v in self.last_timings.as_dict().items()]
         arr = DiagnosticArray(status=[st])
         arr.header.stamp = self.get_clock().now().to_msg()
         self.pub_status.publish(arr)

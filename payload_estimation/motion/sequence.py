@@ -1,0 +1,325 @@
+"""The sampling run as a state machine: visit the planned poses, capture at each, estimate, return.
+
+:class:`SamplingSequence` decides *what* to do next from observations (time s, measured q rad,
+whether the arm reads static); the caller (the ``payload_sampler`` node, a script on the bare
+simulator) does it: publish a move, ask for a capture, ask for the estimate. Per pose:
+
+1. **move** — a rest-to-rest command to the pose, its duration from the velocity limits
+   (:func:`.poses.move_duration` from the *measured* q), validated against the envelope, the joint
+   limits and the velocity limits before it is handed out (pose 1 is normally q0 itself: no move);
+   arrived once the planned duration has passed and every joint is within ``arrival_tolerance``;
+   ``arrival_timeout`` s later it is "not reached";
+2. **settle/capture** — from arrival on, a capture is requested whenever the arm reads static
+   (at most every ``retry_period`` s); rejected captures are retried until ``dwell`` s after
+   arrival, then one last request and the run aborts ("no static sample").
+
+After the last capture the estimate is requested *and* the return move to q0 commanded at once:
+the fit does not need the arm, so its latency hides behind the return move. The run is done when
+the arm is back at q0 and the estimate has answered. The first move waits for ``clear_to_move``
+(the caller's gate, e.g. the collision monitor has cleared the grasp) for at most ``clear_timeout``
+s; the capture at q0 does not wait for it. Phase timings are kept in :class:`PhaseTimings`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model.description import RobotDescription
+from .poses import MotionLimitError, PosePlan, check_command, check_move, move_duration
+
+
+class SequenceAborted(RuntimeError):
+    """The run cannot go on; ``hold`` says whether the arm should be held where it is."""
+
+    def __init__(self, message: str, hold: bool = True):
+        super().__init__(message)
+        self.hold = hold
+
+
+@dataclass(frozen=True)
+class SequenceConfig:
+    """Timing and tolerances of a run (s, rad).
+
+    velocity_scale, min_duration: move timing as in :class:`.poses.PosePlanConfig`;
+    arrival_tolerance (rad) and arrival_timeout (s beyond the planned duration) for "reached";
+    dwell: max s from arrival to an accepted capture (paper: 1 s at every pose);
+    retry_period: min s between two capture requests at a pose; clear_timeout: max s the first
+    move waits for ``clear_to_move``.
+    """
+
+    velocity_scale: float = 0.7
+    min_duration: float = 0.35
+    arrival_tolerance: float = float(np.radians(0.5))
+    arrival_timeout: float = 2.0
+    dwell: float = 1.0
+    retry_period: float = 0.005
+    clear_timeout: float = 1.0
+
+    def __post_init__(self):
+        for k in ("velocity_scale", "min_duration", "arrival_tolerance", "arrival_timeout", "dwell", "clear_timeout"):
+            v = getattr(self, k)
+            if not (np.isfinite(v) and v > 0):
+                raise ValueError(f"sequence {k} must be > 0, got {v}")
+        if not (np.isfinite(self.retry_period) and self.retry_period >= 0):
+            raise ValueError(f"sequence retry_period must be >= 0 s, got {self.retry_period}")
+
+
+@dataclass(frozen=True)
+class Move:
+    """Command a rest-to-rest move to ``target`` (rad) taking ``duration`` s; ``label`` for messages."""
+
+    target: np.ndarray
+    duration: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Capture:
+    """Ask for a static capture at pose ``pose`` (0-based); answer with :meth:`SamplingSequence.captured`."""
+
+    pose: int
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Ask for the estimate; answer with :meth:`SamplingSequence.estimated`."""
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Nothing to do now; observe again."""
+
+
+@dataclass(frozen=True)
+class Done:
+    """Back at q0 and the estimate answered: ``ok`` and its ``text``."""
+
+    ok: bool
+    text: str
+
+
+Action = Move | Capture | Estimate | Wait | Done
+
+
+@dataclass
+class PhaseTimings:
+    """Where a run's time went (s, the caller's clock).
+
+    startup: caller's set-up before the sequence started (filled in by the caller);
+    moves[k] / settles[k]: command -> arrival and arrival -> accepted capture at pose k (move 0 when
+    the pose is q0); gate: first move held back by ``clear_to_move``; estimate: request -> answer;
+    ret: return command -> arrival at q0; finish: last capture -> done (max of estimate and return);
+    total: sequence start -> done; attempts[k]: capture requests at pose k.
+    """
+
+    startup: float = 0.0
+    moves: list[float] = field(default_factory=list)
+    settles: list[float] = field(default_factory=list)
+    attempts: list[int] = field(default_factory=list)
+    gate: float = 0.0
+    estimate: float = float("nan")
+    ret: float = float("nan")
+    finish: float = float("nan")
+    total: float = float("nan")
+
+    def summary(self) -> str:
+        """One line: start-up, mean move and settle per pose, estimate, return, total."""
+        mv = [m for m in self.moves if m > 0]
+        return (f"start-up {self.startup:.2f} s, {len(self.settles)} poses: move {np.mean(mv) if mv else 0:.2f} s "
+                f"+ settle/capture {np.mean(self.settles) if self.settles else 0:.2f} s per pose (sum "
+                f"{sum(self.moves) + sum(self.settles):.2f} s), gate {self.gate:.2f} s, estimate {self.estimate:.2f} s "
+                f"| return {self.ret:.2f} s (overlapped: {self.finish:.2f} s), total {self.startup + self.total:.2f} s")
+
+    def as_dict(self) -> dict[str, float]:
+        """Flat figures (s) for status messages and benchmarks."""
+        mv = [m for m in self.moves if m > 0]
+        return {"startup_s": self.startup, "move_mean_s": float(np.mean(mv)) if mv else 0.0,
+                "move_sum_s": float(sum(self.moves)), "settle_mean_s": float(np.mean(self.settles)) if self.settles
+                else 0.0, "settle_sum_s": float(sum(self.settles)), "gate_s": self.gate,
+                "estimate_s": self.estimate, "return_s": self.ret, "finish_s": self.finish,
+                "sequence_s": self.total, "attempts": float(sum(self.attempts))}
+
+
+class SamplingSequence:
+    """Pose-by-pose sampling run (see the module docstring); one instance per run.
+
+    Call :meth:`update` with every observation; it returns the next :class:`Action` or raises
+    :class:`SequenceAborted`. Report capture and estimate answers with :meth:`captured` and
+    :meth:`estimated`. Every :class:`Move` it hands out has passed :func:`.poses.check_command`
+    and :func:`.poses.check_move`.
+    """
+
+    def __init__(self, plan: PosePlan, desc: RobotDescription, config: SequenceConfig | None = None,
+                 joint_names: tuple[str, ...] | None = None):
+        self.plan = plan
+        self.desc = desc
+        self.cfg = config or SequenceConfig()
+        self.names = tuple(joint_names or desc.joint_names)
+        self.timings = PhaseTimings()
+        self.n = len(plan.poses)
+        self._k = 0
+        self._phase = "start"
+        self._t0: float | None = None
+        self._target: np.ndarray | None = None
+        self._duration = 0.0
+        self._t_cmd = 0.0
+        self._t_arrive = 0.0
+        self._t_request = -np.inf
+        self._t_gate: float | None = None
+        self._pending_capture = False
+        self._last_reason = "the arm never became static"
+        self._t_last_capture = 0.0
+        self._estimate: tuple[bool, str] | None = None
+        self._estimate_requested = False
+        self._t_estimate = 0.0
+        self._return_commanded = False
+        self._returned = False
+
+    @property
+    def pose(self) -> int:
+        """0-based index of the pose being visited (n once all are captured)."""
+        return self._k
+
+    @property
+    def wants_static(self) -> bool:
+        """True when :meth:`update` looks at ``static`` (the caller may skip the check otherwise)."""
+        return self._phase == "settle" and not self._pending_capture
+
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    # ------------------------------------------------------------------ answers
+    def captured(self, ok: bool, reason: str, t: float) -> None:
+        """Answer to a :class:`Capture` request at time ``t`` (s)."""
+        if not self._pending_capture:
+            raise RuntimeError("captured() without a pending Capture")
+        self._pending_capture = False
+        self.timings.attempts[self._k] += 1
+        if ok:
+            self.timings.settles.append(t - self._t_arrive)
+            self._t_last_capture = t
+            self._k += 1
+            self._phase = "next" if self._k < self.n else "finish"
+            return
+        self._last_reason = reason
+        if t - self._t_arrive > self.cfg.dwell:
+            raise SequenceAborted(f"pose {self._k + 1}/{self.n}: no static sample within {self.cfg.dwell:.2f} s: "
+                                  f"{reason}")
+
+    def estimated(self, ok: bool, text: str, t: float) -> None:
+        """Answer to the :class:`Estimate` request at time ``t`` (s)."""
+        if not self._estimate_requested or self._estimate is not None:
+            raise RuntimeError("estimated() without a pending Estimate")
+        self._estimate = (bool(ok), str(text))
+        self.timings.estimate = t - self._t_estimate
+
+    # ------------------------------------------------------------------ the machine
+    def update(self, t: float, q: np.ndarray, static: bool = False, clear_to_move: bool = True) -> Action:
+        """Next action given time ``t`` (s), measured ``q`` (rad, model order) and ``static``."""
+        q = np.asarray(q, dtype=float)
+        if self._t0 is None:
+            self._t0 = t
+            self._phase = "next"
+        if self._phase == "next":
+            return self._next_pose(t, q, clear_to_move)
+        if self._phase == "move":
+            if self._arrived(t, q):
+                self.timings.moves.append(t - self._t_cmd)
+                self._enter_settle(t)
+            else:
+                return Wait()
+        if self._phase == "settle":
+            if self._pending_capture:
+                return Wait()
+            expired = t - self._t_arrive > self.cfg.dwell
+            if (static or expired) and t - self._t_request >= self.cfg.retry_period:
+                self._pending_capture = True
+                self._t_request = t
+                return Capture(self._k)
+            return Wait()
+        if self._phase == "finish":
+            return self._finish(t, q)
+        if self._phase == "done":
+            ok, text = self._estimate
+            return Done(ok, text)
+        raise RuntimeError(f"unknown phase {self._phase!r}")
+
+    def _next_pose(self, t: float, q: np.ndarray, clear_to_move: bool) -> Action:
+        target = self.plan.poses[self._k]
+        self.timings.attempts.append(0)
+        if np.max(np.abs(q - target)) < 0.1 * self.cfg.arrival_tolerance:
+            self.timings.moves.append(0.0)  # already there (pose 1 = q0): capture right away
+            self._enter_settle(t)
+            return self.update(t, q)
+        if not clear_to_move:
+            self.timings.attempts.pop()
+            if self._t_gate is None:
+                self._t_gate = t
+            if t - self._t_gate > self.cfg.clear_timeout:
+                raise SequenceAborted(f"not clear to move to pose {self._k + 1}/{self.n} after "
+                                      f"{self.cfg.clear_timeout:.2f} s", hold=False)
+            return Wait()
+        if self._t_gate is not None:
+            self.timings.gate += t - self._t_gate
+            self._t_gate = None
+        return self._command(t, q, target, f"pose {self._k + 1}/{self.n}", "move")
+
+    def _command(self, t: float, q: np.ndarray, target: np.ndarray, label: str, phase: str) -> Move:
+        try:
+            check_command(target, self.plan.envelope, self.desc)
+            duration = move_duration(q, target, self.desc.limits.velocity, self.cfg.velocity_scale,
+                                     self.cfg.min_duration)
+            check_move(q, target, duration, self.desc.limits.velocity, self.names)
+        except MotionLimitError as e:
+            raise SequenceAborted(f"refusing to command {label}: {e}") from e
+        self._target, self._duration, self._t_cmd = np.array(target, dtype=float), duration, t
+        self._phase = phase
+        return Move(self._target.copy(), duration, label)
+
+    def _arrived(self, t: float, q: np.ndarray) -> bool:
+        err = np.abs(q - self._target)
+        if t - self._t_cmd >= self._duration and np.max(err) < self.cfg.arrival_tolerance:
+            return True
+        if t - self._t_cmd > self._duration + self.cfg.arrival_timeout:
+            j = int(np.argmax(err))
+            what = f"pose {self._k + 1}/{self.n}" if self._phase == "move" else "pick configuration"
+            raise SequenceAborted(
+                f"timeout after {self._duration + self.cfg.arrival_timeout:.2f} s: {what} not reached: joint "
+                f"{self.names[j]} is {np.degrees(err[j]):.2f} deg off (tolerance "
+                f"{np.degrees(self.cfg.arrival_tolerance):.2f} deg); holding")
+        return False
+
+    def _enter_settle(self, t: float) -> None:
+        self._phase = "settle"
+        self._t_arrive = t
+        self._t_request = -np.inf
+        self._last_reason = "the arm never became static"
+
+    def _finish(self, t: float, q: np.ndarray) -> Action:
+        if not self._estimate_requested:
+            self._estimate_requested = True
+            self._t_estimate = t
+            return Estimate()
+        if not self._return_commanded:
+            self._return_commanded = True
+            if np.max(np.abs(q - self.plan.q0)) >= 0.1 * self.cfg.arrival_tolerance:
+                return self._command(t, q, self.plan.q0, "pick configuration", "finish")
+            self.timings.ret = 0.0
+            self._returned = True
+        if not self._returned and self._arrived(t, q):
+            self.timings.ret = t - self._t_cmd
+            self._returned = True
+        if self._returned and self._estimate is not None:
+            self.timings.finish = t - self._t_last_capture
+            self.timings.total = t - self._t0
+            self._phase = "done"
+            ok, text = self._estimate
+            return Done(ok, text)
+        return Wait()
+
+
+__all__ = ["SamplingSequence", "SequenceConfig", "SequenceAborted", "PhaseTimings", "Move", "Capture", "Estimate",
+           "Wait", "Done", "Action"]
