@@ -173,3 +173,167 @@ def test_settle_rejects_a_decaying_oscillation_and_a_torque_drift():
     ramp = tau + np.outer(np.clip(0.4 - t, 0, None) * 6.0, np.ones(7))  # torque still settling
     r = check_static(t[:300], q[:300], dq[:300], ramp[:300], cfg)
     assert not r.static and "settling" in r.reason
+
+
+# ----------------------------------------------------------------------------- sampling sequence
+
+def _run_sequence_on_sim(robot: str, seed: int = 3):
+    """SamplingSequence driven on the real MuJoCo arm (3 kg payload, torque noise, 5 % model error);
+    captures judged by check_static on the arm's own stream, as the estimator does."""
+    from payload_estimation.model.parameters import BodyInertia
+    from payload_estimation.motion.sequence import Capture, Done, Estimate, Move, SamplingSequence, SequenceConfig
+    from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
+
+    desc = load_robot(robot)
+    dyn = RigidBodyDynamics(desc)
+    arm = SimulatedArm(desc, SimConfig(seed=seed, model_error=0.05, sensor=SensorConfig(noise_std=0.15)))
+    q0 = np.radians([10, 40, -5, -70, 15, 50, 20])
+    arm.reset(q0)
+    arm.attach_payload(BodyInertia(3.0, np.array([0.03, -0.02, 0.11]), np.diag([0.01, 0.01, 0.006])))
+    win = SampleWindow(horizon=0.5)
+    settle = SettleConfig()
+
+    def step(dt):
+        for _ in range(int(round(dt / arm.dt))):
+            arm.step(1)
+            s = arm.state()
+            win.append(s.t, s.q, s.dq, s.tau)
+
+    step(0.5)
+    plan = plan_poses(dyn, arm.state().q, PosePlanConfig(velocity_scale=0.9, min_duration=0.25))
+    seq = SamplingSequence(plan, desc, SequenceConfig(velocity_scale=0.9, min_duration=0.25))
+    log = []
+    while True:
+        s = arm.state()
+        act = seq.update(s.t, s.q, seq.wants_static and win.check_static(settle).static)
+        log.append((s.t, s.q.copy(), act))
+        if isinstance(act, Move):
+            arm.set_trajectory([(act.duration, act.target, None)])
+        elif isinstance(act, Capture):
+            r = win.check_static(settle)
+            seq.captured(r.static, r.reason, s.t)
+            log[-1] = (s.t, s.q.copy(), act, r)
+            continue
+        elif isinstance(act, Estimate):
+            seq.estimated(True, "fit", s.t + 0.05)  # the fit answers while the arm returns
+            continue
+        elif isinstance(act, Done):
+            return desc, plan, seq, log, win
+        step(0.002)
+        assert s.t < 30.0, "sequence did not finish"
+
+
+@pytest.mark.parametrize("robot", ["lwr4", "iiwa14"])
+def test_sequence_on_the_simulated_arm_captures_every_pose_and_returns_at_rest(robot):
+    from payload_estimation.motion.sequence import Capture, Done, Estimate, Move
+
+    desc, plan, seq, log, win = _run_sequence_on_sim(robot)
+    moves = [(t, q, a) for t, q, a, *_ in log if isinstance(a, Move)]
+    captures = [(t, a, r) for t, q, a, *r in log if isinstance(a, Capture)]
+    # 9 moves to poses 2..10 and the return; every command inside envelope ∩ limits and the velocity limits
+    assert len(moves) == 10 and np.allclose(moves[-1][2].target, plan.q0)
+    for _t, q, a in moves:
+        check_command(a.target, plan.envelope, desc)
+        check_move(q, a.target, a.duration, 0.9 * desc.limits.velocity)
+        assert np.all(np.abs(a.target - plan.q0) <= np.radians(7) + 1e-9)
+    # one accepted capture per pose, each on a window that passed the static test, at the pose
+    ok = [(t, a, r[0]) for t, a, r in captures if r[0].static]
+    assert [a.pose for _, a, _ in ok] == list(range(10))
+    for (_, a, r) in ok:
+        assert np.max(np.abs(r.q - plan.poses[a.pose])) < np.radians(0.05)
+    # the estimate is asked before the return move is commanded (overlap), Done after both
+    kinds = [type(x[2]) for x in log]
+    assert kinds.index(Estimate) < len(kinds) - 1 - kinds[::-1].index(Move) and kinds[-1] is Done
+    tm = seq.timings
+    assert len(tm.settles) == 10 and tm.moves[0] == 0.0 and all(m >= 0.25 for m in tm.moves[1:])
+    # settling = the arm's own decay + the 0.12 s window (which may reach back into the move's last,
+    # slowest ms): well under the paper's 1 s dwell (measured 0.11-0.36 s)
+    assert all(0.05 < s_ < 0.6 for s_ in tm.settles[1:]) and tm.estimate == pytest.approx(0.05)
+    assert win.check_static(SettleConfig()).static  # done = back at q0 and at rest
+    np.testing.assert_allclose(log[-1][1], plan.q0, atol=np.radians(0.05))
+    assert tm.total < 7.0  # robot time without ROS (measured 5.5-5.8 s)
+
+
+def _still_plan():
+    dyn = RigidBodyDynamics(load_robot("lwr4"))
+    q0 = np.radians([10, 40, -5, -70, 15, 50, 20])
+    return dyn.desc, plan_poses(dyn, q0, PosePlanConfig(n_poses=4)), q0
+
+
+def test_sequence_never_captures_a_moving_arm_and_gives_up_after_dwell():
+    from payload_estimation.motion.sequence import Capture, SamplingSequence, SequenceAborted, SequenceConfig, Wait
+
+    desc, plan, q0 = _still_plan()
+    seq = SamplingSequence(plan, desc, SequenceConfig(dwell=0.5, retry_period=0.01))
+    t = 0.0
+    # pose 1 is q0: no move; while the arm does not read static, no capture is requested before dwell
+    while t <= 0.5:
+        assert isinstance(seq.update(t, q0, static=False), Wait)
+        t += 0.01
+    act = seq.update(t, q0, static=False)
+    assert isinstance(act, Capture) and act.pose == 0  # one last request at the end of the dwell ...
+    with pytest.raises(SequenceAborted, match=r"pose 1/4: no static sample within 0.50 s: moving") as e:
+        seq.captured(False, "moving: RMS velocity of A1 is 0.0100 rad/s", t)  # ... refused: abort
+    assert e.value.hold
+
+
+def test_sequence_retries_rejected_captures_and_reports_a_pose_not_reached():
+    from payload_estimation.motion.sequence import Capture, Move, SamplingSequence, SequenceAborted, SequenceConfig
+
+    desc, plan, q0 = _still_plan()
+    seq = SamplingSequence(plan, desc, SequenceConfig(arrival_timeout=0.3, retry_period=0.01))
+    assert isinstance(seq.update(0.0, q0, static=True), Capture)
+    seq.captured(False, "torque still settling", 0.001)  # the estimator disagrees: retried, not aborted
+    assert not isinstance(seq.update(0.005, q0, static=True), Capture)  # retry_period
+    assert isinstance(seq.update(0.02, q0, static=True), Capture)
+    seq.captured(True, "ok", 0.021)
+    assert seq.timings.attempts == [2]
+    move = seq.update(0.03, q0)
+    assert isinstance(move, Move) and move.label == "pose 2/4"
+    t = 0.03
+    with pytest.raises(SequenceAborted, match=r"pose 2/4 not reached: joint A\d is [\d.]+ deg off"):
+        while t < 5.0:
+            seq.update(t, q0)  # the arm never moves
+            t += 0.01
+    assert t == pytest.approx(0.03 + move.duration + 0.3, abs=0.02)
+
+
+def test_sequence_captures_at_q0_but_waits_for_clear_to_move():
+    from payload_estimation.motion.sequence import (
+        Capture,
+        Move,
+        SamplingSequence,
+        SequenceAborted,
+        SequenceConfig,
+        Wait,
+    )
+
+    desc, plan, q0 = _still_plan()
+    seq = SamplingSequence(plan, desc, SequenceConfig(clear_timeout=0.2))
+    assert isinstance(seq.update(0.0, q0, static=True, clear_to_move=False), Capture)  # no motion: allowed
+    seq.captured(True, "ok", 0.01)
+    assert isinstance(seq.update(0.02, q0, clear_to_move=False), Wait)
+    assert isinstance(seq.update(0.1, q0, clear_to_move=True), Move)
+    assert seq.timings.gate == pytest.approx(0.08)
+    seq2 = SamplingSequence(plan, desc, SequenceConfig(clear_timeout=0.2))
+    seq2.update(0.0, q0, static=True)
+    seq2.captured(True, "ok", 0.0)
+    seq2.update(0.0, q0, clear_to_move=False)
+    with pytest.raises(SequenceAborted, match="not clear to move to pose 2/4") as e:
+        seq2.update(0.25, q0, clear_to_move=False)
+    assert not e.value.hold  # the gate is the collision monitor's: it owns the reaction
+
+
+def test_sequence_refuses_a_command_outside_the_envelope():
+    from dataclasses import replace
+
+    from payload_estimation.motion.sequence import SamplingSequence, SequenceAborted
+
+    desc, plan, q0 = _still_plan()
+    bad = plan.poses.copy()
+    bad[1, 3] += np.radians(8)  # 8° beyond a ±7° pose
+    seq = SamplingSequence(replace(plan, poses=bad), desc)
+    seq.update(0.0, q0, static=True)
+    seq.captured(True, "ok", 0.0)
+    with pytest.raises(SequenceAborted, match="refusing to command pose 2/4: .*outside the sampling envelope"):
+        seq.update(0.01, q0)

@@ -20,6 +20,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
+from ros_helpers import call_trigger, wait_for
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
@@ -45,7 +46,14 @@ PAYLOAD = BodyInertia(3.0, np.array([0.02, -0.03, 0.12]), np.diag([0.01, 0.01, 0
 
 
 class StaticArm(Node):
-    """Test-only kinematic arm: publishes joint_states at ``rate`` Hz (wall clock)."""
+    """Test-only kinematic arm: publishes joint_states at ``rate`` Hz (wall clock) from its own thread.
+
+    Not from an executor timer: the timer shares the test's executor threads with the nodes under
+    test, and on a loaded machine it stalled long enough that a static window held too few samples
+    ("only 4 samples over 0.025 s"). The thread keeps an absolute schedule; after a stall it skips
+    the missed ticks rather than bursting them (a burst would only overflow the depth-5 queues).
+    Call :meth:`stop` before destroying the node (Rig.remove / Rig.close do).
+    """
 
     def __init__(self, dyn: RigidBodyDynamics, q0, payload: BodyInertia | None = PAYLOAD, follow: bool = True,
                  names=None, rate: float = 250.0, noise: float = 0.02):
@@ -59,15 +67,32 @@ class StaticArm(Node):
         self.publishing = True
         self.rng = np.random.default_rng(0)
         self.commands: list[np.ndarray] = []
+        self.period = 1.0 / rate
         self.pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_traj, COMMAND_QOS)
-        self.create_timer(1.0 / rate, self._tick)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="static_arm")
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
 
     def _on_traj(self, msg):
         _, q = trajectory_from_msg(msg, self.dyn_loaded.desc.joint_names)
         self.commands.append(q[-1])
         if self.follow:
             self.q = q[-1].copy()
+
+    def _loop(self):
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            self._tick()
+            next_t += self.period
+            now = time.monotonic()
+            if next_t < now:  # stalled: skip the missed ticks
+                next_t = now + self.period
+            time.sleep(next_t - now if next_t > now else 0.0)
 
     def _tick(self):
         if not self.publishing:
@@ -98,22 +123,14 @@ class Rig:
         return node
 
     def remove(self, node: Node) -> None:
+        if isinstance(node, StaticArm):
+            node.stop()
         self.executor.remove_node(node)
         self.nodes.remove(node)
         node.destroy_node()
 
     def call(self, service: str, timeout: float = 30.0) -> Trigger.Response:
-        cli = self.client_node.create_client(Trigger, service)
-        try:
-            assert cli.wait_for_service(timeout_sec=5.0), f"service {service} not available"
-            fut = cli.call_async(Trigger.Request())
-            end = time.monotonic() + timeout
-            while not fut.done():
-                assert time.monotonic() < end, f"{service} did not answer within {timeout} s"
-                time.sleep(0.005)
-            return fut.result()
-        finally:
-            self.client_node.destroy_client(cli)
+        return call_trigger(self.client_node, service, timeout, discovery=5.0)
 
     def call_async(self, service: str):
         cli = self.client_node.create_client(Trigger, service)
@@ -135,6 +152,9 @@ class Rig:
             self.client_node.destroy_subscription(sub)
 
     def close(self):
+        for n in self.nodes:
+            if isinstance(n, StaticArm):
+                n.stop()
         self.executor.shutdown()
         for n in list(self.nodes):
             n.destroy_node()
@@ -168,15 +188,6 @@ def mass_in(text: str) -> float:
     m = re.search(r"mass (\S+) kg", text)
     assert m, text
     return float(m.group(1))
-
-
-def wait_for(pred, timeout=3.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def test_estimator_captures_estimates_and_resets(rig, dyn):
@@ -245,8 +256,9 @@ def test_estimator_rejects_bad_input_and_impossible_fits(rig, dyn):
 def test_sampler_full_run_on_kinematic_arm(rig, dyn):
     arm = rig.add(StaticArm(dyn, Q0))
     rig.add(PayloadEstimatorNode())
+    # dwell: patience on a loaded machine only (a capture is still taken as soon as the arm is static)
     sampler = rig.add(PayloadSamplerNode(parameter_overrides=[
-        rclpy.parameter.Parameter("min_duration", value=0.1)]))
+        rclpy.parameter.Parameter("min_duration", value=0.1), rclpy.parameter.Parameter("dwell", value=3.0)]))
     time.sleep(0.5)
     t0 = time.monotonic()
     res = rig.call("payload_sampler/sample", timeout=30.0)
@@ -261,6 +273,9 @@ def test_sampler_full_run_on_kinematic_arm(rig, dyn):
     assert st.status[0].message.startswith("done")
     assert rig.latest(Bool, "payload_sampler/active").data is False
     assert sampler.last_duration is not None
+    tm = sampler.last_timings  # phase timings: pose 1 is q0 (no move), 9 moves, 10 captures, the return
+    assert len(tm.settles) == 10 and tm.moves[0] == 0.0 and all(m > 0 for m in tm.moves[1:])
+    assert tm.ret > 0 and tm.estimate >= 0 and "settle_mean_s" in {kv.key for kv in st.status[0].values}
 
 
 def test_sampler_busy_cancel_and_estimator_down(rig, dyn):

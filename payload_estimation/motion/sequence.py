@@ -15,7 +15,8 @@ simulator) does it: publish a move, ask for a capture, ask for the estimate. Per
 
 After the last capture the estimate is requested *and* the return move to q0 commanded at once:
 the fit does not need the arm, so its latency hides behind the return move. The run is done when
-the arm is back at q0 and the estimate has answered. The first move waits for ``clear_to_move``
+the arm is back at q0 and at rest (static, or ``dwell`` s after arrival) and the estimate has
+answered. The first move waits for ``clear_to_move``
 (the caller's gate, e.g. the collision monitor has cleared the grasp) for at most ``clear_timeout``
 s; the capture at q0 does not wait for it. Phase timings are kept in :class:`PhaseTimings`.
 """
@@ -110,7 +111,7 @@ class PhaseTimings:
     startup: caller's set-up before the sequence started (filled in by the caller);
     moves[k] / settles[k]: command -> arrival and arrival -> accepted capture at pose k (move 0 when
     the pose is q0); gate: first move held back by ``clear_to_move``; estimate: request -> answer;
-    ret: return command -> arrival at q0; finish: last capture -> done (max of estimate and return);
+    ret: return command -> at rest at q0; finish: last capture -> done (max of estimate and return);
     total: sequence start -> done; attempts[k]: capture requests at pose k.
     """
 
@@ -176,6 +177,7 @@ class SamplingSequence:
         self._t_estimate = 0.0
         self._return_commanded = False
         self._returned = False
+        self._t_back: float | None = None
 
     @property
     def pose(self) -> int:
@@ -185,6 +187,8 @@ class SamplingSequence:
     @property
     def wants_static(self) -> bool:
         """True when :meth:`update` looks at ``static`` (the caller may skip the check otherwise)."""
+        if self._phase == "finish":
+            return self._t_back is not None and not self._returned
         return self._phase == "settle" and not self._pending_capture
 
     @property
@@ -224,7 +228,7 @@ class SamplingSequence:
             self._t0 = t
             self._phase = "next"
         if self._phase == "next":
-            return self._next_pose(t, q, clear_to_move)
+            return self._next_pose(t, q, static, clear_to_move)
         if self._phase == "move":
             if self._arrived(t, q):
                 self.timings.moves.append(t - self._t_cmd)
@@ -241,19 +245,19 @@ class SamplingSequence:
                 return Capture(self._k)
             return Wait()
         if self._phase == "finish":
-            return self._finish(t, q)
+            return self._finish(t, q, static)
         if self._phase == "done":
             ok, text = self._estimate
             return Done(ok, text)
         raise RuntimeError(f"unknown phase {self._phase!r}")
 
-    def _next_pose(self, t: float, q: np.ndarray, clear_to_move: bool) -> Action:
+    def _next_pose(self, t: float, q: np.ndarray, static: bool, clear_to_move: bool) -> Action:
         target = self.plan.poses[self._k]
         self.timings.attempts.append(0)
         if np.max(np.abs(q - target)) < 0.1 * self.cfg.arrival_tolerance:
             self.timings.moves.append(0.0)  # already there (pose 1 = q0): capture right away
             self._enter_settle(t)
-            return self.update(t, q)
+            return self.update(t, q, static, clear_to_move)
         if not clear_to_move:
             self.timings.attempts.pop()
             if self._t_gate is None:
@@ -298,7 +302,7 @@ class SamplingSequence:
         self._t_request = -np.inf
         self._last_reason = "the arm never became static"
 
-    def _finish(self, t: float, q: np.ndarray) -> Action:
+    def _finish(self, t: float, q: np.ndarray, static: bool) -> Action:
         if not self._estimate_requested:
             self._estimate_requested = True
             self._t_estimate = t
@@ -309,8 +313,10 @@ class SamplingSequence:
                 return self._command(t, q, self.plan.q0, "pick configuration", "finish")
             self.timings.ret = 0.0
             self._returned = True
-        if not self._returned and self._arrived(t, q):
-            self.timings.ret = t - self._t_cmd
+        if not self._returned and self._t_back is None and self._arrived(t, q):
+            self._t_back = t
+        if not self._returned and self._t_back is not None and (static or t - self._t_back > self.cfg.dwell):
+            self.timings.ret = t - self._t_cmd  # back and at rest (or dwell s after arrival: done anyway)
             self._returned = True
         if self._returned and self._estimate is not None:
             self.timings.finish = t - self._t_last_capture

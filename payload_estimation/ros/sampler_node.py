@@ -298,7 +298,7 @@ class PayloadSamplerNode(Node):
                     k = act.pose
                     self.get_logger().info(
                         f"pose {k + 1}/{n}: move {seq.timings.moves[k]:.2f} s, static capture after "
-                        f"{seq.timings.settles[k]:.2f} s ({seq.timings.attempts[k]} attempt(s))")
+                        f"{seq.timings.settles[k]:.2f} s ({seq.timings.attempts[k]} attempt(s)): {reason}")
                 continue
             if isinstance(act, Estimate):
                 self.get_logger().info("all poses captured; estimating while returning to the pick configuration")
