@@ -248,7 +248,9 @@ class PayloadSamplerNode(Node):
         t_active = self._now()
         self.pub_active.publish(Bool(data=True))
         # after a grasp the arm needs longer than the per-pose dwell to come to rest under the new load
+        t_ready = self._now()
         self._wait(self._locally_static, self.pick_rest_timeout, "the arm is not static at the pick configuration")
+        t_rest = self._now()
         with self._lock:
             self._may_arm = True  # a grasp detected until now is not a collision of this run
         q0 = self._fresh_q()
@@ -263,6 +265,9 @@ class PayloadSamplerNode(Node):
             self._call(self.cli_clear, "clear captures")
         seq = SamplingSequence(plan, self.desc, self.seq_config, self.joint_names)
         seq.timings.startup = self._now() - t_start
+        self.get_logger().info(
+            f"start-up {seq.timings.startup:.2f} s: services and joint_states {t_ready - t_start:.2f} s, rest at q0 "
+            f"{t_rest - t_ready:.2f} s, plan and clear captures {self._now() - t_rest:.2f} s")
         estimate = None  # (future, wall start)
         ages: list[float] = []  # node clock - stamp of the newest joint_states (s): how far this node lags
         n = seq.n
