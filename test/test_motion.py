@@ -183,15 +183,15 @@ def test_settle_drift_limit_follows_the_sample_count_but_still_sees_a_settling_t
     cfg = SettleConfig()
 
     def thinned(drift_per_s, n=12, noise=0.15):
-        t = np.sort(rng.uniform(0.0, 0.12, n))
+        t = np.sort(np.linspace(0.0, 0.12, n) + rng.uniform(-0.004, 0.004, n))
         q = 0.3 + 1e-5 * rng.standard_normal((n, 7))
         tau = 3.0 + noise * rng.standard_normal((n, 7)) + np.outer(drift_per_s * (0.12 - t), np.ones(7))
         return t, q, np.zeros((n, 7)), tau
 
     passed = sum(check_static(*thinned(0.0), cfg).static for _ in range(200))
     fixed_only = sum(check_static(*thinned(0.0), SettleConfig(drift_noise_sigmas=0.0)).static for _ in range(200))
-    assert passed >= 160 and fixed_only < 100  # measured: 176 vs 43 of 200 (a rejection is retried 5 ms later)
-    tails = [check_static(*thinned(15.0), cfg) for _ in range(50)]  # 1.8 N m over the window
+    assert passed >= 160 and fixed_only < 100  # measured: 172 vs 44 of 200 (a rejection is retried 5 ms later)
+    tails = [check_static(*thinned(8.0), cfg) for _ in range(50)]  # 0.96 N m over the window
     assert all(not r.static and "settling" in r.reason for r in tails)
     # full rate (120 samples): the allowance (~0.08 N m at 0.15 N m noise) stays below the fixed 0.1 + 0.5 %
     t, q, dq, tau = _window(rng, dur=0.12, tau_noise=0.15)
