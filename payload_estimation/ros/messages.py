@@ -129,7 +129,7 @@ def _field(values, m: int, idx: np.ndarray, what: str, required: bool) -> np.nda
     if len(values) != m:
         raise MessageError(f"joint_states {what} has {len(values)} entries for {m} joint names")
     arr = np.asarray(values, dtype=float)[idx]
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         bad = np.flatnonzero(~np.isfinite(arr))
         raise MessageError(f"joint_states {what} is not finite for model joint index(es) {bad.tolist()}")
     return arr

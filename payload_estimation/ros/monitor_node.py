@@ -28,7 +28,10 @@ payload's inertial torques then show in r during fast moves).
 
 from __future__ import annotations
 
+import functools
 import sys
+import threading
+from array import array
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -46,6 +49,7 @@ from ..identification.estimate import PayloadEstimate
 from ..model.dynamics import RigidBodyDynamics
 from ..model.robot_file import load_robot
 from ..motion.poses import move_duration, stop_point
+from .dedicated_subscription import create_dedicated_subscription
 from .messages import (
     JointStateConverter,
     MessageError,
@@ -59,6 +63,17 @@ from .qos import COMMAND_QOS, EVENT_QOS, LATCHED_QOS, SENSOR_QOS
 THROTTLE_S = 2.0
 HOLD_MARK = "collision_monitor/hold"
 """header.frame_id of the monitor's own trajectories (so it does not learn them as 'active')."""
+
+
+def _locked(method):
+    """Run a callback under the node's state lock (joint_states arrives on its own thread)."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args):
+        with self._state_lock:
+            return method(self, *args)
+
+    return wrapper
 
 
 class CollisionMonitorNode(Node):
@@ -120,17 +135,26 @@ class CollisionMonitorNode(Node):
         self._remainder: tuple[np.ndarray, np.ndarray] | None = None
 
         self.pub_residual = self.create_publisher(JointState, "~/residual", EVENT_QOS)
+        self._residual_msg = joint_state_msg(self.joint_names, tau=np.zeros(n))  # reused: only stamp and effort change
         self.pub_collision = self.create_publisher(Bool, "~/collision", LATCHED_QOS)
         self.pub_status = self.create_publisher(DiagnosticArray, "~/status", LATCHED_QOS)
         self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
-        self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
+        self._state_lock = threading.Lock()
         self.create_subscription(InertiaStamped, "payload/estimate", self._on_estimate, LATCHED_QOS)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
         self.create_subscription(Bool, "payload_sampler/active", self._on_sampling, LATCHED_QOS)
         self.pub_collision.publish(Bool(data=False))
         self._status("monitoring (unloaded)")
+        # joint_states (1 kHz) is served by its own thread, not the executor: see dedicated_subscription.py
+        self._joint_states = create_dedicated_subscription(self, JointState, "joint_states", self._on_joint_states,
+                                                           SENSOR_QOS, self._state_lock)
         self.get_logger().info(f"collision_monitor ready: robot {self.desc.name}, thresholds {th.tolist()} N m, "
                                f"policy {self.reaction.policy}")
+
+    def destroy_node(self) -> None:
+        if self._joint_states is not None:
+            self._joint_states.destroy()
+        super().destroy_node()
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -149,7 +173,10 @@ class CollisionMonitorNode(Node):
             self._set_payload(prov if prov.mass > 0 else None, "provisional")
         self._count += 1
         if self._count % self.decimation == 0:
-            self.pub_residual.publish(joint_state_msg(self.joint_names, tau=r, stamp=msg.header.stamp))
+            out = self._residual_msg
+            out.header.stamp = msg.header.stamp
+            out.effort = array("d", r)  # array.array skips the generated setter's per-element checks
+            self.pub_residual.publish(out)
         ev = self.detector.update(t, r)
         if ev is not None:
             self._on_event(ev)
@@ -206,6 +233,7 @@ class CollisionMonitorNode(Node):
         self.get_logger().info(f"resuming the interrupted trajectory: {len(t)} point(s), {t[-1]:.2f} s")
 
     # ------------------------------------------------------------------ other inputs
+    @_locked
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         if msg.header.frame_id == HOLD_MARK:
             return
@@ -216,6 +244,7 @@ class CollisionMonitorNode(Node):
             return
         self._active = (self._now(), t, q)
 
+    @_locked
     def _on_estimate(self, msg: InertiaStamped) -> None:
         try:
             est = estimate_from_msg(msg)
@@ -224,6 +253,7 @@ class CollisionMonitorNode(Node):
             return
         self._set_payload(None if est.mass == 0.0 else est, "estimate")
 
+    @_locked
     def _on_sampling(self, msg: Bool) -> None:
         active = bool(msg.data)
         if active != self._sampling:

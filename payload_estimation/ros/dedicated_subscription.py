@@ -1,0 +1,135 @@
+"""A subscription served by its own thread, outside the node's executor (the monitor's 1 kHz input).
+
+rclpy's Python executors rebuild their wait set from every entity of the node on each wake-up
+(subscriptions, publishers' and subscriptions' QoS event handlers, parameter services, ...): for the
+collision monitor that is ~0.6 ms of CPU per joint_states sample before the callback even starts,
+which at 1 kHz fills a core and queues samples behind each other (docs/bench/nodes.md). A dedicated
+subscription waits on a wait set holding only its own handle and a stop guard condition, takes the
+message and calls the callback in the same thread; the node's other entities stay with the executor.
+
+The subscription belongs to the node (same name resolution, namespace and remapping, listed by
+``ros2 node info``) but is not registered in its entity list, so the executor never takes from it.
+This uses rclpy's C extension the way ``rclpy.wait_for_message`` does; if that interface is not
+available (another rclpy version), :func:`create_dedicated_subscription` falls back to an ordinary
+executor-served subscription and says so in the log.
+
+Callbacks run concurrently with the executor's callbacks: guard state shared between them with the
+``lock`` passed in (the same lock the node's other callbacks take).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from rclpy.guard_condition import GuardCondition
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+
+WAKE_NS = 200_000_000
+"""Longest wait (ns) before the thread re-checks that the context is still valid."""
+
+
+class DedicatedSubscription:
+    """Take ``msg_type`` from ``topic`` in a thread of its own; call ``callback(msg)`` under ``lock``.
+
+    ``with_info``: call ``callback(msg, info)`` instead, ``info`` being rclpy's MessageInfo dict
+    (``source_timestamp`` / ``received_timestamp``, ns since the epoch: when the sample was published
+    and when it reached this process).
+
+    The thread starts at construction and stops on :meth:`destroy`, on rclpy shutdown, or when the
+    context becomes invalid. An exception in ``callback`` is logged (rate-limited) and the loop goes
+    on: one bad message must not end monitoring.
+    """
+
+    def __init__(self, node: Node, msg_type: type, topic: str, callback: Callable[[Any], None],
+                 qos: QoSProfile, lock: threading.Lock, with_info: bool = False):
+        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+        from rclpy.type_support import check_is_valid_msg_type
+
+        check_is_valid_msg_type(msg_type)  # also loads the type support the C constructor needs
+        self._rclpy = _rclpy
+        self._node = node
+        self._msg_type = msg_type
+        self._callback = callback
+        self._lock = lock
+        self._with_info = with_info
+        self.topic = node.resolve_topic_name(topic)
+        with node.handle:
+            self._handle = _rclpy.Subscription(node.handle, msg_type, topic, qos.get_c_qos_profile(), None)
+        self._stop = threading.Event()
+        self._wake = GuardCondition(None, None, context=node.context)
+        node.context.on_shutdown(self._request_stop)
+        self.taken = 0
+        """Messages taken so far (for diagnostics and tests)."""
+        self._thread = threading.Thread(target=self._run, name=f"{node.get_name()}:{self.topic}", daemon=True)
+        self._thread.start()
+
+    def _request_stop(self) -> None:
+        self._stop.set()
+        try:
+            self._wake.trigger()
+        except Exception:  # noqa: BLE001 - the guard condition may already be gone at shutdown
+            pass
+
+    def _run(self) -> None:
+        _rclpy = self._rclpy
+        ws = _rclpy.WaitSet(1, 1, 0, 0, 0, 0, self._node.context.handle)
+        sub, log = self._handle, self._node.get_logger()
+        while not self._stop.is_set() and self._node.context.ok():
+            ws.clear_entities()
+            ws.add_subscription(sub)
+            ws.add_guard_condition(self._wake.handle)
+            try:
+                ws.wait(WAKE_NS)
+            except Exception:  # noqa: BLE001 - context shut down while waiting
+                break
+            if self._stop.is_set():
+                break
+            if sub.pointer not in ws.get_ready_entities("subscription"):
+                continue
+            while True:
+                try:
+                    taken = sub.take_message(self._msg_type, False)
+                except Exception:  # noqa: BLE001 - handle destroyed under us at shutdown
+                    return
+                if taken is None:
+                    break
+                self.taken += 1
+                try:
+                    with self._lock:
+                        if self._with_info:
+                            self._callback(*taken)
+                        else:
+                            self._callback(taken[0])
+                except Exception as e:  # noqa: BLE001
+                    log.error(f"{self.topic} callback failed: {type(e).__name__}: {e}", throttle_duration_sec=2.0)
+
+    def destroy(self) -> None:
+        """Stop the thread and destroy the subscription handle."""
+        self._request_stop()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=2.0)
+        self._handle.destroy_when_not_in_use()
+        self._wake.destroy()
+
+
+def create_dedicated_subscription(node: Node, msg_type: type, topic: str, callback: Callable[[Any], None],
+                                  qos: QoSProfile, lock: threading.Lock) -> DedicatedSubscription | None:
+    """A :class:`DedicatedSubscription`, or None after creating an ordinary subscription instead.
+
+    The fallback wraps ``callback`` in ``lock`` too, so the node's code is the same either way.
+    """
+    try:
+        return DedicatedSubscription(node, msg_type, topic, callback, qos, lock)
+    except (ImportError, AttributeError, TypeError) as e:
+        node.get_logger().warning(f"dedicated {topic} subscription unavailable in this rclpy ({e}); "
+                                  "using the executor (higher latency at 1 kHz)")
+
+        def locked(msg):
+            with lock:
+                callback(msg)
+
+        node.create_subscription(msg_type, topic, locked, qos)
+        return None
