@@ -23,6 +23,7 @@ ARGS = {
     "joint_states": ("", "remap target of joint_states (empty: unchanged)"),
     "joint_trajectory": ("", "remap target of joint_trajectory, e.g. joint_trajectory_controller/joint_trajectory"),
     "nodes": ("estimator,sampler,monitor", "comma-separated subset of sim,estimator,sampler,monitor"),
+    "monitor_prefix": ("", "run collision_monitor under this command, e.g. 'chrt -f 80' (real-time priority)"),
 }
 
 
@@ -31,7 +32,7 @@ def _nodes(context, *args, **kwargs):
     entries = launch_entries(
         robot=v["robot"], nodes=[s for s in v["nodes"].split(",") if s], namespace=v["namespace"],
         use_sim_time=v["use_sim_time"].lower() in ("true", "1", "yes"), params_file=v["params_file"] or None,
-        joint_states=v["joint_states"], joint_trajectory=v["joint_trajectory"])
+        joint_states=v["joint_states"], joint_trajectory=v["joint_trajectory"], monitor_prefix=v["monitor_prefix"])
     return [Node(package="payload_estimation", output="screen", **e) for e in entries]
 
 

@@ -81,14 +81,16 @@ EXECUTABLES = {"sim": "sim_node", "estimator": "payload_estimator", "sampler": "
 
 def launch_entries(robot: str = "lwr4", nodes: Sequence[str] = ("estimator", "sampler", "monitor"),
                    namespace: str = "", use_sim_time: bool = False, params_file: str | Path | None = None,
-                   joint_states: str = "", joint_trajectory: str = "", extra_params: dict | None = None) -> list[dict]:
+                   joint_states: str = "", joint_trajectory: str = "", extra_params: dict | None = None,
+                   monitor_prefix: str = "") -> list[dict]:
     """What the launch files start, as plain data (testable without the launch package).
 
     One dict per node: ``executable``, ``name``, ``namespace``, ``parameters`` (list: the
     parameter file path, then a dict of overrides) and ``remappings`` (list of (from, to)).
     ``joint_states`` / ``joint_trajectory``: absolute or relative topic names to remap the package's
     ``joint_states`` / ``joint_trajectory`` to (empty = unchanged), e.g.
-    ``/lbr/joint_trajectory_controller/joint_trajectory``.
+    ``/lbr/joint_trajectory_controller/joint_trajectory``. ``monitor_prefix``: a command to run the
+    collision monitor under (the launch ``prefix``), e.g. ``chrt -f 80`` for real-time priority.
     """
     pfile = str(params_file) if params_file else (str(config_file(robot)) if config_file(robot) else None)
     overrides = {"robot": robot, "use_sim_time": bool(use_sim_time), **(extra_params or {})}
@@ -105,6 +107,8 @@ def launch_entries(robot: str = "lwr4", nodes: Sequence[str] = ("estimator", "sa
             {k: v for k, v in overrides.items() if not (short == "sim" and k == "use_sim_time")}]
         out.append({"executable": EXECUTABLES[short], "name": EXECUTABLES[short], "namespace": namespace,
                     "parameters": params, "remappings": list(remaps)})
+        if short == "monitor" and monitor_prefix.strip():
+            out[-1]["prefix"] = monitor_prefix.strip()
     return out
 
 
@@ -198,6 +202,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--namespace", default=None, help="namespace for every node, e.g. /lbr")
     ap.add_argument("--use-sim-time", action="store_true", help="set use_sim_time:=true on every node")
     ap.add_argument("--processes", action="store_true", help="one child process per node")
+    ap.add_argument("--monitor-prefix", default="",
+                    help="with --processes: command to run the monitor under, e.g. 'chrt -f 80' (real-time priority)")
     ap.add_argument("-r", "--remap", action="append", default=[], help="remap rule from:=to (repeatable)")
     ap.add_argument("-p", "--param", action="append", default=[], help="parameter name:=value for every node")
     return ap.parse_args(argv)
@@ -215,8 +221,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not any(p.startswith("robot:=") for p in params):
         params.append(f"robot:={a.robot}")
     args = ros_args(pfile, a.namespace, True if a.use_sim_time else None, a.remap, params)
+    if a.monitor_prefix and not a.processes:
+        print("bringup: --monitor-prefix needs --processes (the monitor is its own process then)", file=sys.stderr)
+        return 2
     if a.processes:
-        procs = start_processes(short, args)
+        prefix = a.monitor_prefix.split()
+        procs = [start_processes([s], args, prefix=prefix if s == "monitor" else ())[0] for s in short]
         try:
             while all(p.poll() is None for p in procs):
                 time.sleep(0.2)

@@ -1,0 +1,41 @@
+"""bringup/launch data: running the monitor under a prefix (real-time priority on a robot PC)."""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from payload_estimation.ros.bringup import launch_entries, main, ros_args, start_processes, stop_processes
+
+
+def test_monitor_prefix_goes_to_the_monitor_only():
+    e = launch_entries("lwr4", ["estimator", "sampler", "monitor"], monitor_prefix="  chrt -f 80 ")
+    assert [x.get("prefix") for x in e] == [None, None, "chrt -f 80"]
+    assert all("prefix" not in x for x in launch_entries("lwr4", ["monitor"]))
+
+
+def test_monitor_prefix_needs_processes(capsys):
+    assert main(["--nodes", "monitor", "--monitor-prefix", "chrt -f 80"]) == 2
+    assert "--processes" in capsys.readouterr().err
+
+
+def test_start_processes_runs_the_node_under_the_prefix():
+    """The child really runs under the prefix: ``nice -n 7`` shows in its scheduling niceness."""
+    base = os.nice(0)
+    procs = start_processes(["monitor"], ros_args(params=["robot:=lwr4"]), prefix=["nice", "-n", "7"])
+    try:
+        stat = Path(f"/proc/{procs[0].pid}/stat")
+        deadline = time.monotonic() + 20.0
+        argv0 = lambda: Path(f"/proc/{procs[0].pid}/cmdline").read_text().split("\0")[0]  # noqa: E731
+        while argv0() == "nice" and time.monotonic() < deadline:
+            time.sleep(0.02)  # ``nice`` execs python in the same process
+        nice = int(stat.read_text().rsplit(")", 1)[1].split()[16])
+        assert nice == min(19, base + 7)
+        assert procs[0].poll() is None, "monitor exited"
+    finally:
+        stop_processes(procs)
+
+
+if __name__ == "__main__":
+    pytest.main([__file__])
