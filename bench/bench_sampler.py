@@ -20,8 +20,10 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
-from benchlib import machine
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: threaded BLAS starves the simulator thread
+
+import numpy as np  # noqa: E402
+from benchlib import machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "test"))  # the real-rclpy call helper shared with the tests
@@ -156,7 +158,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-write", action="store_true", help="print only (do not write docs/bench/sampler.md)")
     args = ap.parse_args()
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # simulator thread and nodes share one interpreter: a 0.5 ms GIL switch interval (default 5 ms) keeps
+    # the physics thread at real time (with 5 ms it ran at 0.2-0.5 x, see test_end_to_end.py)
+    sys.setswitchinterval(5e-4)
     from payload_estimation.ros.domain import isolate
 
     isolate()

@@ -208,11 +208,21 @@ NS = f"/h5e{os.getpid()}"
 ISOLATION = ["-r", f"__ns:={NS}", "-r", f"/clock:={NS}/clock"]
 
 
+# One interpreter runs the simulator's physics thread and the nodes' executor threads. With CPython's
+# default 5 ms GIL switch interval the physics thread, which sleeps between 1 ms steps, waited up to
+# 5 ms for the GIL after every step: the simulator ran at 0.2-0.5 x real time (robot time fine, wall
+# time 3-4 x longer). 0.5 ms keeps it at 1.0 x.
+SWITCH_INTERVAL = 5e-4
+
+
 @pytest.fixture
 def ros_ctx():
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL)
     rclpy.init(args=["--ros-args", *ISOLATION])
     yield
     rclpy.shutdown()
+    sys.setswitchinterval(old)
 
 
 def _in_process(robot: str):

@@ -138,6 +138,7 @@ class PayloadSamplerNode(Node):
         self._dq: np.ndarray | None = None
         self._rx_wall: float | None = None
         self._t_msg: float | None = None  # stamp (s) of the newest joint_states
+        self._static_cache: tuple[float | None, bool] = (None, False)  # (newest stamp checked, result)
         self._collision = False
         self._collision_count = 0
         self._collision_base = 0
@@ -371,9 +372,16 @@ class PayloadSamplerNode(Node):
             time.sleep(self.poll_period)
 
     def _locally_static(self) -> bool:
+        """This node's static pre-check on its window; re-evaluated only when a new sample arrived (it
+        runs every poll while settling, and the GIL it holds is the simulator's in a one-process set-up)."""
         with self._lock:
+            last = self._window.last_time
+            if last is not None and self._static_cache[0] == last:
+                return self._static_cache[1]
             t, q, dq, tau = self._window.arrays()
-        return check_static(t, q, dq, tau, self.settle, self.joint_names).static
+        static = check_static(t, q, dq, tau, self.settle, self.joint_names).static
+        self._static_cache = (last, static)
+        return static
 
     def _require(self, client, what: str) -> None:
         if not client.service_is_ready():
