@@ -1,5 +1,7 @@
 """motion/: pose planning inside envelope ∩ limits (seeded property test) and settle detection."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -180,7 +182,7 @@ def test_settle_drift_limit_follows_the_sample_count_but_still_sees_a_settling_t
     static arm passes; the same thinned stream of a settling torque does not; at the full rate the
     fixed limit is unchanged."""
     rng = np.random.default_rng(11)
-    cfg = SettleConfig()
+    cfg = SettleConfig(min_average_samples=5)  # the 12 samples alone (reaching back: next test)
 
     def thinned(drift_per_s, n=12, noise=0.15):
         t = np.sort(np.linspace(0.0, 0.12, n) + rng.uniform(-0.004, 0.004, n))
@@ -189,7 +191,7 @@ def test_settle_drift_limit_follows_the_sample_count_but_still_sees_a_settling_t
         return t, q, np.zeros((n, 7)), tau
 
     passed = sum(check_static(*thinned(0.0), cfg).static for _ in range(200))
-    fixed_only = sum(check_static(*thinned(0.0), SettleConfig(drift_noise_sigmas=0.0)).static for _ in range(200))
+    fixed_only = sum(check_static(*thinned(0.0), replace(cfg, drift_noise_sigmas=0.0)).static for _ in range(200))
     assert passed >= 160 and fixed_only < 100  # measured: 172 vs 44 of 200 (a rejection is retried 5 ms later)
     tails = [check_static(*thinned(8.0), cfg) for _ in range(50)]  # 0.96 N m over the window
     assert all(not r.static and "settling" in r.reason for r in tails)
@@ -197,6 +199,29 @@ def test_settle_drift_limit_follows_the_sample_count_but_still_sees_a_settling_t
     t, q, dq, tau = _window(rng, dur=0.12, tau_noise=0.15)
     ramp = tau + np.outer(np.linspace(0.25, 0.0, t.size), np.ones(7))  # 0.125 N m between the halves
     assert not check_static(t, q, dq, ramp, cfg).static
+
+
+def test_settle_reaches_back_for_samples_on_a_thin_stream():
+    """100 Hz instead of 1 kHz: the average reaches back to min_average_samples (30) within max_window,
+    and every test applies to that longer window; a short history is not yet static."""
+    rng = np.random.default_rng(2)
+    cfg = SettleConfig()
+    t = np.arange(0.0, 0.6, 0.01)
+    q = 0.3 + 1e-5 * rng.standard_normal((t.size, 7))
+    tau = 3.0 + 0.15 * rng.standard_normal((t.size, 7))
+    dq = np.zeros_like(q)
+    r = check_static(t, q, dq, tau, cfg)
+    assert r.static and r.samples == 30 and r.span == pytest.approx(0.29)
+    moving = q.copy()
+    moving[t < 0.4] += np.radians(0.5) * (0.4 - t[t < 0.4, None])  # still moving 0.2 s before the end
+    assert check_static(t[t >= 0.48], moving[t >= 0.48], dq[t >= 0.48], tau[t >= 0.48],
+                        replace(cfg, min_average_samples=5)).static  # the last 0.12 s alone look static ...
+    r = check_static(t, moving, dq, tau, cfg)
+    assert not r.static and "spread" in r.reason  # ... the 30-sample average would include the motion
+    early = check_static(t[:12], q[:12], dq[:12], tau[:12], cfg)
+    assert not early.static and "collecting samples" in early.reason
+    dense = _window(rng, dur=0.3, tau_noise=0.15)  # 1 kHz: the plain 0.12 s window (121 samples)
+    assert check_static(*dense, cfg).samples == 121
 
 
 # ----------------------------------------------------------------------------- sampling sequence

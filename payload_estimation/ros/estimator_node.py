@@ -13,8 +13,11 @@ Parameters: ``robot`` (name or robot file), ``joint_names`` (message joint names
 empty = the model's), ``method`` (one-shot | differential), ``max_payload`` (kg),
 ``max_com_radius`` (m), ``window`` (s, static-check window), ``max_velocity`` (rad/s),
 ``max_position_spread`` (rad), ``max_torque_std`` (N m), ``max_torque_drift`` (N m), ``stale_timeout``
-(s), ``torque_drift_relative``, ``torque_noise`` (N m) and ``gravity_model_uncertainty`` (relative) for
-the per-joint weights (:func:`identification.payload.gravity_joint_weights`).
+(s), ``torque_drift_relative``, ``min_average_samples`` and ``max_window`` (s) (motion.settle);
+``anchor_samples`` and ``anchor_window`` (s): the same two for ``~/capture_unloaded`` (its noise is
+common to every pose of the differential fit, so it averages longer; it costs no motion);
+``torque_noise`` (N m) and ``gravity_model_uncertainty`` (relative) for the per-joint weights
+(:func:`identification.payload.gravity_joint_weights`).
 """
 
 from __future__ import annotations
@@ -74,6 +77,10 @@ class PayloadEstimatorNode(Node):
         self.declare_parameter("max_torque_std", 0.5)
         self.declare_parameter("max_torque_drift", 0.1)
         self.declare_parameter("torque_drift_relative", 0.005)
+        self.declare_parameter("min_average_samples", 30)
+        self.declare_parameter("max_window", 0.4)
+        self.declare_parameter("anchor_samples", 150)
+        self.declare_parameter("anchor_window", 1.0)
         self.declare_parameter("stale_timeout", 0.5)
         self.declare_parameter("torque_noise", 0.05)
         self.declare_parameter("gravity_model_uncertainty", 0.005)
@@ -93,7 +100,9 @@ class PayloadEstimatorNode(Node):
                                    max_position_spread=float(p("max_position_spread").value),
                                    max_torque_std=float(p("max_torque_std").value),
                                    max_torque_drift=float(p("max_torque_drift").value),
-                                   torque_drift_relative=float(p("torque_drift_relative").value))
+                                   torque_drift_relative=float(p("torque_drift_relative").value),
+                                   min_average_samples=int(p("min_average_samples").value),
+                                   max_window=float(p("max_window").value))
         self.stale_timeout = float(p("stale_timeout").value)
         self.torque_noise = float(p("torque_noise").value)
         self.model_uncertainty = float(p("gravity_model_uncertainty").value)
@@ -102,7 +111,9 @@ class PayloadEstimatorNode(Node):
 
         self._lock = threading.Lock()
         self._conv = JointStateConverter(self.joint_names, require_velocity=False)
-        self._window = SampleWindow(horizon=max(0.5, 2 * self.settle.window))
+        self.anchor_settle = replace(self.settle, min_average_samples=int(p("anchor_samples").value),
+                                     max_window=float(p("anchor_window").value))
+        self._window = SampleWindow(horizon=max(0.5, 2 * self.settle.window, self.anchor_settle.max_window))
         self._last_rx = None  # node-clock time (s) of the last good joint_states
         self._loaded: list[tuple[np.ndarray, np.ndarray]] = []
         self._unloaded: list[tuple[np.ndarray, np.ndarray]] = []
@@ -140,7 +151,7 @@ class PayloadEstimatorNode(Node):
             self._last_rx = self._now()
 
     # ------------------------------------------------------------------ services
-    def _static_sample(self) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+    def _static_sample(self, settle: SettleConfig | None = None) -> tuple[np.ndarray | None, np.ndarray | None, str]:
         with self._lock:
             last = self._last_rx
             t, q, dq, tau = self._window.arrays()
@@ -149,14 +160,15 @@ class PayloadEstimatorNode(Node):
         age = self._now() - last
         if age > self.stale_timeout:
             return None, None, f"joint_states stale: last valid message {age:.2f} s ago"
-        r = check_static(t, q, dq, tau, self.settle, self.joint_names)
+        r = check_static(t, q, dq, tau, settle or self.settle, self.joint_names)
         if not r.static:
             return None, None, f"arm not static: {r.reason}"
         return r.q, r.tau, (f"torque std {r.torque_std:.3f} N m, spread {np.degrees(r.spread):.3f} deg over "
                             f"{r.samples} samples, newest {1e3 * (self._now() - t[-1]):.0f} ms old")
 
-    def _capture(self, store: list, what: str, response: Trigger.Response) -> Trigger.Response:
-        q, tau, info = self._static_sample()
+    def _capture(self, store: list, what: str, response: Trigger.Response,
+                 settle: SettleConfig | None = None) -> Trigger.Response:
+        q, tau, info = self._static_sample(settle)
         if q is None:
             response.success, response.message = False, f"{what} rejected: {info}"
             self.get_logger().warning(response.message, throttle_duration_sec=THROTTLE_S)
@@ -172,7 +184,7 @@ class PayloadEstimatorNode(Node):
         return self._capture(self._loaded, "capture", response)
 
     def _srv_capture_unloaded(self, request, response):
-        return self._capture(self._unloaded, "unloaded capture", response)
+        return self._capture(self._unloaded, "unloaded capture", response, self.anchor_settle)
 
     def _srv_estimate(self, request, response):
         with self._lock:

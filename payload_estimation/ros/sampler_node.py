@@ -96,6 +96,8 @@ class PayloadSamplerNode(Node):
         dp("max_torque_std", 0.5)
         dp("max_torque_drift", 0.1)
         dp("torque_drift_relative", 0.005)
+        dp("min_average_samples", 30)
+        dp("max_window", 0.4)
         dp("joint_state_timeout", 0.5)
         dp("service_timeout", 3.0)
         dp("collision_clear_timeout", 1.0)
@@ -120,7 +122,9 @@ class PayloadSamplerNode(Node):
                                    max_position_spread=float(p("max_position_spread")),
                                    max_torque_std=float(p("max_torque_std")),
                                    max_torque_drift=float(p("max_torque_drift")),
-                                   torque_drift_relative=float(p("torque_drift_relative")))
+                                   torque_drift_relative=float(p("torque_drift_relative")),
+                                   min_average_samples=int(p("min_average_samples")),
+                                   max_window=float(p("max_window")))
         self.seq_config = SequenceConfig(velocity_scale=self.plan_config.velocity_scale,
                                          min_duration=self.plan_config.min_duration,
                                          arrival_tolerance=float(np.radians(p("arrival_tolerance_deg"))),
@@ -128,7 +132,8 @@ class PayloadSamplerNode(Node):
                                          retry_period=float(p("capture_period")),
                                          clear_timeout=float(p("collision_clear_timeout"))
                                          + float(p("monitor_fit_delay")))
-        self._window = SampleWindow(horizon=1.5 * self.settle.window)  # small: checked every poll while settling
+        # small: checked while settling (on each new sample)
+        self._window = SampleWindow(horizon=max(1.5 * self.settle.window, self.settle.max_window))
 
         self._lock = threading.Lock()
         self._busy = False
