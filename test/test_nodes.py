@@ -256,9 +256,11 @@ def test_estimator_rejects_bad_input_and_impossible_fits(rig, dyn):
 def test_sampler_full_run_on_kinematic_arm(rig, dyn):
     arm = rig.add(StaticArm(dyn, Q0))
     rig.add(PayloadEstimatorNode())
-    # dwell: patience on a loaded machine only (a capture is still taken as soon as the arm is static)
+    # dwell, joint_state_timeout: patience on a loaded machine only (a capture is still taken as soon as
+    # the arm is static; losing joint_states is tested below with the default timeout)
     sampler = rig.add(PayloadSamplerNode(parameter_overrides=[
-        rclpy.parameter.Parameter("min_duration", value=0.1), rclpy.parameter.Parameter("dwell", value=3.0)]))
+        rclpy.parameter.Parameter("min_duration", value=0.1), rclpy.parameter.Parameter("dwell", value=3.0),
+        rclpy.parameter.Parameter("joint_state_timeout", value=2.0)]))
     time.sleep(0.5)
     t0 = time.monotonic()
     res = rig.call("payload_sampler/sample", timeout=30.0)

@@ -25,7 +25,8 @@ The static sample is the window mean of q and tau. When the last ``window`` s ho
 ``min_average_samples`` samples (a thinned stream), the window reaches back to that many samples,
 at most ``max_window`` s: all tests then apply to the longer window, so a thin stream costs time,
 not accuracy (in a one-process simulation the estimator saw 6-38 samples per 0.12 s). A history
-shorter than both (just after start-up) is "collecting samples", not static.
+shorter than both (just after start-up) is "collecting samples", not static: a caller's buffer must
+keep more than ``max_window`` s.
 """
 
 from __future__ import annotations

@@ -113,7 +113,9 @@ class PayloadEstimatorNode(Node):
         self._conv = JointStateConverter(self.joint_names, require_velocity=False)
         self.anchor_settle = replace(self.settle, min_average_samples=int(p("anchor_samples").value),
                                      max_window=float(p("anchor_window").value))
-        self._window = SampleWindow(horizon=max(0.5, 2 * self.settle.window, self.anchor_settle.max_window))
+        # longer than any max_window: a history shorter than max_window reads as "collecting samples"
+        self._window = SampleWindow(horizon=max(0.5, 2 * self.settle.window, 1.25 * self.settle.max_window,
+                                                1.25 * self.anchor_settle.max_window))
         self._last_rx = None  # node-clock time (s) of the last good joint_states
         self._loaded: list[tuple[np.ndarray, np.ndarray]] = []
         self._unloaded: list[tuple[np.ndarray, np.ndarray]] = []

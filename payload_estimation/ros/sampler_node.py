@@ -133,7 +133,8 @@ class PayloadSamplerNode(Node):
                                          clear_timeout=float(p("collision_clear_timeout"))
                                          + float(p("monitor_fit_delay")))
         # small: checked while settling (on each new sample)
-        self._window = SampleWindow(horizon=max(1.5 * self.settle.window, self.settle.max_window))
+        # (longer than max_window: a history shorter than max_window reads as "collecting samples")
+        self._window = SampleWindow(horizon=max(1.5 * self.settle.window, 1.25 * self.settle.max_window))
 
         self._lock = threading.Lock()
         self._busy = False
