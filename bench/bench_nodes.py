@@ -61,7 +61,14 @@ def callback_cost(samples: int = 5000) -> dict:
 
 
 def publisher(rate: float, seconds: float) -> None:
-    """Publish a static lwr4 joint state (effort = g(q)) at ``rate`` Hz for ``seconds`` s."""
+    """Publish a static lwr4 joint state (effort = g(q)) at ``rate`` Hz for ``seconds`` s.
+
+    Like a real-time driver, one sample per tick of a fixed grid: a tick this process wakes up too late
+    for is skipped (counted), never made up for by a burst of back-to-back samples. Prints the number
+    published and skipped.
+    """
+    import gc
+
     import rclpy
     from sensor_msgs.msg import JointState
 
@@ -77,12 +84,14 @@ def publisher(rate: float, seconds: float) -> None:
     node = rclpy.create_node("bench_joint_states")
     pub = node.create_publisher(JointState, "joint_states", SENSOR_QOS)
     msg = JointState(name=list(desc.joint_names), position=q.tolist(), velocity=[0.0] * desc.n, effort=tau.tolist())
+    gc.collect()
+    gc.freeze()  # no multi-ms collections over the start-up objects while publishing
     time.sleep(2.0)  # discovery
     period = 1.0 / rate
     t0 = time.perf_counter()
-    k = 0
+    tick = published = skipped = 0
     while True:
-        target = t0 + k * period
+        target = t0 + tick * period
         now = time.perf_counter()
         if now - t0 > seconds:
             break
@@ -90,8 +99,11 @@ def publisher(rate: float, seconds: float) -> None:
             time.sleep(target - now)
         msg.header.stamp = sec_to_time(time.time())
         pub.publish(msg)
-        k += 1
-    print(k, flush=True)
+        published += 1
+        late = int((time.perf_counter() - t0) / period) - tick  # whole ticks already past: skip them
+        skipped += max(0, late)
+        tick += 1 + max(0, late)
+    print(published, skipped, flush=True)
     node.destroy_node()
     rclpy.shutdown()
 
@@ -132,7 +144,7 @@ def measure(rate: float, seconds: float, realtime: bool = False) -> dict:
                              capture_output=True, text=True, check=True, timeout=seconds + 30.0)
         cpu1 = _cpu(monitor[0].pid)
         time.sleep(0.5)
-        published = int(pub.stdout.split()[-1])
+        published, skipped = (int(x) for x in pub.stdout.split()[-2:])
         probe.destroy()
         node.destroy_node()
     finally:
@@ -142,12 +154,51 @@ def measure(rate: float, seconds: float, realtime: bool = False) -> dict:
     pub_ms = 1e3 * (a[:, 1] - a[:, 0])
     recv_ms = 1e3 * (a[:, 2] - a[:, 0])
     tail = pub_ms[-max(1, len(pub_ms) // 10):]
-    return {"rate": rate, "realtime": realtime, "published": published, "received": len(a),
+    return {"rate": rate, "realtime": realtime, "published": published, "skipped": skipped, "received": len(a),
             "median_ms": float(np.median(pub_ms)), "p99_ms": float(np.percentile(pub_ms, 99)),
             "max_ms": float(pub_ms.max()), "tail_median_ms": float(np.median(tail)),
             "recv_median_ms": float(np.median(recv_ms)), "recv_p99_ms": float(np.percentile(recv_ms, 99)),
             "cpu_pct": 100.0 * (cpu1 - cpu0) / (seconds + 2.0), "load": max(load0, os.getloadavg()[0]),
             "samples": a}
+
+
+def machine_floor(rate: float, seconds: float) -> dict:
+    """What this machine gives any 1 kHz subscriber, without the monitor (ms).
+
+    ``sleep``: overshoot of ``time.sleep(0.5 ms)`` (how late the OS wakes a waiting process), 5000 times.
+    ``hop``: the same publisher straight into a Python callback that does nothing: callback start minus
+    the sample's stamp (one DDS hop + the wake-up) — the part of the monitor's latency it cannot remove.
+    """
+    import rclpy
+    from sensor_msgs.msg import JointState
+
+    from payload_estimation.ros.dedicated_subscription import DedicatedSubscription
+    from payload_estimation.ros.messages import time_to_sec
+    from payload_estimation.ros.qos import SENSOR_QOS
+
+    over = np.empty(5000)
+    for k in range(over.size):
+        t0 = time.perf_counter()
+        time.sleep(5e-4)
+        over[k] = time.perf_counter() - t0 - 5e-4
+    hop: list[float] = []
+    rclpy.init()
+    try:
+        node = rclpy.create_node("bench_hop_probe")
+        probe = DedicatedSubscription(node, JointState, "joint_states",
+                                      lambda m: hop.append(time.time() - time_to_sec(m.header.stamp)),
+                                      SENSOR_QOS, threading.Lock())
+        time.sleep(1.0)
+        subprocess.run([sys.executable, __file__, "--publisher", str(rate), str(seconds)],
+                       capture_output=True, text=True, check=True, timeout=seconds + 30.0)
+        probe.destroy()
+        node.destroy_node()
+    finally:
+        rclpy.shutdown()
+    h = 1e3 * np.array(hop)
+    return {"sleep_median_ms": float(np.median(over) * 1e3), "sleep_p99_ms": float(np.percentile(over, 99) * 1e3),
+            "sleep_max_ms": float(over.max() * 1e3), "hop_median_ms": float(np.median(h)),
+            "hop_p99_ms": float(np.percentile(h, 99)), "hop_max_ms": float(h.max())}
 
 
 def _cpu(pid: int) -> float:
@@ -175,6 +226,9 @@ def main() -> int:
     modes = [False, True] if args.realtime else [False]
     cb = callback_cost()
     print(f"[bench_nodes] per-sample path in-process: {cb['median_us']:.0f} us median", file=sys.stderr)
+    floor = machine_floor(max(args.rates), args.seconds)
+    print(f"[bench_nodes] machine floor: sleep overshoot p99 {floor['sleep_p99_ms']:.2f} ms, one hop p99 "
+          f"{floor['hop_p99_ms']:.2f} ms", file=sys.stderr)
     rows = []
     for rt in modes:
         for rate in args.rates:
@@ -195,7 +249,9 @@ def main() -> int:
         f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         f"- command: `.venv/bin/python bench/bench_nodes.py --seconds {args.seconds:g} --repeats {args.repeats}"
         f"{' --realtime' if args.realtime else ''}`",
-        "- three processes over DDS on this machine: a joint_states publisher (stamp = wall clock at publication), "
+        "- three processes over DDS on this machine: a joint_states publisher (stamp = wall clock at publication; "
+        "one sample per tick of a fixed grid like a real-time driver: a tick it wakes too late for is skipped, "
+        "not made up for by a burst), "
         "`collision_monitor` (observer + detector on every sample, a residual published for every sample) and "
         "a receiver",
         "- **latency** = the residual's DDS source timestamp (when the monitor published it) minus the input "
@@ -206,14 +262,19 @@ def main() -> int:
         "",
         f"- the monitor's per-sample path in-process (convert, observer, detector, reaction, residual publish; "
         f"moving lwr4, 4500 samples after warm-up): **{cb['median_us']:.0f} µs** median, {cb['p99_us']:.0f} µs p99",
+        f"- this machine's floor, without the monitor: `time.sleep(0.5 ms)` overshoots by "
+        f"{floor['sleep_median_ms']:.2f} ms median, **{floor['sleep_p99_ms']:.2f} ms p99**, "
+        f"{floor['sleep_max_ms']:.1f} ms max (how late the OS wakes a waiting process); the same publisher at "
+        f"{max(args.rates):.0f} Hz straight into a Python callback that does nothing: {floor['hop_median_ms']:.2f} ms "
+        f"median, **{floor['hop_p99_ms']:.2f} ms p99**, {floor['hop_max_ms']:.1f} ms max (one DDS hop + wake-up)",
         "",
-        "| rate | scheduling | residuals / published | latency median | p99 | max | last 10 % | "
-        "at receiver p99 | monitor CPU | load |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| rate | scheduling | residuals / published | publisher ticks skipped | latency median | p99 | max | "
+        "last 10 % | at receiver p99 | monitor CPU | load |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(f"| {r['rate']:.0f} Hz | {'SCHED_FIFO' if r['realtime'] else 'default'} | "
-                     f"{r['received']} / {r['published']} | {r['median_ms']:.2f} ms | "
+                     f"{r['received']} / {r['published']} | {r['skipped']} | {r['median_ms']:.2f} ms | "
                      f"**{r['p99_ms']:.2f} ms** | {r['max_ms']:.1f} ms | {r['tail_median_ms']:.2f} ms | "
                      f"{r['recv_p99_ms']:.2f} ms | {r['cpu_pct']:.0f} % | {r['load']:.1f} |")
     lines += ["", "Median over the runs:", "", "| rate | scheduling | latency median | p99 | residuals received |",

@@ -229,10 +229,12 @@ def main() -> int:
     args = ap.parse_args()
     # simulator thread and nodes share one interpreter: a 0.5 ms GIL switch interval (default 5 ms) keeps
     # the physics thread at real time (with 5 ms it ran at 0.2-0.5 x, see test_end_to_end.py)
-    sys.setswitchinterval(5e-4)
     from payload_estimation.ros.domain import isolate
 
     isolate()
+    from payload_estimation.ros.bringup import GIL_SWITCH_INTERVAL
+
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
     import tempfile
 

@@ -28,7 +28,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
-from payload_estimation.ros.bringup import ros_args
+from payload_estimation.ros.bringup import GIL_SWITCH_INTERVAL, ros_args
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
 from payload_estimation.ros.messages import estimate_from_msg, trajectory_msg
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
@@ -211,14 +211,13 @@ ISOLATION = ["-r", f"__ns:={NS}", "-r", f"/clock:={NS}/clock"]
 # One interpreter runs the simulator's physics thread and the nodes' executor threads. With CPython's
 # default 5 ms GIL switch interval the physics thread, which sleeps between 1 ms steps, waited up to
 # 5 ms for the GIL after every step: the simulator ran at 0.2-0.5 x real time (robot time fine, wall
-# time 3-4 x longer). 0.5 ms keeps it at 1.0 x.
-SWITCH_INTERVAL = 5e-4
+# time 3-4 x longer). 0.5 ms (bringup.GIL_SWITCH_INTERVAL, what the nodes' processes use) keeps it at 1.0 x.
 
 
 @pytest.fixture
 def ros_ctx():
     old = sys.getswitchinterval()
-    sys.setswitchinterval(SWITCH_INTERVAL)
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     rclpy.init(args=["--ros-args", *ISOLATION])
     yield
     rclpy.shutdown()

@@ -390,18 +390,16 @@ def test_launch_entries_and_launch_files():
         compile(f.read_text(), str(f), "exec")  # the launch package is not installable here
 
 
-def test_monitor_callback_is_lean_enough_for_1khz(rig, dyn):
-    """The whole 1 kHz path (convert, observer, detector, reaction, residual publish) well under 1 ms."""
+def test_monitor_processes_every_sample_and_copies_its_stamp(rig, dyn):
+    """The 1 kHz path (convert, observer, detector, reaction, residual publish) on 2000 samples: every
+    one reaches the observer; the residual carries the input stamp. Its cost: bench/bench_nodes.py."""
     from payload_estimation.ros.messages import sec_to_time
 
     mon = rig.add(CollisionMonitorNode())
     q = Q0
     msgs = [joint_state_msg(dyn.desc.joint_names, q, np.zeros(7), dyn.gravity(q), stamp=sec_to_time(1 + k * 1e-3))
             for k in range(2000)]
-    t = time.perf_counter()
     for m in msgs:
         mon._on_joint_states(m)
-    per_sample = (time.perf_counter() - t) / len(msgs)
-    print(f"\ncollision_monitor: {per_sample * 1e6:.0f} us per joint_states sample")
-    assert per_sample < 0.5e-3
+    assert mon._residual_msg.header.stamp == msgs[-1].header.stamp
     assert mon.observer.accepted == 2000 and not mon.detector.in_collision

@@ -141,15 +141,23 @@ def spin_nodes(nodes: Sequence[Node], threads: int | None = None) -> None:
             n.destroy_node()
 
 
-def settle_heap() -> None:
-    """Move every object created so far out of the cyclic garbage collector's reach (``gc.freeze``).
+GIL_SWITCH_INTERVAL = 5e-4
+"""s; Python's default is 5 ms."""
 
-    A node's start-up leaves ~40 000 long-lived objects (numpy, pinocchio, the model); a full
-    collection over them pauses the interpreter for 10-40 ms, which the 1 kHz monitor would see as
-    latency spikes. Objects created later are still collected as usual.
+
+def tune_interpreter() -> None:
+    """Interpreter settings for nodes that serve 1 kHz streams; call once the nodes are constructed.
+
+    - ``gc.freeze()``: start-up leaves ~40 000 long-lived objects (numpy, pinocchio, the model); a
+      full collection over them pauses the interpreter for 10-40 ms, which the 1 kHz monitor would
+      see as latency spikes. Objects created later are still collected as usual.
+    - GIL switch interval 0.5 ms instead of 5 ms: threads of one process (executor threads, the
+      monitor's joint_states thread, the simulator's physics thread) take turns at most 0.5 ms late.
+      With the default the simulator ran at 0.2-0.5 x real time next to busy nodes (docs/bench/sampler.md).
     """
     gc.collect()
     gc.freeze()
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
 
 def run_node(node_cls: type[Node], args: Sequence[str] | None = None) -> int:
@@ -157,7 +165,7 @@ def run_node(node_cls: type[Node], args: Sequence[str] | None = None) -> int:
     rclpy.init(args=args)
     try:
         node = node_cls()
-        settle_heap()
+        tune_interpreter()
         spin_nodes([node])
     finally:
         if rclpy.ok():
@@ -238,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rclpy.init(args=["bringup", *args])
     try:
         nodes = [node_class(s)() for s in short]
-        settle_heap()
+        tune_interpreter()
         spin_nodes(nodes)
     finally:
         if rclpy.ok():
