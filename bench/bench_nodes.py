@@ -139,10 +139,10 @@ def measure(rate: float, seconds: float, realtime: bool = False) -> dict:
                                       threading.Lock(), with_info=True)
         time.sleep(2.0)
         load0 = os.getloadavg()[0]
-        cpu0 = _cpu(monitor[0].pid)
+        cpu0, st0 = _cpu(monitor[0].pid), _cpu_times()
         pub = subprocess.run([*rt, sys.executable, __file__, "--publisher", str(rate), str(seconds)],
                              capture_output=True, text=True, check=True, timeout=seconds + 30.0)
-        cpu1 = _cpu(monitor[0].pid)
+        cpu1, st1 = _cpu(monitor[0].pid), _cpu_times()
         time.sleep(0.5)
         published, skipped = (int(x) for x in pub.stdout.split()[-2:])
         probe.destroy()
@@ -159,7 +159,7 @@ def measure(rate: float, seconds: float, realtime: bool = False) -> dict:
             "max_ms": float(pub_ms.max()), "tail_median_ms": float(np.median(tail)),
             "recv_median_ms": float(np.median(recv_ms)), "recv_p99_ms": float(np.percentile(recv_ms, 99)),
             "cpu_pct": 100.0 * (cpu1 - cpu0) / (seconds + 2.0), "load": max(load0, os.getloadavg()[0]),
-            "samples": a}
+            "steal_pct": 100.0 * (st1[0] - st0[0]) / max(1, st1[1] - st0[1]), "samples": a}
 
 
 def machine_floor(rate: float, seconds: float) -> dict:
@@ -189,8 +189,10 @@ def machine_floor(rate: float, seconds: float) -> dict:
                                       lambda m: hop.append(time.time() - time_to_sec(m.header.stamp)),
                                       SENSOR_QOS, threading.Lock())
         time.sleep(1.0)
+        st0 = _cpu_times()
         subprocess.run([sys.executable, __file__, "--publisher", str(rate), str(seconds)],
                        capture_output=True, text=True, check=True, timeout=seconds + 30.0)
+        st1 = _cpu_times()
         probe.destroy()
         node.destroy_node()
     finally:
@@ -198,7 +200,14 @@ def machine_floor(rate: float, seconds: float) -> dict:
     h = 1e3 * np.array(hop)
     return {"sleep_median_ms": float(np.median(over) * 1e3), "sleep_p99_ms": float(np.percentile(over, 99) * 1e3),
             "sleep_max_ms": float(over.max() * 1e3), "hop_median_ms": float(np.median(h)),
-            "hop_p99_ms": float(np.percentile(h, 99)), "hop_max_ms": float(h.max())}
+            "hop_p99_ms": float(np.percentile(h, 99)), "hop_max_ms": float(h.max()),
+            "steal_pct": 100.0 * (st1[0] - st0[0]) / max(1, st1[1] - st0[1])}
+
+
+def _cpu_times() -> tuple[int, int]:
+    """(steal, total) jiffies of all CPUs since boot (Linux /proc/stat): time the hypervisor ran others."""
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return f[7], sum(f[:8])
 
 
 def _cpu(pid: int) -> float:
@@ -226,9 +235,10 @@ def main() -> int:
     modes = [False, True] if args.realtime else [False]
     cb = callback_cost()
     print(f"[bench_nodes] per-sample path in-process: {cb['median_us']:.0f} us median", file=sys.stderr)
-    floor = machine_floor(max(args.rates), args.seconds)
+    floors = [machine_floor(max(args.rates), args.seconds) for _ in range(args.repeats)]
+    floor = {k: float(np.median([f[k] for f in floors])) for k in floors[0]}
     print(f"[bench_nodes] machine floor: sleep overshoot p99 {floor['sleep_p99_ms']:.2f} ms, one hop p99 "
-          f"{floor['hop_p99_ms']:.2f} ms", file=sys.stderr)
+          f"{floor['hop_p99_ms']:.2f} ms (medians of {len(floors)})", file=sys.stderr)
     rows = []
     for rt in modes:
         for rate in args.rates:
@@ -257,26 +267,30 @@ def main() -> int:
         "- **latency** = the residual's DDS source timestamp (when the monitor published it) minus the input "
         "sample's stamp: DDS hop in, queueing, callback, publish. **at receiver** adds the second DDS hop. "
         "**last 10 %** = median latency over the last tenth of the run (equal to the median = no backlog)",
-        "- load = 1-min load average (the highest of start and end of the run); the monitor's joint_states "
+        "- load = 1-min load average (the highest of start and end of the run); steal = share of CPU time the "
+        "hypervisor gave to other guests during the run (/proc/stat; a virtual machine's vCPUs stall then); "
+        "publisher ticks skipped = ticks the publisher woke up too late for; the monitor's joint_states "
         "subscription runs on its own thread (`ros/dedicated_subscription.py`)",
         "",
         f"- the monitor's per-sample path in-process (convert, observer, detector, reaction, residual publish; "
         f"moving lwr4, 4500 samples after warm-up): **{cb['median_us']:.0f} µs** median, {cb['p99_us']:.0f} µs p99",
-        f"- this machine's floor, without the monitor: `time.sleep(0.5 ms)` overshoots by "
-        f"{floor['sleep_median_ms']:.2f} ms median, **{floor['sleep_p99_ms']:.2f} ms p99**, "
-        f"{floor['sleep_max_ms']:.1f} ms max (how late the OS wakes a waiting process); the same publisher at "
-        f"{max(args.rates):.0f} Hz straight into a Python callback that does nothing: {floor['hop_median_ms']:.2f} ms "
-        f"median, **{floor['hop_p99_ms']:.2f} ms p99**, {floor['hop_max_ms']:.1f} ms max (one DDS hop + wake-up)",
+        f"- this machine's floor, without the monitor (medians of {len(floors)} runs): `time.sleep(0.5 ms)` "
+        f"overshoots by {floor['sleep_median_ms']:.2f} ms median, **{floor['sleep_p99_ms']:.2f} ms p99** "
+        f"(how late the OS wakes a waiting process); the same publisher at {max(args.rates):.0f} Hz straight "
+        f"into a Python callback that does nothing: {floor['hop_median_ms']:.2f} ms median, "
+        f"**{floor['hop_p99_ms']:.2f} ms p99** (runs: "
+        + ", ".join(f"{f['hop_p99_ms']:.2f} ms at {f['steal_pct']:.0f} % steal" for f in floors)
+        + ") — one DDS hop + wake-up",
         "",
         "| rate | scheduling | residuals / published | publisher ticks skipped | latency median | p99 | max | "
-        "last 10 % | at receiver p99 | monitor CPU | load |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "last 10 % | at receiver p99 | monitor CPU | load | steal |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(f"| {r['rate']:.0f} Hz | {'SCHED_FIFO' if r['realtime'] else 'default'} | "
                      f"{r['received']} / {r['published']} | {r['skipped']} | {r['median_ms']:.2f} ms | "
                      f"**{r['p99_ms']:.2f} ms** | {r['max_ms']:.1f} ms | {r['tail_median_ms']:.2f} ms | "
-                     f"{r['recv_p99_ms']:.2f} ms | {r['cpu_pct']:.0f} % | {r['load']:.1f} |")
+                     f"{r['recv_p99_ms']:.2f} ms | {r['cpu_pct']:.0f} % | {r['load']:.1f} | {r['steal_pct']:.0f} % |")
     lines += ["", "Median over the runs:", "", "| rate | scheduling | latency median | p99 | residuals received |",
               "|---:|---|---:|---:|---:|"]
     for rt in modes:
@@ -286,6 +300,16 @@ def main() -> int:
             lines.append(f"| {rate:.0f} Hz | {'SCHED_FIFO' if rt else 'default'} | "
                          f"{np.median([r['median_ms'] for r in rs]):.2f} ms | "
                          f"**{np.median([r['p99_ms'] for r in rs]):.2f} ms** | {100 * got:.1f} % |")
+    best = min(float(np.median([r["p99_ms"] for r in rows if r["rate"] == rate and r["realtime"] == rt]))
+               for rt in modes for rate in args.rates)
+    lines += ["", "Reading: the monitor keeps up when every residual arrives and the last tenth of a run has the "
+              "median latency of the whole (no backlog). Its own share of the latency is the per-sample path "
+              f"({cb['median_us']:.0f} µs); the rest is the DDS hop and the wake-up of a waiting thread, "
+              f"which this machine delivers late: a subscriber doing nothing already has a p99 of "
+              f"{floor['hop_p99_ms']:.2f} ms. "
+              + ("A p99 under 2 ms needs a machine whose floor is well under that (an idle robot PC, a real-time "
+                 "kernel, the monitor at real-time priority: `monitor_prefix:='chrt -f 80'`)."
+                 if floor["hop_p99_ms"] > 1.0 or best > 2.0 else "")]
     text = "\n".join(lines) + "\n"
     out = ROOT / "docs" / "bench" / "nodes.md"
     out.parent.mkdir(parents=True, exist_ok=True)
