@@ -277,6 +277,24 @@ def test_long_gap_not_integrated(lwr4, free_run):
     assert np.abs(np.array(r)).max() < 1e-3
 
 
+def test_gap_holds_the_residual_of_a_persisting_load(lwr4):
+    """A 3 kg load the model does not know, arm at rest: r converges to its torque; 0.3 s without samples
+    (dropped stream) must not make it fall (a decay would read as 'released', then 'detected' again)."""
+    from payload_estimation.model.parameters import BodyInertia
+
+    q = np.radians([10, 40, -5, -70, 15, 50, 20])
+    loaded = lwr4.with_payload(BodyInertia(3.0, np.array([0.0, 0.0, 0.1]), np.zeros((3, 3))))
+    tau = loaded.gravity(q)
+    expected = lwr4.gravity(q) - tau  # at rest r = ĝ - τ_J
+    obs = MomentumObserver(lwr4, gains=25.0, max_gap=0.1)
+    times = np.concatenate([np.arange(0.0, 1.0, 1e-3), np.arange(1.3, 1.31, 1e-3)])
+    r = np.array([obs.update(t, q, np.zeros(7), tau) for t in times])
+    before, after = r[np.searchsorted(times, 0.999)], r[-10:]
+    np.testing.assert_allclose(before, expected, atol=1e-3 * np.abs(expected).max())
+    assert obs.gaps == 1
+    np.testing.assert_allclose(after, np.tile(before, (10, 1)), atol=1e-6)
+
+
 def test_observer_rejects_bad_configuration(lwr4):
     with pytest.raises(ObserverInputError, match="gain"):
         MomentumObserver(lwr4, gains=[10.0] * 6)

@@ -75,8 +75,8 @@ class MomentumObserver:
 
     ``dyn`` is the unloaded (identified) model; ``gains`` K_I (1/s, scalar or per joint);
     ``friction`` an optional :class:`JointFriction`; ``max_gap`` (s): a step longer than this (e.g.
-    the stream stopped) is not integrated — the residual only decays over it and integration
-    restarts at the new sample (counted in :attr:`gaps`).
+    the stream stopped, samples dropped) is not integrated — the residual is held over it and
+    integration restarts at the new sample (counted in :attr:`gaps`).
 
     Counters: :attr:`skipped_nonfinite` (NaN/inf samples), :attr:`skipped_time` (time not
     increasing), :attr:`skipped` (their sum), :attr:`accepted`. Not thread-safe.
@@ -237,10 +237,12 @@ class MomentumObserver:
                 self._b /= h
                 self._h_cached = h
             r = self._r
-            if h > self.max_gap or self._restart_next:
-                r *= self._a  # no information over the gap: decay only
-                if h > self.max_gap:
-                    self.gaps += 1
+            if h > self.max_gap:
+                # no information over the gap: hold r (what was last seen is still the best guess; a decay
+                # would read a persisting contact or an unmodelled load as released and then detected again)
+                self.gaps += 1
+            elif self._restart_next:
+                r *= self._a  # model changed: Δp across the change is not the model's, decay one step only
             else:
                 # r = a r + (1 - a) ū,  ū h = Δp - h (β + β_prev) / 2
                 s = beta + self._beta_prev

@@ -104,6 +104,8 @@ class DedicatedSubscription:
                         else:
                             self._callback(taken[0])
                 except Exception as e:  # noqa: BLE001
+                    if self._stop.is_set() or not self._node.context.ok():
+                        return  # shutting down: publishers in the callback are already gone
                     log.error(f"{self.topic} callback failed: {type(e).__name__}: {e}", throttle_duration_sec=2.0)
 
     def destroy(self) -> None:
