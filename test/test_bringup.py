@@ -27,9 +27,12 @@ def test_start_processes_runs_the_node_under_the_prefix():
     try:
         stat = Path(f"/proc/{procs[0].pid}/stat")
         deadline = time.monotonic() + 20.0
-        argv0 = lambda: Path(f"/proc/{procs[0].pid}/cmdline").read_text().split("\0")[0]  # noqa: E731
-        while argv0() == "nice" and time.monotonic() < deadline:
-            time.sleep(0.02)  # ``nice`` execs python in the same process
+        def running_node() -> bool:  # forked (parent's argv), then ``nice`` (argv0 nice), then it execs python
+            argv = Path(f"/proc/{procs[0].pid}/cmdline").read_text().split("\0")
+            return argv[0] != "nice" and "payload_estimation.ros.monitor_node" in argv
+
+        while not running_node() and time.monotonic() < deadline:
+            time.sleep(0.02)
         nice = int(stat.read_text().rsplit(")", 1)[1].split()[16])
         assert nice == min(19, base + 7)
         assert procs[0].poll() is None, "monitor exited"

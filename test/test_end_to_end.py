@@ -253,6 +253,7 @@ def test_pick_estimate_and_move_in_process(ros_ctx, robot):
         print(f"[{robot}] report: {report}")
         nodes[0].stop()  # the simulator's physics thread publishes outside the executor
         ex.shutdown()
+        th.join(timeout=5.0)  # the spin loop may still be building a wait set from the nodes
         for n in [*nodes, probe]:
             n.destroy_node()
 
@@ -286,6 +287,7 @@ def test_pick_estimate_and_move_separate_processes(ros_ctx, tmp_path):
     finally:
         print(f"[{robot}, processes] report: {report}")
         ex.shutdown()
+        th.join(timeout=5.0)
         probe.destroy_node()
         stop_processes(procs)
     assert all(p.returncode in (0, -2, 130) for p in procs), [p.returncode for p in procs]

@@ -156,6 +156,7 @@ class Rig:
             if isinstance(n, StaticArm):
                 n.stop()
         self.executor.shutdown()
+        self.thread.join(timeout=5.0)  # the spin loop may still be building a wait set from the nodes
         for n in list(self.nodes):
             n.destroy_node()
 
