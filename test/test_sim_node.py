@@ -234,15 +234,18 @@ def test_apply_wrench_in_link_axes(ros):
 def test_apply_wrench_scheduled_at_header_stamp(ros):
     """A wrench stamped in the future is applied at that sim time (scripted contacts), not on arrival."""
     _, probe = ros
-    at = time_to_sec(probe.last().header.stamp) + 0.5
+    n0 = len(probe.logs)  # only this test's log lines (the fixture and its logs outlive a re-run)
+    # 2 s ahead of the newest sample this probe has seen: it may lag the stream on a loaded machine
+    at = time_to_sec(probe.last().header.stamp) + 2.0
     w = WrenchStamped()
     w.header.frame_id = "link_6"
     w.header.stamp = sec_to_time(at)
     w.wrench.force.z = 1.0
     probe.pub_wrench.publish(w)
-    time.sleep(0.05)
-    assert not any(s.startswith("wrench on link_6") for s in probe.logs), "applied before its stamp"
-    wait_for(lambda: any(s.startswith("wrench on link_6") for s in probe.logs), what="scheduled wrench")
-    line = next(s for s in probe.logs if s.startswith("wrench on link_6"))
-    applied = float(line.split(" at t=")[1].split(" s")[0])
-    assert at <= applied <= at + 0.0041  # within one 250 Hz publish period
+
+    def applied_lines():
+        return [s for s in probe.logs[n0:] if s.startswith("wrench on link_6")]
+
+    wait_for(lambda: applied_lines(), what="scheduled wrench")
+    applied = float(applied_lines()[0].split(" at t=")[1].split(" s")[0])  # sim time, from sim_node
+    assert at <= applied <= at + 0.0041  # not on arrival: at its stamp, within one 250 Hz publish period
