@@ -41,7 +41,6 @@ def ros_run(robot: str, seed: int, ns: str) -> dict:
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.node import Node
     from rclpy.parameter import Parameter
-    from ros_helpers import call_trigger, wait_for
 
     from payload_estimation.ros.estimator_node import PayloadEstimatorNode
     from payload_estimation.ros.monitor_node import CollisionMonitorNode
@@ -68,16 +67,7 @@ def ros_run(robot: str, seed: int, ns: str) -> dict:
     th = threading.Thread(target=ex.spin, daemon=True)
     th.start()
     try:
-        def sim_sleep(dt):
-            t0 = probe.get_clock().now().nanoseconds
-            assert wait_for(lambda: probe.get_clock().now().nanoseconds - t0 >= dt * 1e9, 30.0)
-
-        assert wait_for(lambda: call_trigger(probe, "payload_estimator/capture_unloaded").success, 10.0)
-        assert call_trigger(probe, "sim_node/attach_payload").success
-        sim_sleep(0.5)
-        t = time.monotonic()
-        res = call_trigger(probe, "payload_sampler/sample", timeout=90.0)
-        wall = time.monotonic() - t
+        res, wall = grasp_and_sample(probe, discovery=5.0, timeout=90.0)
         if not res.success:
             return {"ok": False, "message": res.message}
         e = est.current  # the published estimate, full precision
@@ -92,6 +82,29 @@ def ros_run(robot: str, seed: int, ns: str) -> dict:
             n.destroy_node()
 
 
+def sim_sleep(probe, dt: float) -> None:
+    """Wait until ``dt`` s of simulated time (the probe's /clock) have passed."""
+    from ros_helpers import wait_for
+
+    assert wait_for(lambda: probe.get_clock().now().nanoseconds > 0, 60.0), "no /clock from sim_node"
+    t0 = probe.get_clock().now().nanoseconds
+    assert wait_for(lambda: probe.get_clock().now().nanoseconds - t0 >= dt * 1e9, 30.0)
+
+
+def grasp_and_sample(probe, discovery: float, timeout: float):
+    """Unloaded anchor capture, grasp (attach the payload in the simulator), 0.5 s, then the timed
+    ``payload_sampler/sample`` call; returns (Trigger response, wall-clock seconds of the call)."""
+    from ros_helpers import call_trigger, wait_for
+
+    assert wait_for(lambda: call_trigger(probe, "payload_estimator/capture_unloaded",
+                                         discovery=discovery).success, 20.0)
+    assert call_trigger(probe, "sim_node/attach_payload").success
+    sim_sleep(probe, 0.5)
+    t = time.monotonic()
+    res = call_trigger(probe, "payload_sampler/sample", timeout=timeout)
+    return res, time.monotonic() - t
+
+
 def process_run(robot: str, seed: int, ns: str, workdir: Path) -> dict:
     """The same, each node in its own process (bringup's process mode, config/<robot>.yaml), as on a
     robot PC; this process only calls the services and reads ``payload_sampler/status``."""
@@ -101,7 +114,7 @@ def process_run(robot: str, seed: int, ns: str, workdir: Path) -> dict:
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.node import Node
     from rclpy.parameter import Parameter
-    from ros_helpers import call_trigger, wait_for
+    from ros_helpers import wait_for
 
     from payload_estimation.ros.bringup import config_file, ros_args, start_processes, stop_processes
     from payload_estimation.ros.messages import estimate_from_msg
@@ -126,18 +139,8 @@ def process_run(robot: str, seed: int, ns: str, workdir: Path) -> dict:
     th = threading.Thread(target=ex.spin, daemon=True)
     th.start()
     try:
-        def sim_sleep(dt):
-            assert wait_for(lambda: probe.get_clock().now().nanoseconds > 0, 60.0), "no /clock from sim_node"
-            t0 = probe.get_clock().now().nanoseconds
-            assert wait_for(lambda: probe.get_clock().now().nanoseconds - t0 >= dt * 1e9, 30.0)
-
-        sim_sleep(0.5)
-        assert wait_for(lambda: call_trigger(probe, "payload_estimator/capture_unloaded", discovery=60.0).success, 20.0)
-        assert call_trigger(probe, "sim_node/attach_payload").success
-        sim_sleep(0.5)
-        t = time.monotonic()
-        res = call_trigger(probe, "payload_sampler/sample", timeout=120.0)
-        wall = time.monotonic() - t
+        sim_sleep(probe, 0.5)  # processes start slowly: let the simulator run first
+        res, wall = grasp_and_sample(probe, discovery=60.0, timeout=120.0)
         if not res.success:
             return {"ok": False, "message": res.message}
         def done():
