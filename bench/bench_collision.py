@@ -12,10 +12,9 @@ import datetime
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-from benchlib import machine  # noqa: E402
+from benchlib import machine, write_section  # noqa: E402
 
 from payload_estimation.collision import CollisionDetector, MomentumObserver, ReactionStateMachine, make_friction
 from payload_estimation.collision.reaction import Action
@@ -26,7 +25,6 @@ from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
-ROOT = Path(__file__).resolve().parent.parent
 PAYLOAD = BodyInertia(3.0, np.array([0.06, -0.04, 0.13]), np.diag([0.012, 0.015, 0.009]))  # off-axis CoM
 Q0 = np.array([0.2, 0.6, -0.3, -1.2, 0.4, 0.7, 0.1])
 THRESHOLD = 6.0  # N m (paper 000)
@@ -387,9 +385,7 @@ def main() -> int:
             f"- wall time: {time.monotonic() - t0:.0f} s", ""]
     text = "\n".join(head + sections) + "\n"
     print(text)
-    out = ROOT / "docs" / "bench" / "collision.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    write_section("collision", text)
     return 0
 
 

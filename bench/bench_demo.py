@@ -16,9 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import machine
-
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import machine, write_section
 
 
 def main() -> int:
@@ -72,8 +70,7 @@ def main() -> int:
         "the 2-core machine runs the simulator and all nodes in Python.",
     ]
     text = "\n".join(lines) + "\n"
-    (ROOT / "docs" / "bench").mkdir(parents=True, exist_ok=True)
-    (ROOT / "docs" / "bench" / "demo.md").write_text(text)
+    write_section("demo", text)
     print(text)
     return 0
 

@@ -18,10 +18,9 @@ import dataclasses  # noqa: E402
 import datetime  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from benchlib import machine  # noqa: E402
+from benchlib import machine, write_section  # noqa: E402
 
 from payload_estimation.identification.excitation import (  # noqa: E402
     ExcitationConfig,
@@ -48,7 +47,6 @@ from payload_estimation.model.dynamics import gravity_params, link_params  # noq
 from payload_estimation.model.robot_file import load_robot  # noqa: E402
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 NOISE = 0.1          # N m torque-sensor noise std (the demo's default)
 MODEL_ERROR = 0.03   # relative link-parameter error of the true robot w.r.t. the description
 RATE = 500.0         # Hz recording rate (paper 003: 500 Hz)
@@ -245,9 +243,7 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.quick:
-        out = ROOT / "docs" / "bench" / "identification.md"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+        write_section("identification", text)
     return 0
 
 

@@ -28,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchlib import machine  # noqa: E402
+from benchlib import machine, write_section  # noqa: E402
 
 from payload_estimation.model.base_parameters import compute_base_parameters  # noqa: E402
 from payload_estimation.model.dynamics import RigidBodyDynamics  # noqa: E402
@@ -135,9 +135,7 @@ def main() -> int:
     ] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
     text = "\n".join(lines) + "\n"
     print(text)
-    out = ROOT / "docs" / "bench" / "model.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    write_section("model", text)
     return 0
 
 

@@ -23,9 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from benchlib import machine
-
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import machine, write_section
 
 
 def callback_cost(samples: int = 5000) -> dict:
@@ -114,7 +112,6 @@ def measure(rate: float, seconds: float, realtime: bool = False) -> dict:
     ``realtime``: run the monitor and the publisher under SCHED_FIFO priority 10 (``chrt -f 10``), as a
     real-robot deployment would run its control-path nodes.
     """
-
     import rclpy
     from sensor_msgs.msg import JointState
 
@@ -311,9 +308,7 @@ def main() -> int:
                  "kernel, the monitor at real-time priority: `monitor_prefix:='chrt -f 80'`)."
                  if floor["hop_p99_ms"] > 1.0 or best > 2.0 else "")]
     text = "\n".join(lines) + "\n"
-    out = ROOT / "docs" / "bench" / "nodes.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    write_section("nodes", text)
     print(text)
     return 0
 

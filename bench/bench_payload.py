@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchlib import machine  # noqa: E402
+from benchlib import machine, write_section  # noqa: E402
 
 from payload_estimation.identification.data import load_csv  # noqa: E402
 from payload_estimation.identification.payload import (  # noqa: E402
@@ -167,9 +167,7 @@ def main() -> None:
     ]
     text = "\n".join(lines)
     print(text)
-    out = ROOT / "docs" / "bench" / "payload.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    write_section("payload", text)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: threaded BLAS starves the simulator thread
 
 import numpy as np  # noqa: E402
-from benchlib import machine  # noqa: E402
+from benchlib import machine, write_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "test"))  # the real-rclpy call helper shared with the tests
@@ -179,9 +179,7 @@ def floor_run(robot: str, seed: int) -> dict:
     win = SampleWindow(horizon=1.25)
 
     def step(dt):
-        for _ in range(int(round(dt / arm.dt))):
-            arm.step(1)
-            s = arm.state()
+        for s in arm.run(dt):
             win.append(s.t, s.q, s.dq, s.tau)
 
     step(1.0)
@@ -340,8 +338,7 @@ def main() -> int:
     ]
     text = "\n".join(lines) + "\n"
     if not args.no_write:
-        (ROOT / "docs" / "bench").mkdir(parents=True, exist_ok=True)
-        (ROOT / "docs" / "bench" / "sampler.md").write_text(text)
+        write_section("sampler", text)
     print(text)
     return 0
 

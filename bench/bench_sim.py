@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchlib import machine  # noqa: E402
+from benchlib import machine, write_section  # noqa: E402
 
 from payload_estimation.model.dynamics import RigidBodyDynamics  # noqa: E402
 from payload_estimation.model.robot_file import load_robot  # noqa: E402
@@ -204,9 +204,7 @@ def main() -> int:
         lines.append(f"| {robot} | {err:.3f} | {settle:.3f} |")
     text = "\n".join(lines) + "\n"
     print(text)
-    out = ROOT / "docs" / "bench" / "sim.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    write_section("sim", text)
     return 0
 
 

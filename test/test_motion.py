@@ -243,9 +243,7 @@ def _run_sequence_on_sim(robot: str, seed: int = 3):
     settle = SettleConfig()
 
     def step(dt):
-        for _ in range(int(round(dt / arm.dt))):
-            arm.step(1)
-            s = arm.state()
+        for s in arm.run(dt):
             win.append(s.t, s.q, s.dq, s.tau)
 
     step(0.5)

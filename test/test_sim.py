@@ -71,6 +71,17 @@ def test_static_torque_equals_true_gravity(robot):
         assert np.max(np.abs(s.tau - nominal.gravity(s.q))) > 0.05
 
 
+def test_run_yields_one_measurement_per_physics_step(robot):
+    arm = SimulatedArm(robot, SimConfig(seed=1))
+    arm.reset(np.zeros(robot.n))
+    t0 = arm.state().t
+    states = list(arm.run(0.0104))  # rounds to 10 steps of 1 ms
+    assert len(states) == 10
+    np.testing.assert_allclose([s.t for s in states], t0 + arm.dt * np.arange(1, 11), atol=1e-12)
+    assert states[-1].t == arm.state().t
+    np.testing.assert_array_equal(states[-1].tau, arm.state().tau)
+
+
 def test_payload_attach_at_run_time_then_detach(robot):
     rng = np.random.default_rng(5)
     arm = SimulatedArm(robot, SimConfig(model_error=0.1, seed=1))

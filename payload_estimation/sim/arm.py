@@ -34,6 +34,8 @@ Time is continuous over resets (a ROS clock never jumps back).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import mujoco
 import numpy as np
 
@@ -226,6 +228,12 @@ class SimulatedArm:
             self._integral = np.minimum(np.maximum(integral, -self._integral_max), self._integral_max)
             self._refresh(desired)
             self._measure()
+
+    def run(self, seconds: float) -> Iterator[ArmState]:
+        """Advance ``seconds`` (rounded to whole steps of ``dt``), yielding the measurement after each step."""
+        for _ in range(int(round(seconds / self.dt))):
+            self.step(1)
+            yield self.state()
 
     def state(self) -> ArmState:
         """The current measurement (time s, q rad, dq rad/s, measured torque N m)."""
