@@ -139,7 +139,6 @@ def test_urdf_roundtrip_keeps_payload_superposition():
 BAD_FILES = {
     "bad_missing_kinematics.yaml": r"missing key 'kinematics'",
     "bad_dh_row.yaml": r"kinematics\.dh\[1\] must be \[a, alpha, d, theta_offset\]",
-    "bad_inertia.yaml": r"links\[1\] \(joint j2\) is physically inconsistent.*triangle inequality",
     "bad_convention.yaml": r"convention 'hartenberg' is unknown",
     "bad_nan.yaml": r"links\[0\]: 'com' contains NaN",
 }
@@ -149,6 +148,19 @@ BAD_FILES = {
 def test_bad_robot_files_name_the_problem(name):
     with pytest.raises(RobotDescriptionError, match=BAD_FILES[name]):
         load_robot(DATA / name)
+
+
+def test_inconsistent_link_is_accepted_for_gravity_and_refused_by_the_simulator(caplog):
+    """Gravity work does not need a physical inertia (warned); the simulator does (refused, named)."""
+    from payload_estimation.sim import SimulatedArm
+
+    with caplog.at_level("WARNING"):
+        desc = load_robot(DATA / "bad_inertia.yaml")
+    assert "links[1] (joint j2) is physically inconsistent" in caplog.text and "refused by the simulator" in caplog.text
+    assert np.all(np.isfinite(RigidBodyDynamics(desc).gravity(np.array([0.3, 0.4]))))
+    with pytest.raises(RobotDescriptionError, match=r"links\[1\] \(joint j2\) is physically inconsistent.*triangle "
+                       r"inequality.*simulator .*needs a mass and a physically consistent inertia"):
+        SimulatedArm(desc)
 
 
 def test_good_test_robot_loads():

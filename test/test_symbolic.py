@@ -377,7 +377,7 @@ def test_cli_table_and_bad_robot(capsys):
     assert "numeric base-parameter mapping" not in out  # 2R: symbolic Lagrangian
     assert cli_main(["coefficients", "--robot", str(DATA / "lwr4_hand.urdf"), "--gravity"]) == 0
     out = capsys.readouterr().out
-    assert "12 gravity coefficients" in out and "payload frame: last_link" in out
+    assert "12 gravity coefficients" in out and "payload frame: lwr_link_7" in out
     assert "numeric base-parameter mapping" not in out
     assert cli_main(["coefficients", "--robot", str(DATA / "bad_dh_row.yaml")]) == 1
     assert "kinematics.dh[1]" in capsys.readouterr().err

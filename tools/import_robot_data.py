@@ -12,7 +12,7 @@ import yaml
 SHARED = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/robots")
 
 
-def emit(src, setname, out, name, joints, flange_z, vel_deg, eff, notes):
+def emit(src, setname, out, name, joints, flange_z, vel_deg, eff, notes, frame_name, frame_note):
     d = yaml.safe_load((SHARED / f"{src}.yaml").read_text())
     dh = d["dh_classical" if src == "lwr4" else "dh_classical_derived"]["rows"]
     vals = d["inertial_sets"][setname]["dh_frame_values"]
@@ -33,6 +33,7 @@ def emit(src, setname, out, name, joints, flange_z, vel_deg, eff, notes):
     lines += [
         f"  flange: {{xyz: [0.0, 0.0, {flange_z}], rpy: [0.0, 0.0, 0.0]}}   # in the last link frame",
         "payload_frame: last_link   # paper 000: payload parameters in the last DH frame",
+        f"payload_frame_name: {frame_name}   # {frame_note}",
         "limits:",
         "  position:   # rad",
     ]
@@ -59,11 +60,13 @@ emit("lwr4", "ISIR_urdf", "config/robots/lwr4.yaml", "lwr4", ["A1", "A2", "E1", 
       "vector is exactly linear in the 12 coefficients of eq. (38). Flange 0.078 m along z7 (public URDFs).",
       "Inertia: kuka-isir/rtt_lwr lwr_description (ISIR) set converted to the DH frames; physically",
       "consistent, not KUKA's own values. Limits: position from both public URDFs; velocity and effort",
-      "from CentroEPiaggio/kuka-lwr (the KUKA data sheet was not available)."])
+      "from CentroEPiaggio/kuka-lwr (the KUKA data sheet was not available)."],
+     "lwr4_dh_frame_7", "DH frame 7: axes of the URDFs' link_7, origin 0.078 m below it (docs/robot_description.md)")
 emit("iiwa14", "drake", "config/robots/iiwa14.yaml", "iiwa14", ["A1", "A2", "A3", "A4", "A5", "A6", "A7"], 0.0,
      [85, 85, 100, 75, 130, 135, 135], [320, 320, 176, 176, 110, 40, 40],
      ["Kinematics: classical DH table derived from the iiwa_stack/Drake and lbr_fri_ros2_stack URDFs",
       "(reproduces the joint axes and flange pose of both to ~1e-15); frame 0 = URDF link_0, frame 7 at",
       "the flange (d7 = 0.126 m). Inertia: Drake iiwa14 set converted to the DH frames (physically",
       "consistent). Limits: position from iiwa_stack/Drake/lbr_fri_ros2_stack; velocity from the KUKA",
-      "brochure via Drake's README; effort from Drake's URDF."])
+      "brochure via Drake's README; effort from Drake's URDF."],
+     "lbr_link_ee", "DH frame 7 is lbr_fri_ros2_stack's lbr_link_ee (robot_name lbr; test_urdf.py)")

@@ -11,6 +11,7 @@ inertial parameters are given in link frame i. Lengths in m, angles in rad.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +20,7 @@ from .parameters import BodyInertia, check_consistency
 from .transforms import dh_transform, mdh_transform, rot_axis
 
 CONVENTIONS = ("dh", "mdh", "urdf")
+log = logging.getLogger(__name__)
 
 
 class RobotDescriptionError(ValueError):
@@ -57,6 +59,10 @@ class RobotDescription:
 
     ``flange`` is the pose of the flange frame in the last link frame; ``payload_frame`` is the
     pose of the payload frame in the last link frame (identity: the last link frame, paper 000).
+    ``payload_frame_name`` is that frame's name in the robot's TF tree, the ``frame_id`` of every
+    payload output: for a URDF the tip link (e.g. ``lbr_link_ee``, ``fr3_link8``), for a robot YAML
+    its ``payload_frame_name`` key (default ``<name>_link_<n>``, or ``<name>_payload`` when the
+    payload frame is not the last link frame).
     ``gravity`` is the gravity acceleration vector in the base frame (m/s^2).
     """
 
@@ -67,9 +73,17 @@ class RobotDescription:
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
     flange: np.ndarray = field(default_factory=lambda: np.eye(4))
     payload_frame: np.ndarray = field(default_factory=lambda: np.eye(4))
-    payload_frame_name: str = "last_link"
+    payload_frame_name: str = ""
     convention: str = "dh"
     source: str = ""
+    link_frame_names: tuple[str, ...] = ()
+    """Names of link frames 1..n in the robot's TF tree when known (URDF child links), else ()."""
+
+    def __post_init__(self):
+        if not self.payload_frame_name:
+            at_last_link = np.allclose(self.payload_frame, np.eye(4), rtol=0, atol=1e-12)
+            default = f"{self.name}_link_{self.n}" if at_last_link else f"{self.name}_payload"
+            object.__setattr__(self, "payload_frame_name", default)
 
     @property
     def n(self) -> int:
@@ -78,6 +92,13 @@ class RobotDescription:
     @property
     def joint_names(self) -> tuple[str, ...]:
         return tuple(j.name for j in self.joints)
+
+    def link_frame_name(self, k: int) -> str:
+        """TF name of link frame ``k`` (1..n): the URDF link's name, else ``<name>_dh_frame_<k>`` (the
+        frames of a DH/MDH table; their static transforms are documented in docs/robot_description.md)."""
+        if not 1 <= k <= self.n:
+            raise ValueError(f"link frame index must be in 1..{self.n}, got {k}")
+        return self.link_frame_names[k - 1] if self.link_frame_names else f"{self.name}_dh_frame_{k}"
 
     def link_poses(self, q: np.ndarray) -> list[np.ndarray]:
         """Poses (4x4, base frame) of link frames 1..n at configuration ``q`` (rad)."""
@@ -124,7 +145,12 @@ def joints_from_mdh(names, rows) -> tuple[JointSpec, ...]:
 
 
 def validate(desc: RobotDescription) -> RobotDescription:
-    """Raise :class:`RobotDescriptionError` unless dimensions, limits and link inertias are sane."""
+    """Raise :class:`RobotDescriptionError` unless names, dimensions, limits and gravity are sane.
+
+    Link inertias are only checked for finite values here: a massless or physically inconsistent
+    moving link is logged as a warning (gravity and residual work do not need a physical inertia),
+    and :func:`require_physical` refuses it where it is needed (the simulator).
+    """
     n = desc.n
     if n == 0:
         raise RobotDescriptionError(f"robot '{desc.name}': no joints")
@@ -152,10 +178,41 @@ def validate(desc: RobotDescription) -> RobotDescription:
     if g.shape != (3,) or not np.all(np.isfinite(g)):
         raise RobotDescriptionError(f"robot '{desc.name}': 'gravity' must be 3 finite numbers")
     for i, body in enumerate(desc.links):
+        values = np.concatenate([[body.mass], np.ravel(body.com), np.ravel(body.inertia_com)])
+        if not np.all(np.isfinite(values)) or body.mass < 0:
+            raise RobotDescriptionError(
+                f"robot '{desc.name}': links[{i}] (joint {names[i]}): mass, CoM and inertia must be finite, "
+                f"mass >= 0 (got mass {body.mass})")
+    massless = [names[i] for i, b in enumerate(desc.links) if b.mass == 0]
+    if massless:
+        log.warning("robot '%s': the links moved by joints %s have no mass: fine for gravity and residual "
+                    "work, refused by the simulator", desc.name, ", ".join(massless))
+    bad = [p for p in physical_problems(desc) if " has no mass" not in p]
+    if bad:
+        log.warning("robot '%s': accepted for gravity-only work (payload estimation, residual), refused by "
+                    "the simulator: %s", desc.name, "; ".join(bad))
+    return desc
+
+
+def physical_problems(desc: RobotDescription) -> list[str]:
+    """One message per moving link that is massless or physically inconsistent (empty: all fine)."""
+    out = []
+    for i, (body, name) in enumerate(zip(desc.links, desc.joint_names)):
+        if body.mass == 0:
+            out.append(f"links[{i}] (joint {name}) has no mass")
+            continue
         report = check_consistency(body)
         if not report.ok:
-            raise RobotDescriptionError(
-                f"robot '{desc.name}': links[{i}] (joint {names[i]}) is physically inconsistent: "
-                + "; ".join(report.problems)
-            )
+            out.append(f"links[{i}] (joint {name}) is physically inconsistent: " + "; ".join(report.problems))
+    return out
+
+
+def require_physical(desc: RobotDescription, needed_by: str) -> RobotDescription:
+    """``desc`` if every moving link has a mass and a physically consistent inertia, else raise
+    :class:`RobotDescriptionError` saying which links and that ``needed_by`` needs them."""
+    problems = physical_problems(desc)
+    if problems:
+        raise RobotDescriptionError(
+            f"robot '{desc.name}': " + "; ".join(problems) + f". {needed_by} needs a mass and a physically "
+            "consistent inertia for every moving link (give <inertial> in the URDF, or 'links' in a robot YAML)")
     return desc

@@ -3,7 +3,8 @@
 Schema (all SI; see docs/robot_description.md)::
 
     name: lwr4
-    joints: [A1, A2, E1, A3, A4, A5, A6]     # model joint order
+    joints: [A1, A2, E1, A3, A4, A5, A6]     # model joint order (urdf: optional, exactly the URDF's)
+    rename_joints: {urdf_name: new_name}      # urdf only, optional
     gravity: [0, 0, -9.81]                    # base frame, optional
     kinematics:
       convention: dh                          # dh | mdh | urdf
@@ -11,6 +12,7 @@ Schema (all SI; see docs/robot_description.md)::
       urdf: file.urdf                         # relative to this YAML; with base_link, tip_link
       flange: {xyz: [..], rpy: [..]}          # flange pose in the last link frame, optional
     payload_frame: last_link                  # or flange, or {xyz: .., rpy: ..} in the last link frame
+    payload_frame_name: lbr_link_ee           # its name in the robot's TF tree
     limits: {position: [[lo, hi], ...], velocity: [...], effort: [...]}
     links:                                    # one per joint, in link frame i, inertia about the CoM
       - {mass: 2.3, com: [x, y, z], inertia: [xx, xy, xz, yy, yz, zz]}
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +40,7 @@ from .description import (
 from .parameters import BodyInertia, sym_from_vec6
 from .transforms import xyz_rpy
 from .urdf import load_urdf
+from .urdf_tree import xacro_hint
 
 SHIPPED_ROBOTS = ("lwr4", "iiwa14")
 
@@ -62,22 +66,51 @@ def robots_dir() -> Path:
     return share_dir() / "config" / "robots"
 
 
-def load_robot(robot: str | Path) -> RobotDescription:
-    """Load a shipped robot by name (``lwr4``, ``iiwa14``) or a robot YAML / URDF file by path."""
+def load_robot(robot: str | Path, base_link: str | None = None, tip_link: str | None = None) -> RobotDescription:
+    """Load a shipped robot by name (``lwr4``, ``iiwa14``) or a robot YAML / URDF file by path.
+
+    ``base_link``/``tip_link`` choose the chain of a URDF (or of the URDF a robot YAML wraps,
+    overriding its ``kinematics.base_link``/``tip_link``); a DH/MDH robot refuses them.
+    """
     path = Path(robot)
     if not path.suffix and str(robot) in SHIPPED_ROBOTS:
         path = robots_dir() / f"{robot}.yaml"
-    if not path.exists():
+    if path.suffix.lower() == ".xacro":
+        raise RobotDescriptionError(xacro_hint(str(path)))
+    if not path.is_file():
         raise RobotDescriptionError(
             f"robot '{robot}' is neither a shipped robot ({', '.join(SHIPPED_ROBOTS)}) nor an existing file"
         )
-    if path.suffix.lower() in (".urdf", ".xml"):
-        return validate(load_urdf(path.read_text()))
+    text = path.read_text()
+    if path.suffix.lower() in (".urdf", ".xml") or text.lstrip().startswith("<"):
+        return robot_from_description(text, base_link, tip_link, source=str(path))
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise RobotDescriptionError(f"{path}: not valid YAML: {exc}") from exc
+    if base_link is not None or tip_link is not None:
+        kin = data.get("kinematics") if isinstance(data, dict) else None
+        if not isinstance(kin, dict) or kin.get("convention") != "urdf":
+            raise RobotDescriptionError(
+                f"{path}: base_link/tip_link choose a chain in a URDF; this robot is not described by one "
+                "(kinematics.convention is not urdf)")
+        kin = dict(kin)
+        kin.update({k: v for k, v in (("base_link", base_link), ("tip_link", tip_link)) if v is not None})
+        data = {**data, "kinematics": kin}
     return robot_from_dict(data, base_dir=path.parent, where=str(path))
+
+
+def robot_from_description(text: str, base_link: str | None = None, tip_link: str | None = None,
+                           source: str = "robot_description") -> RobotDescription:
+    """The checked model of URDF ``text`` — what ``robot_state_publisher`` publishes on
+    ``robot_description`` — for the chain ``base_link`` -> ``tip_link`` (defaults: the root and the
+    single tip, see :mod:`.urdf_tree`). ``source`` (topic or file) names it in messages.
+
+    The payload frame is the tip link (``payload_frame_name``). Raises
+    :class:`RobotDescriptionError` with a message for the operator (xacro, malformed element,
+    ambiguous tip with the candidates); massless or inconsistent links are accepted with a warning.
+    """
+    return validate(load_urdf(text, base_link, tip_link, source=source))
 
 
 def _get(d: dict, key: str, where: str):
@@ -111,16 +144,23 @@ def robot_from_dict(data: dict, base_dir: Path | None = None, where: str = "robo
     if not isinstance(data, dict):
         raise RobotDescriptionError(f"{where}: top level must be a mapping")
     name = str(_get(data, "name", where))
-    joints = _get(data, "joints", where)
-    if not isinstance(joints, list) or not joints or not all(isinstance(j, str) for j in joints):
-        raise RobotDescriptionError(f"{where}: 'joints' must be a non-empty list of joint names")
-    n = len(joints)
     kin = _get(data, "kinematics", where)
     convention = _get(kin, "convention", f"{where}: kinematics")
     if convention not in CONVENTIONS:
         raise RobotDescriptionError(
             f"{where}: kinematics.convention '{convention}' is unknown (use one of {', '.join(CONVENTIONS)})"
         )
+    if convention == "urdf":
+        from_urdf = _wrapped_urdf(data, kin, base_dir, where, name)
+        joints = list(from_urdf.joint_names)
+    else:
+        joints = _get(data, "joints", where)
+        if "rename_joints" in data:
+            raise RobotDescriptionError(f"{where}: 'rename_joints' applies to a wrapped URDF only; "
+                                        "write the names in 'joints'")
+    if not isinstance(joints, list) or not joints or not all(isinstance(j, str) for j in joints):
+        raise RobotDescriptionError(f"{where}: 'joints' must be a non-empty list of joint names")
+    n = len(joints)
     links_given = data.get("links")
     if convention in ("dh", "mdh"):
         rows = _get(kin, convention, f"{where}: kinematics")
@@ -139,14 +179,7 @@ def robot_from_dict(data: dict, base_dir: Path | None = None, where: str = "robo
         flange = _pose(kin["flange"], "kinematics.flange", where) if "flange" in kin else np.eye(4)
         from_urdf = None
     else:
-        urdf_ref = _get(kin, "urdf", f"{where}: kinematics")
-        urdf_path = Path(urdf_ref) if Path(urdf_ref).is_absolute() else (base_dir or Path.cwd()) / urdf_ref
-        if not urdf_path.exists():
-            raise RobotDescriptionError(f"{where}: kinematics.urdf file '{urdf_path}' does not exist")
-        from_urdf = load_urdf(urdf_path.read_text(), kin.get("base_link"), kin.get("tip_link"), name)
-        if from_urdf.n != n:
-            raise RobotDescriptionError(f"{where}: URDF chain has {from_urdf.n} joints, 'joints' lists {n}")
-        specs = tuple(type(s)(jn, s.pre, s.axis, s.post) for s, jn in zip(from_urdf.joints, joints))
+        specs = from_urdf.joints
         flange = from_urdf.flange @ (_pose(kin["flange"], "kinematics.flange", where) if "flange" in kin else np.eye(4))
 
     if links_given is None:
@@ -169,13 +202,22 @@ def robot_from_dict(data: dict, base_dir: Path | None = None, where: str = "robo
             _numbers(_get(lim, "effort", f"{where}: limits"), (n,), "limits.effort", where),
         )
     gravity = _numbers(data.get("gravity", [0.0, 0.0, -9.81]), (3,), "gravity", where)
-    pf = data.get("payload_frame", "last_link")
+    pf = data.get("payload_frame", "flange" if from_urdf is not None else "last_link")
+    pf_name = ""  # RobotDescription's default unless named below
     if pf == "last_link":
-        payload_frame, pf_name = np.eye(4), "last_link"
+        payload_frame = np.eye(4)
+        if from_urdf is not None:
+            pf_name = from_urdf.link_frame_names[-1]
     elif pf == "flange":
-        payload_frame, pf_name = flange, "flange"
+        payload_frame = flange
+        if from_urdf is not None and "flange" not in kin:
+            pf_name = from_urdf.payload_frame_name
     else:
-        payload_frame, pf_name = _pose(pf, "payload_frame", where), "payload"
+        payload_frame = _pose(pf, "payload_frame", where)
+    if "payload_frame_name" in data:
+        pf_name = data["payload_frame_name"]
+        if not isinstance(pf_name, str) or not pf_name.strip():
+            raise RobotDescriptionError(f"{where}: 'payload_frame_name' must be a frame name (text)")
     desc = RobotDescription(
         name=name,
         joints=specs,
@@ -187,8 +229,38 @@ def robot_from_dict(data: dict, base_dir: Path | None = None, where: str = "robo
         payload_frame_name=pf_name,
         convention=convention,
         source=str(data.get("source", "")),
+        link_frame_names=from_urdf.link_frame_names if from_urdf is not None else (),
     )
     return validate(desc)
+
+
+def _wrapped_urdf(data: dict, kin: dict, base_dir: Path | None, where: str, name: str) -> RobotDescription:
+    """The URDF chain a robot YAML wraps, with its joints checked against ``joints`` and renamed
+    only through ``rename_joints``."""
+    urdf_ref = _get(kin, "urdf", f"{where}: kinematics")
+    urdf_path = Path(urdf_ref) if Path(urdf_ref).is_absolute() else (base_dir or Path.cwd()) / urdf_ref
+    if not urdf_path.is_file():
+        raise RobotDescriptionError(f"{where}: kinematics.urdf file '{urdf_path}' does not exist")
+    if urdf_path.suffix.lower() == ".xacro":
+        raise RobotDescriptionError(xacro_hint(str(urdf_path)))
+    desc = load_urdf(urdf_path.read_text(), kin.get("base_link"), kin.get("tip_link"), name, source=str(urdf_path))
+    chain = list(desc.joint_names)
+    listed = data.get("joints")
+    if listed is not None and listed != chain:
+        raise RobotDescriptionError(
+            f"{where}: 'joints' {listed} is not the URDF chain's joint list {chain} (in chain order); omit "
+            "'joints' or list exactly those; to use other names, map them with rename_joints: {urdf_name: new_name}")
+    rename = data.get("rename_joints")
+    if rename is None:
+        return desc
+    if not isinstance(rename, dict) or not all(isinstance(v, str) and v for v in rename.values()):
+        raise RobotDescriptionError(f"{where}: 'rename_joints' must map URDF joint names to new names")
+    unknown = [k for k in rename if k not in chain]
+    if unknown:
+        raise RobotDescriptionError(f"{where}: rename_joints names {unknown}, which are not joints of the URDF "
+                                    f"chain {chain}")
+    specs = tuple(replace(s, name=rename.get(s.name, s.name)) for s in desc.joints)
+    return replace(desc, joints=specs)
 
 
 def _link(entry, i: int, where: str) -> BodyInertia:

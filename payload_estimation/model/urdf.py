@@ -1,164 +1,166 @@
 """Read a serial revolute chain from URDF text (no ROS needed) and write one back.
 
-Fixed joints are folded into their neighbours: before the first revolute joint into its placement,
-between revolute joints into the next placement (their bodies merged into the moving link), after
-the last one into the flange. Continuous joints count as revolute with +-inf limits replaced by
-+-pi*2 (a warning-free, bounded choice).
+The tree is parsed and the chain chosen by :mod:`.urdf_tree`. Fixed joints on the chain are folded
+into their neighbours: before the first revolute joint into its placement, between revolute joints
+into the next placement, after the last one into the flange (= the tip link frame, which is also
+the payload frame, named after the tip link). Every body off the chain is lumped into the moving
+link it hangs from: rigidly attached bodies silently, bodies behind joints that are not on the chain
+(gripper fingers, links past ``tip_link``) at those joints' zero or given positions, with one warning
+naming them. Continuous joints count as revolute with +-inf limits replaced by +-pi*2 (a bounded
+choice). A moving link without mass stays massless here (gravity work does not need one);
+:func:`.description.validate` warns about it and the simulator refuses it.
 """
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+import logging
+from collections.abc import Mapping
 
 import numpy as np
 
 from .description import JointLimits, JointSpec, RobotDescription, RobotDescriptionError
-from .parameters import BodyInertia, sym_from_vec6
-from .transforms import invert, xyz_rpy
+from .parameters import BodyInertia
+from .transforms import invert
+from .urdf_tree import TIP_HINT, UrdfJoint, UrdfTree, parse_urdf, select_chain
 
-
-def _floats(text: str | None, count: int, where: str) -> np.ndarray:
-    try:
-        vals = np.array([float(x) for x in (text or "").split()])
-    except ValueError as exc:
-        raise RobotDescriptionError(f"URDF {where}: not numbers: {text!r}") from exc
-    if vals.size != count:
-        raise RobotDescriptionError(f"URDF {where}: expected {count} numbers, got {text!r}")
-    return vals
-
-
-def _origin(elem, where: str) -> np.ndarray:
-    o = elem.find("origin") if elem is not None else None
-    if o is None:
-        return np.eye(4)
-    xyz = _floats(o.get("xyz", "0 0 0"), 3, f"{where} origin xyz")
-    rpy = _floats(o.get("rpy", "0 0 0"), 3, f"{where} origin rpy")
-    return xyz_rpy(xyz, rpy)
-
-
-def _inertial(link) -> BodyInertia | None:
-    inertial = link.find("inertial")
-    if inertial is None:
-        return None
-    name = link.get("name")
-    mass_el = inertial.find("mass")
-    if mass_el is None:
-        raise RobotDescriptionError(f"URDF link '{name}': <inertial> without <mass>")
-    mass = float(mass_el.get("value"))
-    i = inertial.find("inertia")
-    if i is None:
-        raise RobotDescriptionError(f"URDF link '{name}': <inertial> without <inertia>")
-    vals = [float(i.get(k, "0")) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")]
-    t = _origin(inertial, f"link '{name}' inertial")
-    # Inertia given about the CoM in the <inertial> frame; express it in link-frame axes.
-    r = t[:3, :3]
-    return BodyInertia(mass, t[:3, 3], r @ sym_from_vec6(vals) @ r.T)
-
-
-def _merge(a: BodyInertia | None, b: BodyInertia | None) -> BodyInertia | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a.plus(b)
+log = logging.getLogger(__name__)
+_MASSLESS = BodyInertia(0.0, np.zeros(3), np.zeros((3, 3)))
 
 
 def load_urdf(text: str, base_link: str | None = None, tip_link: str | None = None,
-              name: str | None = None) -> RobotDescription:
+              name: str | None = None, source: str = "URDF",
+              locked: Mapping[str, float] | None = None) -> RobotDescription:
     """Description of the revolute chain from ``base_link`` to ``tip_link`` in URDF ``text``.
 
-    Without ``base_link``/``tip_link`` the root link and the single leaf of the tree are used.
-    Gravity defaults to -9.81 m/s^2 along z of ``base_link``.
+    Defaults: the root link and the tip chosen as in :mod:`.urdf_tree`. ``source`` (a file path
+    or a topic name) names the description in errors and warnings. ``locked`` gives positions
+    (rad or m) of joints off the chain at which their bodies are lumped (default 0; a mimic joint
+    follows its mimicked joint). Gravity is -9.81 m/s^2 along z of ``base_link``.
+    Not validated: see :func:`.robot_file.robot_from_description` for the checked entry point.
     """
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        raise RobotDescriptionError(f"URDF is not valid XML: {exc}") from exc
-    if root.tag != "robot":
-        raise RobotDescriptionError(f"URDF root element is <{root.tag}>, expected <robot>")
-    links = {lk.get("name"): lk for lk in root.findall("link")}
-    joints_by_child = {}
-    children = {}
-    for j in root.findall("joint"):
-        parent = j.find("parent").get("link")
-        child = j.find("child").get("link")
-        joints_by_child[child] = j
-        children.setdefault(parent, []).append(child)
-    if base_link is None:
-        roots = [lk for lk in links if lk not in joints_by_child]
-        if len(roots) != 1:
-            raise RobotDescriptionError(f"URDF: cannot choose a base link among {roots}; set base_link")
-        base_link = roots[0]
-    if tip_link is None:
-        leaves = [lk for lk in links if lk not in children]
-        if len(leaves) != 1:
-            raise RobotDescriptionError(f"URDF: several leaf links {leaves}; set tip_link")
-        tip_link = leaves[0]
-    for which, lk in (("base_link", base_link), ("tip_link", tip_link)):
-        if lk not in links:
-            raise RobotDescriptionError(f"URDF: {which} '{lk}' is not a link of the file")
-    chain = []
-    lk = tip_link
-    while lk != base_link:
-        if lk not in joints_by_child:
-            raise RobotDescriptionError(f"URDF: tip_link '{tip_link}' is not below base_link '{base_link}'")
-        j = joints_by_child[lk]
-        chain.append(j)
-        lk = j.find("parent").get("link")
-    chain.reverse()
+    tree = parse_urdf(text, source)
+    base, tip, path = select_chain(tree, base_link, tip_link)
+    _check_chain(tree, path, base, tip)
+    positions = _off_chain_positions(tree, path, locked)
 
     specs: list[JointSpec] = []
-    bodies: list[BodyInertia | None] = []
     lows, highs, vels, efforts = [], [], [], []
+    # link name -> (index of the moving link it belongs to, -1 = the base; its pose in that link frame)
+    frames: dict[str, tuple[int, np.ndarray]] = {base: (-1, np.eye(4))}
     pending = np.eye(4)  # fixed transform accumulated since the last moving link frame
-    for j in chain:
-        jname = j.get("name")
-        jtype = j.get("type")
-        origin = _origin(j, f"joint '{jname}'")
-        child_body = _inertial(links[j.find("child").get("link")])
-        if jtype == "fixed":
-            pending = pending @ origin
-            if specs and child_body is not None:
-                bodies[-1] = _merge(bodies[-1], child_body.transformed(pending))
-            continue
-        if jtype not in ("revolute", "continuous"):
-            raise RobotDescriptionError(f"URDF joint '{jname}': type '{jtype}' is not supported (revolute only)")
-        axis_el = j.find("axis")
-        axis = _floats(axis_el.get("xyz"), 3, f"joint '{jname}' axis") if axis_el is not None else np.array([1.0, 0, 0])
-        if np.linalg.norm(axis) == 0:
-            raise RobotDescriptionError(f"URDF joint '{jname}': zero axis")
-        specs.append(JointSpec(jname, pending @ origin, axis / np.linalg.norm(axis), np.eye(4)))
-        bodies.append(child_body)
-        pending = np.eye(4)
-        lim = j.find("limit")
-        if jtype == "continuous" or lim is None:
-            lo, hi, vel, eff = -2 * np.pi, 2 * np.pi, np.inf, np.inf
-            if lim is not None:
-                vel, eff = float(lim.get("velocity", "inf")), float(lim.get("effort", "inf"))
+    for j in path:
+        if j.type == "fixed":
+            pending = pending @ j.origin
         else:
-            lo, hi = float(lim.get("lower", "0")), float(lim.get("upper", "0"))
-            vel, eff = float(lim.get("velocity", "inf")), float(lim.get("effort", "inf"))
-        lows.append(lo)
-        highs.append(hi)
-        vels.append(vel)
-        efforts.append(eff)
+            specs.append(JointSpec(j.name, pending @ j.origin, j.axis, np.eye(4)))
+            pending = np.eye(4)
+            lo, hi, vel, eff = _limits(j)
+            lows.append(lo)
+            highs.append(hi)
+            vels.append(vel)
+            efforts.append(eff)
+        frames[j.child] = (len(specs) - 1, pending)
     if not specs:
-        raise RobotDescriptionError(f"URDF: no revolute joint between '{base_link}' and '{tip_link}'")
-    for k, b in enumerate(bodies):
-        if b is None:
-            raise RobotDescriptionError(f"URDF: the link moved by joint '{specs[k].name}' has no <inertial>")
+        raise RobotDescriptionError(f"{source}: no revolute joint between '{base}' and '{tip}'; {TIP_HINT}")
+
+    bodies: list[BodyInertia | None] = [None] * len(specs)
+    behind: list[str] = []  # bodies lumped at the positions of joints off the chain
+    chain = set(frames)
+    moved = {lk: False for lk in frames}
+    for lk in tree.below(base):
+        if lk not in frames:
+            j = tree.parent_joint[lk]
+            k, t = frames[j.parent]
+            frames[lk] = (k, t @ j.origin @ j.motion(positions.get(j.name, 0.0)))
+            moved[lk] = moved[j.parent] or j.type != "fixed"
+        k, t = frames[lk]
+        body = tree.links[lk]
+        if k < 0 or body is None or body.mass == 0:
+            continue
+        part = body.transformed(t)
+        bodies[k] = part if bodies[k] is None else bodies[k].plus(part)
+        if moved[lk]:
+            behind.append(lk)
+    if behind:
+        joints = sorted({j.name for lk in behind for j in _joints_above(tree, lk, chain)})
+        at = ", ".join(f"{jn} = {positions.get(jn, 0.0):g}" for jn in joints)
+        log.warning("%s: %d bodies behind joints that are not on the chain %s -> %s are lumped into it at "
+                    "those joints' positions (%s): %s", source, len(behind), base, tip, at, ", ".join(behind))
     return RobotDescription(
-        name=name or root.get("name", "robot"),
+        name=name or tree.name,
         joints=tuple(specs),
-        links=tuple(bodies),
+        links=tuple(_MASSLESS if b is None else b for b in bodies),
         limits=JointLimits(np.array([lows, highs]).T, np.array(vels), np.array(efforts)),
         flange=pending,
+        payload_frame=pending,
+        payload_frame_name=tip,
+        link_frame_names=tuple(j.child for j in path if j.type != "fixed"),
         convention="urdf",
+        source=f"{source}: URDF chain {base} -> {tip}",
     )
 
 
+def _check_chain(tree: UrdfTree, path: list[UrdfJoint], base: str, tip: str) -> None:
+    for j in path:
+        if j.type not in ("fixed", "revolute", "continuous"):
+            raise RobotDescriptionError(
+                f"{tree.source}: joint '{j.name}' ({j.type}) lies on the chain {base} -> {tip}; only revolute, "
+                f"continuous and fixed joints can: choose base_link/tip_link around it")
+        if j.type != "fixed" and not tree.is_chain_joint(j):
+            raise RobotDescriptionError(
+                f"{tree.source}: joint '{j.name}' on the chain {base} -> {tip} is a mimic joint or mimicked by "
+                f"one (a gripper mechanism, not an arm joint): choose a tip_link above it")
+
+
+def _off_chain_positions(tree: UrdfTree, path: list[UrdfJoint], locked: Mapping[str, float] | None
+                         ) -> dict[str, float]:
+    on_chain = {j.name for j in path}
+    given = dict(locked or {})
+    for jn, v in given.items():
+        if jn not in tree.joints:
+            raise RobotDescriptionError(f"{tree.source}: locked joint '{jn}' is not a joint of the description")
+        if jn in on_chain or tree.joints[jn].type in ("fixed", "floating", "planar"):
+            raise RobotDescriptionError(f"{tree.source}: joint '{jn}' cannot be locked (on the chain, or "
+                                        f"{tree.joints[jn].type})")
+        if not np.isfinite(v):
+            raise RobotDescriptionError(f"{tree.source}: locked position of '{jn}' is not finite: {v}")
+    out = {}
+    for j in tree.joints.values():
+        if j.name in on_chain or j.type == "fixed":
+            continue
+        if j.name in given:
+            out[j.name] = float(given[j.name])
+        elif j.mimic is not None:
+            out[j.name] = j.multiplier * float(given.get(j.mimic, 0.0)) + j.offset
+        else:
+            out[j.name] = 0.0
+    return out
+
+
+def _joints_above(tree: UrdfTree, link: str, on_chain: set[str]) -> list[UrdfJoint]:
+    """Moving joints between ``link`` and the chain links ``on_chain``."""
+    out = []
+    while link in tree.parent_joint and link not in on_chain:
+        j = tree.parent_joint[link]
+        if j.type != "fixed":
+            out.append(j)
+        link = j.parent
+    return out
+
+
+def _limits(j: UrdfJoint) -> tuple[float, float, float, float]:
+    if j.limit is None:
+        return -2 * np.pi, 2 * np.pi, np.inf, np.inf
+    lo, hi, vel, eff = j.limit
+    if j.type == "continuous":
+        lo, hi = -2 * np.pi, 2 * np.pi
+    return lo, hi, vel, eff
+
+
 def to_urdf(desc: RobotDescription) -> str:
-    """URDF text of ``desc``: link frames as URDF link frames, inertias at their CoM."""
+    """URDF text of ``desc``: link frames as URDF link frames (``link_k``), inertias at their CoM, then the
+    ``flange`` and, as the tip, the payload frame under its TF name (``payload_frame_name``), so that
+    :func:`robot_file.robot_from_description` of the text gives the same payload frame back."""
     lines = ['<?xml version="1.0"?>', f'<robot name="{desc.name}">', '  <link name="base_link"/>']
     prev_post = np.eye(4)
     parent = "base_link"
@@ -173,6 +175,10 @@ def to_urdf(desc: RobotDescription) -> str:
         parent = child
     lines.append('  <link name="flange"/>')
     lines.append(_joint_xml("flange_joint", "fixed", parent, "flange", prev_post @ desc.flange))
+    if desc.payload_frame_name != "flange":  # the tip: the payload frame, by its TF name
+        lines.append(f'  <link name="{desc.payload_frame_name}"/>')
+        lines.append(_joint_xml("payload_frame_joint", "fixed", "flange", desc.payload_frame_name,
+                                np.linalg.inv(desc.flange) @ desc.payload_frame))
     lines.append("</robot>")
     return "\n".join(lines) + "\n"
 
