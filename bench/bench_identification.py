@@ -39,13 +39,12 @@ from payload_estimation.identification.robot_identification import (  # noqa: E4
     identify_gravity,
     identify_robot,
     random_configurations,
-    record_static_poses,
-    record_trajectory,
     validate_model,
 )
 from payload_estimation.model.dynamics import gravity_params, link_params  # noqa: E402
 from payload_estimation.model.robot_file import load_robot  # noqa: E402
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm  # noqa: E402
+from payload_estimation.sim.recorders import record_static_poses, record_trajectory  # noqa: E402
 
 NOISE = 0.1          # N m torque-sensor noise std (the demo's default)
 MODEL_ERROR = 0.03   # relative link-parameter error of the true robot w.r.t. the description

@@ -81,7 +81,7 @@ def node_rtf(rate_hz: float, seconds: float, subscriber: str) -> tuple[float, fl
     import subprocess
 
     import rclpy
-    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import JointState
@@ -104,7 +104,7 @@ def node_rtf(rate_hz: float, seconds: float, subscriber: str) -> tuple[float, fl
         probe = Node("bench_probe", context=ctx)
         probe.create_subscription(JointState, "joint_states", lambda m: count.__setitem__(0, count[0] + 1), 100)
         nodes.append(probe)
-    ex = MultiThreadedExecutor(num_threads=2, context=ctx)
+    ex = SingleThreadedExecutor(context=ctx)
     for n in nodes:
         ex.add_node(n)
     th = threading.Thread(target=ex.spin, daemon=True)

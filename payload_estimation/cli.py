@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 # sub-command name -> module under payload_estimation.commands
@@ -20,6 +21,7 @@ COMMANDS = {
     "excite": "excite",
     "demo": "demo",
     "report": "report",
+    "export-csv": "export_csv",
     "bench": "bench",
 }
 
@@ -33,6 +35,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="payload-estimation",
         description="Payload estimation, robot identification and collision detection for torque-sensing arms.",
     )
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show the library's progress and diagnostic log messages (INFO) on stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         if only is not None and name != only:
@@ -50,11 +54,29 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _configure_logging(verbose: bool) -> None:
+    """The library logs; the command line shows warnings (and with -v its INFO progress) on stderr."""
+    logger = logging.getLogger("payload_estimation")
+    handler = next((h for h in logger.handlers if getattr(h, "_payload_estimation_cli", False)), None)
+    if handler is None:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler._payload_estimation_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    handler.setLevel(logging.INFO if verbose else logging.WARNING)
+    if verbose:
+        logger.setLevel(logging.INFO)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    verbose = bool(argv) and argv[0] in ("-v", "--verbose")
+    if verbose:
+        argv = argv[1:]
     only = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(only)
     args = parser.parse_args(argv)
+    _configure_logging(verbose or args.verbose)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

@@ -72,7 +72,8 @@ def _grid(n: int) -> tuple[int, int]:
 
 def plot_torques(path: Path, t: np.ndarray, tau_measured: np.ndarray, tau_predicted: np.ndarray,
                  joint_names: Sequence[str], title: str, predicted_label: str = "model with payload estimate",
-                 tau_unloaded: np.ndarray | None = None, mask: np.ndarray | None = None) -> Path:
+                 tau_unloaded: np.ndarray | None = None, mask: np.ndarray | None = None,
+                 measured_label: str = "measured τ_J") -> Path:
     """Measured (dashed) vs predicted (solid) joint torques per joint, N m over s (paper Fig. 5).
 
     ``mask`` (bool per sample) selects the samples the per-joint RMS error in the titles uses
@@ -87,7 +88,7 @@ def plot_torques(path: Path, t: np.ndarray, tau_measured: np.ndarray, tau_predic
         if j >= n:
             ax.set_visible(False)
             continue
-        ax.plot(t, tau_measured[:, j], "--", color="tab:green", lw=1.2, label="measured τ_J")
+        ax.plot(t, tau_measured[:, j], "--", color="tab:green", lw=1.2, label=measured_label)
         ax.plot(t, tau_predicted[:, j], "-", color="tab:blue", lw=1.0, label=predicted_label)
         if tau_unloaded is not None:
             ax.plot(t, tau_unloaded[:, j], ":", color="tab:red", lw=1.0, label="model without payload")

@@ -14,10 +14,10 @@ from payload_estimation.identification.data import (
     check_static,
     discard_near_zero_velocity,
     load_csv,
-    load_rosbag,
     save_csv,
     select_static,
 )
+from payload_estimation.identification.rosbag import load_rosbag
 from payload_estimation.identification.signal import (
     SignalError,
     differentiate,
@@ -99,7 +99,8 @@ def test_csv_missing_and_mismatched_columns(tmp_path, lwr):
 
 def test_csv_non_monotonic_time(tmp_path):
     p = _write_csv(tmp_path / "t.csv", ["t", "q1", "tau1"], [[0.0, 0, 1], [0.2, 0, 1], [0.1, 0, 1]])
-    with pytest.raises(SampleDataError, match=r"line 4, column 't': time 0.1 s is not after 0.2 s"):
+    with pytest.raises(SampleDataError, match=r"t.csv: 1 of 3 time stamps go backwards \(first at line 4: "
+                                              r"t = 0.1 s after t = 0.2 s at line 3\)"):
         load_csv(p)
 
 
@@ -162,7 +163,7 @@ def test_rosbag_missing_joint_and_topic(tmp_path, lwr):
 def test_rosbag_non_monotonic_stamps(tmp_path):
     rows = [(2.0, [0.0], [1.0]), (1.0, [0.0], [1.0])]
     bag = _write_bag(tmp_path / "bag", ["j"], rows, StoragePlugin.SQLITE3)
-    with pytest.raises(SampleDataError, match="not strictly increasing"):
+    with pytest.raises(SampleDataError, match=r"bag: 1 of 2 time stamps go backwards \(first at message 1"):
         load_rosbag(bag)
 
 
@@ -177,11 +178,15 @@ def test_select_and_check_static():
     with pytest.raises(NotStaticError, match="sample 2 is not static: joint joint5 moves at 0.2 rad/s"):
         check_static(moving, 0.01)
     assert check_static(s, 0.01) is s
-    # without dq, speed comes from time stamps
+    # without dq, speed comes from the positions of a stream (100 Hz: 5 rad/s here) ...
     q = np.zeros((4, 1))
     q[2:] = 0.05
-    with pytest.raises(NotStaticError):
-        check_static(Samples(q, np.zeros((4, 1)), t=[0, 1, 2, 3.0]), 0.01)
+    with pytest.raises(NotStaticError, match="moves at 2.5 rad/s \\(from positions and time stamps"):
+        check_static(Samples(q, np.zeros((4, 1)), t=[0, 0.01, 0.02, 0.03]), 0.01)
+    # ... but rows seconds apart are separate captures, not motion (issue 14: static CSV without dq)
+    captures = Samples(q, np.zeros((4, 1)), t=[0, 1, 2, 3.0])
+    assert check_static(captures, 0.01) is captures
+    assert select_static(captures, 0.01).n_samples == 4
     with pytest.raises(NotStaticError, match="none of the 6 samples"):
         select_static(moving, 1e-9)
 

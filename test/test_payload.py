@@ -450,7 +450,7 @@ def test_cli_estimate_on_shipped_example(capsys):
                "--unloaded", str(ex / "lwr4_unloaded_samples.csv"), "--json"])
     assert rc == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["method"] == "gravity differential" and d["samples"] == 10 and d["frame"] == "last_link"
+    assert d["method"] == "gravity differential" and d["samples"] == 10 and d["frame"] == "lwr4_dh_frame_7"
     assert abs(d["mass"] - truth["mass"]) < 4 * d["std"]["mass"]
     for i, ax in enumerate("xyz"):
         assert abs(d["com"][i] - truth["com"][i]) < 4 * d["std"]["c" + ax]

@@ -21,13 +21,12 @@ from payload_estimation.identification.robot_identification import (
     identify_gravity,
     identify_robot,
     random_configurations,
-    record_static_poses,
-    record_trajectory,
     validate_model,
 )
 from payload_estimation.model.dynamics import RigidBodyDynamics, gravity_params, link_params
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
+from payload_estimation.sim.recorders import record_static_poses, record_trajectory
 
 NOISE = 0.1
 F0 = 0.25  # Hz: 4 s periods keep the tests short (the bench uses paper 003's 0.05 Hz)

@@ -13,11 +13,13 @@ import json
 import os
 import sys
 
+from .robot_option import add_robot_arguments, robot_from_args
+
 HELP = "print the symbolic dynamic coefficients, epsilon(p_L) and the payload Jacobian of a robot"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", required=True, help="lwr4, iiwa14, or a robot YAML / URDF path")
+    add_robot_arguments(parser)
     parser.add_argument("--gravity", action="store_true",
                         help="gravity coefficients pi_g only (p_L,g = mL, cLx*mL, cLy*mL, cLz*mL)")
     parser.add_argument("--json", action="store_true", help="machine-readable output (sympy-parsable strings)")
@@ -33,10 +35,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..model.robot_file import load_robot
     from ..model.symbolic import derive, group_terms
 
-    desc = load_robot(args.robot)
+    desc = robot_from_args(args)
     kind = "gravity" if args.gravity else "full"
     sc = derive(desc, kind, use_cache=not args.no_cache)
     coeffs = sc.coefficients

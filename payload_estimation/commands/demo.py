@@ -112,13 +112,15 @@ def run(args) -> int:
            f"seed:={args.seed}", f"initial_positions:={vec(sc.q_pick)}", f"payload_mass:={sc.payload_mass}",
            f"payload_com:={vec(sc.payload_com)}", f"payload_inertia:={vec(sc.payload_inertia)}",
            f"contact_duration:={sc.contact_duration}"]
-    # Node-specific entries of a parameter file outrank `-p` overrides, so the demo's own settings go in a
-    # second file: wall-clock patience for a loaded 2-core machine (the robot-side defaults are tighter).
+    # The demo's own settings, node by node, in a second file: the nodes take their model from the URDF
+    # sim_node publishes on robot_description (as on a real robot), and wall-clock patience for a loaded
+    # 2-core machine (the robot-side defaults are tighter).
     overrides = out / "demo_params.yaml"
     overrides.write_text(
-        "/**/payload_sampler:\n  ros__parameters: {service_timeout: 15.0, joint_state_timeout: 3.0, "
+        "/**/payload_estimator:\n  ros__parameters: {robot: ''}\n"
+        "/**/payload_sampler:\n  ros__parameters: {robot: '', service_timeout: 15.0, joint_state_timeout: 3.0, "
         "collision_clear_timeout: 3.0, pick_rest_timeout: 10.0}\n"
-        "/**/collision_monitor:\n  ros__parameters: {residual_decimation: 2}\n")
+        "/**/collision_monitor:\n  ros__parameters: {robot: '', residual_decimation: 2, quadrature: hold}\n")
     pfile = config_file(args.robot)
     _say("1/6", f"starting sim_node ({args.robot}, {sc.rate_hz:.0f} Hz joint_states, torque noise "
                 f"{sc.noise_std} N m, {100 * sc.model_error:.0f} % model error), payload_estimator, payload_sampler, "
@@ -212,6 +214,32 @@ def _unloaded_residual(desc, states: dict, t_from: float) -> tuple[np.ndarray, n
     return t[keep], r
 
 
+def _contact_estimates(desc, states: dict, est, t0: float, t1: float, windows) -> list[str]:
+    """Per injected contact, the contact the core monitor estimates on the recorded joint states with the
+    payload estimate (point mass, as the node): 'link_k F N' (or the |F| range when ambiguous), '-' if none."""
+    from ..collision.monitor import CollisionMonitor, replay
+    from ..model.dynamics import RigidBodyDynamics
+
+    t, q = states["q"]
+    _, dq = states["dq"]
+    _, tau = states["tau"]
+    keep = (t >= t0 - 0.5) & (t <= t1)
+    mon = CollisionMonitor(RigidBodyDynamics(desc))
+    mon.set_payload(est.as_point_mass().body())
+    replay(mon, t[keep], q[keep], dq[keep], tau[keep])
+    out = []
+    for a, b in windows:
+        ev = next((e for e in mon.events() if a <= e.detection_time <= b + 0.5 and e.contact is not None), None)
+        c = None if ev is None else ev.contact
+        if c is None:
+            out.append("-")
+            continue
+        force = (f"{c.force_norm:.0f} N" if not c.force_ambiguous
+                 else f"{c.force_range[0]:.0f}..{c.force_range[1]:.0f} N?")
+        out.append(f"{c.link_name}{'?' if c.link_ambiguous else ''} {force}")
+    return out
+
+
 def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
     from ..collision.detector import CollisionDetector
     from ..collision.scoring import score_detections, time_above
@@ -281,6 +309,8 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
         ("contacts detected (with estimate)", n_c, s_on.detected,
          "delays " + ", ".join(f"{1e3 * d:.0f}" for d in s_on.delays if np.isfinite(d)) + " ms; isolated "
          + ", ".join(links[MONITOR].get(t, "-") for t in s_on.detection_times)),
+        ("contact link, force (core estimate)", ", ".join(f"{lk} {f:.0f} N" for _, _, lk, f in res["contacts"]),
+         ", ".join(_contact_estimates(desc, res["states"], est, t0, t1, windows)), "? = flagged ambiguous"),
         ("false alarms (with estimate)", 0, len(s_on.false_alarms),
          f"{alarm_time[MONITOR]:.2f} s above threshold; node raised {live[MONITOR]} stops"),
         ("contacts detected (no payload update)", n_c, s_off.detected, ""),

@@ -8,13 +8,16 @@ from pathlib import Path
 
 import numpy as np
 
+from .robot_option import add_robot_arguments, robot_from_args
+
 HELP = "estimate the payload (mass, CoM[, inertia]) from loaded (and unloaded) joint samples"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", required=True, help="shipped robot (lwr4, iiwa14) or robot YAML/URDF path")
+    add_robot_arguments(parser)
     parser.add_argument("--samples", required=True, type=Path,
-                        help="loaded samples: CSV (q1..qn, tau1..taun[, dq*, ddq*, t]) or rosbag2 directory")
+                        help="loaded samples: CSV (q1..qn, tau1..taun[, dq*, ddq*, t]), rosbag2 directory or "
+                             ".db3/.mcap file")
     parser.add_argument("--unloaded", type=Path,
                         help="unloaded samples at the same poses/trajectory (differential method); "
                              "without it the unloaded torque comes from the robot model (one-shot)")
@@ -31,10 +34,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the estimate as JSON")
 
 
-def _load(path: Path, desc, topic: str):
-    from ..identification.data import load_csv, load_rosbag
+def _load(path: Path, desc, topic: str, quiet: bool = False):
+    """Samples of any recording; what loading found (repeats dropped, rate, gaps) is printed
+    (on stderr when stdout carries JSON)."""
+    import sys
 
-    return load_rosbag(path, topic, desc) if path.is_dir() else load_csv(path, desc)
+    from ..identification.recording import load_recording
+
+    rec = load_recording(path, desc, topic)
+    print("\n".join(rec.report.lines()), file=sys.stderr if quiet else sys.stdout)
+    return rec.samples
 
 
 def _table(est) -> str:
@@ -58,12 +67,11 @@ def run(args: argparse.Namespace) -> int:
     from ..identification.data import check_static
     from ..identification.payload import PayloadLimits, estimate_payload_full, estimate_payload_gravity
     from ..model.dynamics import RigidBodyDynamics
-    from ..model.robot_file import load_robot
 
-    desc = load_robot(args.robot)
+    desc = robot_from_args(args)
     dyn = RigidBodyDynamics(desc)
-    loaded = _load(args.samples, desc, args.topic)
-    unloaded = _load(args.unloaded, desc, args.topic) if args.unloaded else None
+    loaded = _load(args.samples, desc, args.topic, args.json)
+    unloaded = _load(args.unloaded, desc, args.topic, args.json) if args.unloaded else None
     limits = PayloadLimits(max_payload=args.max_payload, max_com_radius=args.max_com_radius)
     if args.full:
         for s, name in ((loaded, args.samples), (unloaded, args.unloaded)):

@@ -11,11 +11,13 @@ import argparse
 import math
 import os
 
+from .robot_option import add_robot_arguments, robot_from_args
+
 HELP = "design a Fourier-series excitation trajectory with minimal cond(Y_b) for identification"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", required=True, help="lwr4, iiwa14, or a robot YAML / URDF path")
+    add_robot_arguments(parser)
     parser.add_argument("--harmonics", type=int, default=5, help="number of harmonics L (default 5)")
     parser.add_argument("--f0", type=float, default=0.05, help="fundamental frequency in Hz (default 0.05: 20 s)")
     parser.add_argument("--duration", type=float, default=None,
@@ -51,9 +53,8 @@ def run(args: argparse.Namespace) -> int:
         write_csv,
         write_trajectory_file,
     )
-    from ..model.robot_file import load_robot
 
-    desc = load_robot(args.robot)
+    desc = robot_from_args(args)
     center = None
     if args.center_deg is not None:
         if len(args.center_deg) != desc.n:

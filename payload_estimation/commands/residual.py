@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..collision import CollisionDetector, CollisionEvent, MomentumObserver
-from ..identification.data import SampleDataError, load_csv
+from ..collision import CollisionEvent, CollisionMonitor, MonitorConfig, replay
+from ..identification.data import write_table
 from ..identification.estimate import PayloadEstimate
+from ..identification.recording import derive_velocity, load_recording
 from ..model.dynamics import RigidBodyDynamics
-from ..model.robot_file import load_robot
+from .robot_option import add_robot_arguments, robot_from_args
 
-HELP = "momentum-observer residual and collision events of a recorded run (t, q*, dq*, tau* CSV)"
+HELP = "momentum-observer residual and collision events of a recorded run (CSV or rosbag2)"
 
 
 class ResidualArgumentError(ValueError):
@@ -24,8 +24,11 @@ class ResidualArgumentError(ValueError):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", required=True, help="robot name (lwr4, iiwa14) or robot description file")
-    parser.add_argument("--data", required=True, type=Path, help="CSV with columns t, q1..qn, dq1..dqn, tau1..taun")
+    add_robot_arguments(parser)
+    parser.add_argument("--data", required=True, type=Path,
+                        help="recording: CSV (t, q1..qn, [dq1..dqn,] tau1..taun), rosbag2 directory or .db3/.mcap "
+                             "file; without velocities they are derived from the positions")
+    parser.add_argument("--topic", default="joint_states", help="JointState topic in a rosbag (default joint_states)")
     pay = parser.add_mutually_exclusive_group()
     pay.add_argument("--payload", help="known payload 'm,cx,cy,cz' (kg, m in the payload frame); gravity only")
     pay.add_argument("--payload-file", type=Path, help="payload estimate JSON (`payload-estimation estimate --json`)")
@@ -33,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                          "'t1,...,tn' (default 6, paper 000)")
     parser.add_argument("--release", type=float, default=0.5, help="release threshold as a fraction of the "
                                                                   "detection threshold (hysteresis, default 0.5)")
-    parser.add_argument("--gain", default="25", help="observer gain K_I in 1/s: one value or one per joint "
-                                                     "(default 25)")
+    parser.add_argument("--gain", default="150", help="observer gain K_I in 1/s: one value or one per joint "
+                                                      "(default 150, docs/collision.md)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--out", type=Path, help="write t, r1..rn, collision to this CSV")
 
@@ -82,21 +85,16 @@ class ResidualRun:
         }
 
 
-def run_residual(dyn: RigidBodyDynamics, t, q, dq, tau, payload: PayloadEstimate | None = None, gains=25.0,
+def run_residual(dyn: RigidBodyDynamics, t, q, dq, tau, payload: PayloadEstimate | None = None, gains=150.0,
                  thresholds=6.0, release_fraction: float = 0.5) -> ResidualRun:
-    """Observer + detector over arrays (N samples x n joints); an event still active at the end is kept."""
-    obs = MomentumObserver(dyn, gains)
-    obs.set_payload(payload)
-    det = CollisionDetector(dyn.n, thresholds, release_fraction=release_fraction)
-    r = np.empty((len(t), dyn.n))
-    flag = np.zeros(len(t), dtype=bool)
-    for k in range(len(t)):
-        r[k] = obs.update(t[k], q[k], dq[k], tau[k])
-        det.update(t[k], r[k])
-        flag[k] = det.in_collision
-    events = list(det.events)
-    if det.current is not None:
-        events.append(det.current)
+    """Collision monitor (observer, detector, contact estimate) over arrays (N samples x n joints); an
+    event still active at the end is kept. A payload estimate without inertia enters ĝ only (eq. 48)."""
+    mon = CollisionMonitor(dyn, MonitorConfig(gains=gains, thresholds=thresholds, release_fraction=release_fraction))
+    if payload is not None:
+        mon.set_payload(payload.body(), gravity_only=payload.inertia is None)
+    r, flag = replay(mon, t, q, dq, tau)
+    events = mon.events()
+    det = mon.detector
     # an event spans its whole excursion: from the sample where |r| last rose above the release
     # level before the onset (the rising edge) to the release
     high = np.any(np.abs(r) >= det.release, axis=1)
@@ -114,20 +112,32 @@ def run_residual(dyn: RigidBodyDynamics, t, q, dq, tau, payload: PayloadEstimate
 
 def _write_csv(path: Path, res: ResidualRun) -> None:
     n = res.r.shape[1]
-    with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["t", *[f"r{j + 1}" for j in range(n)], "collision"])
-        for t, r, c in zip(res.t, res.r, res.collision):
-            w.writerow([f"{t:.6f}", *[f"{x:.6g}" for x in r], int(c)])
+    write_table(path, ["t", *[f"r{j + 1}" for j in range(n)], "collision"],
+                np.column_stack([res.t, res.r, res.collision.astype(float)]), time_column=True)
+
+
+def _contact_text(e: CollisionEvent) -> str:
+    """One line: link (exact or ambiguous), force and point, as far as they are known."""
+    c = e.contact
+    if c is None or c.link == 0:
+        return f"contact on {e.link_name} or beyond (no contact estimate)"
+    link = f"contact on {c.link_name}" + (f" (ambiguous, p = {max(c.link_probabilities):.2f})"
+                                          if c.link_ambiguous else "")
+    fit = np.round(c.force, 1).tolist()
+    if e.force is not None:
+        force = f"force {fit} N (|F| {c.force_norm:.1f} N, base frame)"
+    else:
+        force = f"force ambiguous: |F| {c.force_range[0]:.0f}..{c.force_range[1]:.0f} N (best fit {fit} N)"
+    point = "point not observable" if c.point is None else f"at {np.round(c.point, 3).tolist()} m"
+    return f"{link}, {force}, {point}"
 
 
 def run(args) -> int:
-    desc = load_robot(args.robot)
-    samples = load_csv(args.data, desc)
-    if samples.t is None or samples.dq is None:
-        missing = [c for c, v in (("t", samples.t), ("dq1..dqn", samples.dq)) if v is None]
-        raise SampleDataError(f"{args.data}: the residual needs columns {' and '.join(missing)} (time stamps and "
-                              "joint velocities)")
+    desc = robot_from_args(args)
+    rec = load_recording(args.data, desc, args.topic)
+    samples, note = derive_velocity(rec.samples, str(args.data))
+    if not args.json:
+        print("\n".join(rec.report.lines() + ([f"  {note}"] if note else [])))
     n = desc.n
     gains = _floats(args.gain, "--gain", n)
     thresholds = _floats(args.threshold, "--threshold", n)
@@ -147,7 +157,7 @@ def run(args) -> int:
     for i, e in enumerate(res.events, 1):
         rel = "still active at end" if e.release_time is None else f"released {e.release_time:.3f} s"
         print(f"  {i}: onset {e.onset_time:.3f} s, detected {e.detection_time:.3f} s, peak {e.peak_max:.2f} N m "
-              f"on joint {e.peak_joint + 1}, contact on {e.link_name} or beyond, {rel}")
+              f"on joint {e.peak_joint + 1}, {rel}\n     {_contact_text(e)}")
     m = res.max_outside_events
     print("max |r| outside events: " + ", ".join(f"{x:.2f}" for x in m) + f" N m (max {m.max(initial=0.0):.2f})")
     if args.out:

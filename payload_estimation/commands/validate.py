@@ -1,69 +1,78 @@
 """`payload-estimation validate`: per-joint RMS torque error of identified parameters on a recording.
 
-``--params`` is a PARAMS.yaml from `identify`, an identified robot YAML/URDF (physical parameters),
-or ``nominal`` (the --robot description itself, for comparison).
+``--params`` is a PARAMS.yaml from `identify`, an identified robot YAML/URDF (physical parameters,
+with the joint friction they carry), or ``nominal`` (the --robot description itself). The output
+says which samples and which filter the RMS uses; ``--out`` writes exactly what was compared,
+``--plot`` draws it (measured vs predicted torque per joint).
 """
 
 from __future__ import annotations
 
 import argparse
 
+from .identify import add_data_arguments, add_resampling_arguments
+from .robot_option import add_robot_arguments, robot_from_args
+
 HELP = "per-joint RMS torque error of identified parameters (PARAMS.yaml or a robot file) on a recording"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", required=True, help="lwr4, iiwa14, or a robot YAML / URDF path")
+    add_robot_arguments(parser)
     parser.add_argument("--params", required=True, help="PARAMS.yaml, an identified robot YAML/URDF, or 'nominal'")
-    parser.add_argument("--data", required=True, nargs="+", help="recording(s): CSV file or rosbag2 directory")
-    parser.add_argument("--topic", default="joint_states", help="JointState topic in a rosbag (default joint_states)")
+    add_data_arguments(parser, multiple=True)
     parser.add_argument("--cutoff", type=float, default=6.0, help="low-pass cut-off in Hz (default 6)")
+    add_resampling_arguments(parser)
+    parser.add_argument("--out", help="write what was compared as CSV: t, tau_meas1.., tau_pred1.. (N m, filtered); "
+                                      "with several recordings, one file each (suffix _1, _2, ...)")
+    parser.add_argument("--plot", help="PNG of measured vs predicted torque per joint (suffix _1, _2, ... likewise)")
+
+
+def _numbered(path: str, k: int, count: int):
+    from pathlib import Path
+
+    p = Path(path)
+    return p if count == 1 else p.with_name(f"{p.stem}_{k + 1}{p.suffix}")
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    import numpy as np
 
-    import yaml
-
-    from ..identification.robot_identification import IdentifiedModel, error_table, validate_model
-    from ..model.robot_file import load_robot
+    from ..identification.data import write_table
+    from ..identification.recording import split_by_time
+    from ..identification.robot_identification import IdentificationError, error_table, validate_model
+    from ..identification.torque_models import load_torque_model
     from .identify import load_samples
 
-    desc = load_robot(args.robot)
-    if args.params == "nominal":
-        model = _DescriptionModel(desc)
-    else:
-        p = Path(args.params)
-        if not p.exists():
-            raise ValueError(f"{p}: no such parameter file")
-        doc = yaml.safe_load(p.read_text()) if p.suffix.lower() in (".yaml", ".yml") else None
-        if isinstance(doc, dict) and "format" in doc:
-            model = IdentifiedModel.from_dict(doc, str(p))
-        else:
-            model = _DescriptionModel(load_robot(p))
-    for path in args.data:
+    desc = robot_from_args(args)
+    model = load_torque_model(args.params, desc)
+    for k, path in enumerate(args.data):
         samples = load_samples(path, desc, args.topic)
-        err = validate_model(model, desc, samples, cutoff=args.cutoff)
-        print(error_table(err, desc.joint_names, f"{path}: {samples.n_samples} samples, params {args.params}"))
+        if args.hold_out is not None:
+            _, samples = split_by_time(samples, args.hold_out)
+            print(f"validating on the last {args.hold_out:.0%}: t = {samples.t[0]:.3f}..{samples.t[-1]:.3f} s")
+        velocity = args.velocity or getattr(model, "info", {}).get("velocity", "auto")
+        try:
+            v = validate_model(model, desc, samples, cutoff=args.cutoff, velocity=velocity, rate=args.rate,
+                               max_gap=args.max_gap)
+        except IdentificationError as exc:
+            raise IdentificationError(f"{path}: {exc}") from exc
+        print(f"compared: {v.processing}")
+        print(error_table(v, desc.joint_names, f"{path}: RMS over {v.n_samples} samples, params {args.params}"))
+        if args.out:
+            out = _numbered(args.out, k, len(args.data))
+            n = desc.n
+            t = v.t if v.t is not None else np.arange(v.n_samples, dtype=float)
+            write_table(out, ["t"] + [f"tau_meas{j + 1}" for j in range(n)] + [f"tau_pred{j + 1}" for j in range(n)],
+                        np.column_stack([t, v.measured, v.predicted]), time_column=True)
+            print(f"wrote {out} (the {v.n_samples} compared samples)")
+        if args.plot:
+            from ..reporting import plot_torques
+
+            png = _numbered(args.plot, k, len(args.data))
+            t = v.t if v.t is not None else np.arange(v.n_samples, dtype=float)
+            plot_torques(png, t, v.measured, v.predicted, desc.joint_names,
+                         f"{desc.name}: measured vs predicted torque ({args.params})",
+                         predicted_label=f"predicted ({args.params})", measured_label="measured (filtered)")
+            print(f"wrote {png}")
         print()
     return 0
-
-
-class _DescriptionModel:
-    """Torque prediction by inverse dynamics of a (physically consistent) description."""
-
-    kind = "full"
-
-    def __init__(self, desc):
-        self.desc = desc
-
-    def check_robot(self, desc):
-        if desc.n != self.desc.n:
-            raise ValueError(f"parameter robot has {self.desc.n} joints, '{desc.name}' has {desc.n}")
-
-    def predict(self, dyn, q, dq=None, ddq=None):
-        import numpy as np
-
-        from ..model.dynamics import RigidBodyDynamics
-
-        d = RigidBodyDynamics(self.desc)
-        return np.array([d.inverse_dynamics(q[k], dq[k], ddq[k]) for k in range(len(q))])

@@ -1,25 +1,38 @@
-"""Joint samples for identification: validated arrays, CSV files and rosbag2 recordings.
+"""Joint samples: the validated record, the recorded rows it is built from, CSV files, static selection.
 
 A :class:`Samples` record holds N samples of an n-joint robot in the model's joint order:
 positions q (rad), measured joint torques tau (N m), optional velocities dq (rad/s),
 accelerations ddq (rad/s^2) and time stamps t (s, strictly increasing).
 
+Recorded streams are read as :class:`Rows` (values as logged, with the file line or bag message of
+each) and turned into samples by :func:`clean_rows`, which drops -- and counts -- what loggers
+repeat: whole rows re-read with a new stamp, rows sharing a stamp, stale torque reads.
+
 CSV format: one header row, then one row per sample. Columns ``q1..qn`` and ``tau1..taun`` are
 required, ``dq1..dqn``, ``ddq1..ddqn`` and ``t`` are optional (a group is all-or-nothing);
 other columns are ignored. Joint indices are 1-based in the model's joint order.
+:func:`write_table` is the package's one CSV writer.
+
+Loading any recording (CSV, rosbag2 directory, lone .db3/.mcap) with a report of its sampling:
+:func:`payload_estimation.identification.recording.load_recording`.
 """
 
 from __future__ import annotations
 
 import csv
+import io
+import logging
 import math
 import re
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from ..model.description import RobotDescription
+
+log = logging.getLogger(__name__)
 
 
 class SampleDataError(ValueError):
@@ -120,28 +133,173 @@ def _finite(a: np.ndarray, name: str) -> None:
         raise SampleDataError(f"'{name}' is NaN/inf at sample {k}, joint {j + 1}")
 
 
+# ------------------------------------------------------------------------------- recorded rows
+
+_GROUPS = ("q", "dq", "ddq", "tau")
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Rows of a recording as logged, before cleaning (arrays (N, n) in model joint order, t (N,) s).
+
+    ``where[k]`` is the file line (CSV, 1-based, the header is line 1) or the message index (bag) of
+    row k, so that every message can point at the recording; ``unit`` says which ("line", "message").
+    """
+
+    source: str
+    q: np.ndarray
+    tau: np.ndarray
+    dq: np.ndarray | None = None
+    ddq: np.ndarray | None = None
+    t: np.ndarray | None = None
+    where: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    unit: str = "line"
+    joint_names: tuple[str, ...] = ()
+
+    def at(self, k: int) -> str:
+        """'line 12' / 'message 11' of row k."""
+        return f"{self.unit} {int(self.where[k])}" if len(self.where) > k else f"row {k}"
+
+
+@dataclass(frozen=True)
+class Cleaning:
+    """What :func:`clean_rows` dropped from a time-stamped stream: counts and the first place of each.
+
+    ``repeated_rows``: every value equal to the previous row's (a logger re-reading the same sample,
+    whatever its stamp); ``repeated_stamps``: same time stamp as the previous row, other values;
+    ``stale_torques``: all joint torques bit-identical to the previous row's while the positions
+    changed (a noisy sensor never repeats exactly: a stale read).
+    """
+
+    rows: int
+    repeated_rows: int = 0
+    repeated_stamps: int = 0
+    stale_torques: int = 0
+    first: dict = field(default_factory=dict)
+    kept: np.ndarray | None = field(default=None, repr=False)   # indices of the rows kept
+
+    def where(self, rows: Rows, k: int) -> str:
+        """Place in the recording ('line 12') of kept sample k."""
+        return rows.at(int(self.kept[k]) if self.kept is not None else k)
+
+    @property
+    def dropped(self) -> int:
+        return self.repeated_rows + self.repeated_stamps + self.stale_torques
+
+    def describe(self) -> str:
+        """One line: '20544 rows, 1366 dropped: 1131 repeated rows (first at line 40), ...'."""
+        if not self.dropped:
+            return f"{self.rows} rows, none repeated"
+        parts = [f"{n} {what} (first at {self.first[key]})"
+                 for key, what, n in (("repeated_rows", "repeated rows", self.repeated_rows),
+                                      ("repeated_stamps", "rows repeating the previous time stamp",
+                                       self.repeated_stamps),
+                                      ("stale_torques", "stale torque reads", self.stale_torques)) if n]
+        return f"{self.rows} rows, {self.dropped} dropped: " + ", ".join(parts)
+
+
+def clean_rows(rows: Rows) -> tuple[Samples, Cleaning]:
+    """Samples of ``rows`` with logger repeats dropped (see :class:`Cleaning`); rows without time
+    stamps are separate captures and are kept as they are.
+
+    Raises :class:`SampleDataError` naming the source when time stamps go backwards (how many,
+    and where the first one is): such a stream mixes clocks or publishers and has no usable order.
+    """
+    n_rows = rows.q.shape[0]
+    if rows.t is None or n_rows < 2:
+        return _samples_of(rows, slice(None)), Cleaning(n_rows, kept=np.arange(n_rows))
+    t = np.asarray(rows.t, float)
+    step = np.diff(t)
+    back = np.flatnonzero(step < 0)
+    if back.size:
+        k = int(back[0]) + 1
+        raise SampleDataError(
+            f"{rows.source}: {back.size} of {n_rows} time stamps go backwards (first at {rows.at(k)}: "
+            f"t = {t[k]:.9g} s after t = {t[k - 1]:.9g} s at {rows.at(k - 1)}); the recording mixes clocks or "
+            "publishers -- record one JointState source, or sort the rows by time if that is right")
+    values = np.hstack([a for a in (rows.q, rows.dq, rows.ddq, rows.tau) if a is not None])
+    same_all = np.all(values[1:] == values[:-1], axis=1)
+    same_t = step == 0
+    repeated_stamp = same_t & ~same_all
+    stale = np.zeros(n_rows - 1, bool)
+    if rows.tau.shape[1] >= 2:
+        stale = ~same_all & ~same_t & np.all(rows.tau[1:] == rows.tau[:-1], axis=1) & \
+            np.any(rows.q[1:] != rows.q[:-1], axis=1)
+    first = {}
+    for key, mask in (("repeated_rows", same_all), ("repeated_stamps", repeated_stamp), ("stale_torques", stale)):
+        if mask.any():
+            first[key] = rows.at(int(np.argmax(mask)) + 1)
+    keep = np.concatenate([[True], ~(same_all | repeated_stamp | stale)])
+    report = Cleaning(n_rows, int(same_all.sum()), int(repeated_stamp.sum()), int(stale.sum()), first,
+                      np.flatnonzero(keep))
+    if report.dropped:
+        log.info("%s: %s", rows.source, report.describe())
+    return _samples_of(rows, keep), report
+
+
+def _samples_of(rows: Rows, index) -> Samples:
+    def pick(a):
+        return None if a is None else np.asarray(a)[index]
+
+    try:
+        return Samples(pick(rows.q), pick(rows.tau), pick(rows.dq), pick(rows.ddq), pick(rows.t), rows.joint_names)
+    except SampleDataError as exc:
+        raise SampleDataError(f"{rows.source}: {exc}") from exc
+
+
 # ---------------------------------------------------------------------------------------------- CSV
 
 _COL = re.compile(r"^(q|tau|dq|ddq)(\d+)$")
+_BINARY_MAGIC = {b"SQLite format 3\x00": "a rosbag2 sqlite3 storage file (.db3)",
+                 b"\x89MCAP": "a rosbag2 MCAP storage file (.mcap)"}
 
 
-def load_csv(path: str | Path, desc: RobotDescription | None = None) -> Samples:
-    """Read samples from a CSV file (format in the module docstring).
+def binary_kind(path: Path) -> str | None:
+    """What a known binary recording file is (by its first bytes), or None."""
+    try:
+        with Path(path).open("rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return None
+    return next((what for magic, what in _BINARY_MAGIC.items() if head.startswith(magic)), None)
+
+
+def read_csv_rows(path: str | Path, desc: RobotDescription | None = None) -> Rows:
+    """The rows of a CSV recording (format in the module docstring), not yet cleaned.
 
     Errors (:class:`SampleDataError`) name the file, the line (1-based, the header is line 1) and
-    the column. With ``desc`` the joint count is checked against the robot and its joint names
-    are attached.
+    the column; a binary file (e.g. a rosbag2 .db3 read as CSV) is named as such.
     """
     path = Path(path)
     if not path.exists():
         raise SampleDataError(f"{path}: no such file")
-    with path.open(newline="") as fh:
-        rows = list(csv.reader(fh))
-    rows = [r for r in rows if any(c.strip() for c in r)]
+    if path.is_dir():
+        raise SampleDataError(f"{path}: is a directory, not a CSV file")
+    kind = binary_kind(path)
+    if kind is not None:
+        raise SampleDataError(f"{path}: this is {kind}, not a CSV file; read it as a rosbag "
+                              "(payload_estimation.identification.recording.load_recording)")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise SampleDataError(f"{path}: not a text CSV file (line {line}, byte {exc.start}: 0x{raw[exc.start]:02x} is "
+                              "not UTF-8 text); a recording must be a CSV file or a rosbag2 directory, .db3 or "
+                              ".mcap file") from None
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        rows, lines = [], []
+        for row in reader:
+            if any(c.strip() for c in row):
+                rows.append(row)
+                lines.append(reader.line_num)
+    except csv.Error as exc:
+        raise SampleDataError(f"{path}: not a readable CSV file ({exc})") from None
     if not rows:
         raise SampleDataError(f"{path}: empty file (expected a header row q1..qn, tau1..taun)")
     header = [h.strip() for h in rows[0]]
-    groups: dict[str, dict[int, int]] = {"q": {}, "tau": {}, "dq": {}, "ddq": {}}
+    groups: dict[str, dict[int, int]] = {g: {} for g in _GROUPS}
     t_col = None
     for c, h in enumerate(header):
         m = _COL.match(h)
@@ -175,48 +333,78 @@ def load_csv(path: str | Path, desc: RobotDescription | None = None) -> Samples:
         raise SampleDataError(
             f"{path}: file has {n} joints (q1..q{n}) but robot '{desc.name}' has {desc.n} joints"
         )
-    data_rows = rows[1:]
+    data_rows, data_lines = rows[1:], lines[1:]
     if not data_rows:
         raise SampleDataError(f"{path}: header but no data rows")
-    used = {c for g in groups.values() for c in g.values()} | ({t_col} if t_col is not None else set())
-    width = max(used) + 1
-    values = np.empty((len(data_rows), len(header)))
-    values[:] = np.nan
+    used = sorted({c for g in groups.values() for c in g.values()} | ({t_col} if t_col is not None else set()))
     for r, row in enumerate(data_rows):
-        line = r + 2  # 1-based file line, header is line 1
-        if len(row) < width or len(row) != len(header):
-            raise SampleDataError(f"{path}: line {line} has {len(row)} fields, header has {len(header)}")
-        for c in used:
-            cell = row[c].strip()
+        if len(row) != len(header):
+            raise SampleDataError(f"{path}: line {data_lines[r]} has {len(row)} fields, header has {len(header)}")
+    values = _parse_numbers(path, header, data_rows, data_lines, used)
+    col = {c: i for i, c in enumerate(used)}
+
+    def block(g):
+        cols = groups[g]
+        return values[:, [col[cols[k]] for k in range(1, n + 1)]] if cols else None
+
+    return Rows(str(path), block("q"), block("tau"), block("dq"), block("ddq"),
+                values[:, col[t_col]] if t_col is not None else None, np.asarray(data_lines, int), "line",
+                desc.joint_names if desc is not None else ())
+
+
+def _parse_numbers(path: Path, header: list[str], rows: list[list[str]], lines: list[int],
+                   used: list[int]) -> np.ndarray:
+    """(N, len(used)) floats of the used columns; errors name the line and column of the first bad cell."""
+    cells = [[row[c] for c in used] for row in rows]
+    try:
+        values = np.array(cells, dtype=float)
+    except ValueError:
+        values = None
+    if values is not None and np.all(np.isfinite(values)):
+        return values
+    for r, row in enumerate(cells):
+        for i, cell in enumerate(row):
             try:
                 v = float(cell)
             except ValueError:
                 raise SampleDataError(
-                    f"{path}: line {line}, column '{header[c]}': '{cell}' is not a number"
+                    f"{path}: line {lines[r]}, column '{header[used[i]]}': '{cell.strip()}' is not a number"
                 ) from None
             if not math.isfinite(v):
-                raise SampleDataError(f"{path}: line {line}, column '{header[c]}': value is {cell} (NaN/inf)")
-            values[r, c] = v
+                raise SampleDataError(
+                    f"{path}: line {lines[r]}, column '{header[used[i]]}': value is {cell.strip()} (NaN/inf)")
+    raise AssertionError("unreachable: every cell parsed")  # pragma: no cover
 
-    def block(g):
-        cols = groups[g]
-        return values[:, [cols[k] for k in range(1, n + 1)]] if cols else None
 
-    t = values[:, t_col] if t_col is not None else None
-    if t is not None:
-        d = np.diff(t)
-        if (d <= 0).any():
-            k = int(np.argmax(d <= 0))
-            raise SampleDataError(
-                f"{path}: line {k + 3}, column 't': time {t[k + 1]} s is not after {t[k]} s (line {k + 2})"
-            )
-    names = desc.joint_names if desc is not None else ()
-    return Samples(block("q"), block("tau"), block("dq"), block("ddq"), t, names)
+def load_csv(path: str | Path, desc: RobotDescription | None = None) -> Samples:
+    """Samples of a CSV file: :func:`read_csv_rows` then :func:`clean_rows` (repeats dropped and
+    logged). With ``desc`` the joint count is checked against the robot and its joint names are
+    attached. For the cleaning and sampling report use ``recording.load_recording``."""
+    return clean_rows(read_csv_rows(path, desc))[0]
+
+
+def write_table(path: str | Path, header: Sequence[str], table, precision: int = 10, time_column: bool = False) -> Path:
+    """Write a numeric table (N rows x len(header) columns) as CSV with a header row: the package's
+    one CSV writer (samples, trajectories, residuals, validation output). Values are printed with
+    ``precision`` significant digits (integers exactly); with ``time_column`` the first column is
+    printed to the nanosecond (ROS stamps are ~1.7e9 s: significant digits would lose them)."""
+    path = Path(path)
+    a = np.asarray(table, dtype=float)
+    if a.ndim != 2 or a.shape[1] != len(header):
+        raise SampleDataError(f"{path}: table of shape {a.shape} for {len(header)} columns")
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(list(header))
+        for row in a:
+            cells = [f"{v:.{precision}g}" for v in row]
+            if time_column:
+                cells[0] = f"{row[0]:.9f}"
+            w.writerow(cells)
+    return path
 
 
 def save_csv(samples: Samples, path: str | Path, precision: int = 10) -> Path:
     """Write ``samples`` in the CSV format read by :func:`load_csv`."""
-    path = Path(path)
     n = samples.n_joints
     header: list[str] = []
     cols: list[np.ndarray] = []
@@ -228,95 +416,50 @@ def save_csv(samples: Samples, path: str | Path, precision: int = 10) -> Path:
         if a is not None:
             header += [f"{g}{j + 1}" for j in range(n)]
             cols.append(a)
-    table = np.hstack(cols)
-    with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        for row in table:
-            w.writerow([f"{v:.{precision}g}" for v in row])
-    return path
-
-
-# ------------------------------------------------------------------------------------------ rosbag2
-
-def load_rosbag(path: str | Path, topic: str = "joint_states", desc: RobotDescription | None = None,
-                joint_names: tuple[str, ...] | None = None) -> Samples:
-    """Read sensor_msgs/JointState messages of ``topic`` from a rosbag2 (mcap or sqlite3) directory.
-
-    Joints are mapped by NAME to the robot's joint order (``desc.joint_names`` or ``joint_names``;
-    without either, the first message's order). Extra joints are ignored; a missing joint is an
-    error naming it. ``effort`` is the measured joint torque; ``velocity`` becomes ``dq`` if every
-    message has it. Time is the header stamp (s), or the bag receive time when stamps are zero.
-    Messages with repeated or decreasing time are an error (see :class:`Samples`).
-    """
-    from rosbags.highlevel import AnyReader
-    from rosbags.typesys import Stores, get_typestore
-
-    path = Path(path)
-    if not path.exists():
-        raise SampleDataError(f"{path}: no such rosbag")
-    want = {topic, "/" + topic.lstrip("/")}
-    order = tuple(desc.joint_names) if desc is not None else (tuple(joint_names) if joint_names else None)
-    qs, taus, dqs, ts = [], [], [], []
-    have_vel = True
-    try:
-        reader_cm = AnyReader([path], default_typestore=get_typestore(Stores.ROS2_HUMBLE))
-    except Exception as exc:  # noqa: BLE001 - rosbags raises several unrelated types
-        raise SampleDataError(f"{path}: cannot open as a rosbag2: {exc}") from exc
-    with reader_cm as reader:
-        conns = [c for c in reader.connections if c.topic in want]
-        if not conns:
-            topics = sorted({c.topic for c in reader.connections})
-            raise SampleDataError(f"{path}: no topic '{topic}' (topics in the bag: {', '.join(topics) or 'none'})")
-        for c in conns:
-            if c.msgtype != "sensor_msgs/msg/JointState":
-                raise SampleDataError(
-                    f"{path}: topic '{c.topic}' has type {c.msgtype}, expected sensor_msgs/msg/JointState"
-                )
-        for k, (conn, stamp_ns, raw) in enumerate(reader.messages(connections=conns)):
-            msg = reader.deserialize(raw, conn.msgtype)
-            names = list(msg.name)
-            if order is None:
-                order = tuple(names)
-            index = {nm: i for i, nm in enumerate(names)}
-            missing = [j for j in order if j not in index]
-            if missing:
-                raise SampleDataError(
-                    f"{path}: message {k} on '{conn.topic}' lacks joint(s) {', '.join(missing)} "
-                    f"(it has {', '.join(names)})"
-                )
-            pos, eff, vel = np.asarray(msg.position), np.asarray(msg.effort), np.asarray(msg.velocity)
-            if pos.shape[0] != len(names) or eff.shape[0] != len(names):
-                raise SampleDataError(
-                    f"{path}: message {k}: {len(names)} names but {pos.shape[0]} positions and "
-                    f"{eff.shape[0]} efforts (measured torques are required)"
-                )
-            sel = [index[j] for j in order]
-            qs.append(pos[sel])
-            taus.append(eff[sel])
-            if vel.shape[0] == len(names):
-                dqs.append(vel[sel])
-            else:
-                have_vel = False
-            st = msg.header.stamp
-            t = st.sec + 1e-9 * st.nanosec
-            ts.append(t if t > 0 else 1e-9 * stamp_ns)
-    if not qs:
-        raise SampleDataError(f"{path}: topic '{topic}' has no messages")
-    try:
-        return Samples(np.array(qs), np.array(taus), np.array(dqs) if have_vel else None, None,
-                       np.array(ts), tuple(order))
-    except SampleDataError as exc:
-        raise SampleDataError(f"{path}: {exc}") from exc
+    return write_table(path, header, np.hstack(cols), precision, time_column=samples.t is not None)
 
 
 # ---------------------------------------------------------------------------------- sample selection
 
-def _need_dq(samples: Samples, what: str) -> np.ndarray:
+STREAM_MAX_STEP = 0.1
+"""s: neighbours farther apart than this are separate captures, not a stream; their position
+difference is not a velocity (a file of static captures has no dq columns and seconds between rows)."""
+
+
+def position_speeds(samples: Samples, max_step: float = STREAM_MAX_STEP) -> tuple[np.ndarray, int]:
+    """(|d q / dt| (N, n) rad/s, number of isolated samples) from positions and time stamps.
+
+    Differences are taken only between neighbours at most ``max_step`` s apart (a recorded stream);
+    a sample with no such neighbour is a separate capture whose motion cannot be judged from
+    positions: its speed is 0 and it is counted.
+    """
+    q, t = samples.q, samples.t
+    n_s = q.shape[0]
+    speed = np.zeros_like(q)
+    if t is None or n_s < 2:
+        return speed, n_s
+    dt = np.diff(t)
+    ok = dt <= max_step
+    v = np.abs(np.diff(q, axis=0)) / dt[:, None]
+    acc, cnt = np.zeros_like(q), np.zeros(n_s)
+    acc[:-1][ok] += v[ok]
+    cnt[:-1][ok] += 1
+    acc[1:][ok] += v[ok]
+    cnt[1:][ok] += 1
+    has = cnt > 0
+    speed[has] = acc[has] / cnt[has, None]
+    return speed, int((~has).sum())
+
+
+def _speeds(samples: Samples, what: str) -> np.ndarray:
     if samples.dq is not None:
-        return samples.dq
-    if samples.t is not None and samples.n_samples >= 2:
-        return np.gradient(samples.q, samples.t, axis=0)
+        return np.abs(samples.dq)
+    if samples.t is not None:
+        speed, isolated = position_speeds(samples)
+        if isolated:
+            log.info("%s: %d of %d samples have no neighbour within %g s (separate captures): taken as at rest",
+                     what, isolated, samples.n_samples, STREAM_MAX_STEP)
+        return speed
     raise SampleDataError(f"{what} needs velocities dq or time stamps t to judge motion")
 
 
@@ -324,7 +467,7 @@ def static_mask(samples: Samples, max_speed: float) -> np.ndarray:
     """Boolean (N,): samples where every joint speed is <= ``max_speed`` (rad/s)."""
     if not max_speed > 0:
         raise SampleDataError(f"max_speed must be > 0 rad/s, got {max_speed}")
-    return np.all(np.abs(_need_dq(samples, "select_static")) <= max_speed, axis=1)
+    return np.all(_speeds(samples, "select_static") <= max_speed, axis=1)
 
 
 def select_static(samples: Samples, max_speed: float = 0.01) -> Samples:
@@ -336,16 +479,21 @@ def select_static(samples: Samples, max_speed: float = 0.01) -> Samples:
 
 
 def check_static(samples: Samples, max_speed: float = 0.01) -> Samples:
-    """Raise :class:`NotStaticError` naming the first moving sample and joint; return ``samples``."""
+    """Raise :class:`NotStaticError` naming the first moving sample and joint; return ``samples``.
+
+    Speeds are the recorded dq, else position differences within a stream (:func:`position_speeds`:
+    rows seconds apart are separate captures, not motion); without either nothing can be judged.
+    """
     if samples.dq is None and samples.t is None:
         return samples
-    dq = np.abs(_need_dq(samples, "check_static"))
+    dq = _speeds(samples, "check_static")
     bad = dq > max_speed
     if bad.any():
         k, j = np.argwhere(bad)[0]
+        source = "recorded" if samples.dq is not None else "from positions and time stamps"
         raise NotStaticError(
-            f"sample {k} is not static: joint {samples.joint_names[j]} moves at {dq[k, j]:.4g} rad/s "
-            f"(limit {max_speed} rad/s); {int(bad.any(axis=1).sum())} of {samples.n_samples} samples move. "
+            f"sample {k} is not static: joint {samples.joint_names[j]} moves at {dq[k, j]:.4g} rad/s ({source}; "
+            f"limit {max_speed} rad/s); {int(bad.any(axis=1).sum())} of {samples.n_samples} samples move. "
             "Wait for the arm to settle before capturing."
         )
     return samples
@@ -362,7 +510,7 @@ def discard_near_zero_velocity(samples: Samples, min_speed: float = 0.02,
 
     For friction identification; per-row weighting instead: ``near_zero_velocity_mask``.
     """
-    dq = _need_dq(samples, "discard_near_zero_velocity")
+    dq = _speeds(samples, "discard_near_zero_velocity")
     cols = list(range(samples.n_joints)) if joints is None else list(joints)
     keep = ~near_zero_velocity_mask(dq[:, cols], min_speed).any(axis=1)
     if not keep.any():
@@ -371,15 +519,22 @@ def discard_near_zero_velocity(samples: Samples, min_speed: float = 0.02,
 
 
 __all__ = [
+    "STREAM_MAX_STEP",
+    "Cleaning",
     "NotStaticError",
+    "Rows",
     "SampleDataError",
     "Samples",
+    "binary_kind",
     "check_static",
+    "clean_rows",
     "discard_near_zero_velocity",
     "load_csv",
-    "load_rosbag",
     "near_zero_velocity_mask",
+    "position_speeds",
+    "read_csv_rows",
     "save_csv",
     "select_static",
     "static_mask",
+    "write_table",
 ]

@@ -15,7 +15,9 @@ class PayloadEstimate:
     """An estimated payload in the payload frame.
 
     mass (kg); com (m, payload frame); inertia about the CoM [xx, xy, xz, yy, yz, zz] (kg m^2,
-    payload-frame axes) or None when only the gravity parameters were estimated; std: standard
+    payload-frame axes) or None when only the gravity parameters were estimated; ``frame`` the payload
+    frame's name in the robot's TF tree (``RobotDescription.payload_frame_name``; "" = not named,
+    the robot's payload frame); std: standard
     deviation of every estimated quantity by name (``mass``, ``cx``.., ``Ixx``..); fit quality.
     ``params``: the identified linear parameters by name (``m``, ``mcx``.., ``Jxx``.. about the
     payload-frame origin, ``offset_<joint>``); ``offsets``: constant joint-torque offsets (N m) when
@@ -25,7 +27,7 @@ class PayloadEstimate:
     mass: float
     com: np.ndarray
     inertia: np.ndarray | None = None
-    frame: str = "last_link"
+    frame: str = ""
     std: dict[str, float] = field(default_factory=dict)
     condition_number: float = float("nan")
     residual_rms: float = float("nan")
@@ -76,7 +78,7 @@ class PayloadEstimate:
             mass=float(d["mass"]),
             com=np.asarray(d["com"], dtype=float),
             inertia=None if inertia is None else np.asarray(inertia, dtype=float),
-            frame=str(d.get("frame", "last_link")),
+            frame=str(d.get("frame", "")),
             std={k: float(v) for k, v in d.get("std", {}).items()},
             condition_number=float(d.get("condition_number", float("nan"))),
             residual_rms=float(d.get("residual_rms", float("nan"))),
@@ -87,7 +89,7 @@ class PayloadEstimate:
         )
 
     @classmethod
-    def from_body(cls, body: BodyInertia, frame: str = "last_link", method: str = "given") -> PayloadEstimate:
+    def from_body(cls, body: BodyInertia, frame: str = "", method: str = "given") -> PayloadEstimate:
         """A known payload (e.g. from a data sheet) as an estimate record."""
         return cls(body.mass, np.asarray(body.com, float), vec6_from_sym(body.inertia_com), frame, method=method)
 
@@ -97,6 +99,13 @@ class PayloadEstimate:
         if self.inertia is not None:
             return self
         return replace(self, inertia=np.zeros(6))
+
+    def observer_model(self, point_mass: bool = True) -> tuple[BodyInertia, bool]:
+        """(body, gravity_only) for :meth:`collision.observer.MomentumObserver.set_payload`: with
+        ``point_mass`` a gravity-only estimate enters M and C as a point mass at its CoM; without, it
+        enters gravity only (paper 000 eq. 48)."""
+        est = self.as_point_mass() if point_mass else self
+        return est.body(), (not point_mass and self.inertia is None)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)

@@ -19,10 +19,10 @@ Units: rad, rad/s, rad/s^2, s, Hz.
 
 from __future__ import annotations
 
-import csv
+import inspect
 import json
+import logging
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,13 @@ import scipy.optimize
 from ..model.base_parameters import BaseParameters, compute_base_parameters
 from ..model.description import RobotDescription
 from ..model.dynamics import RigidBodyDynamics
+from .data import write_table
+
+log = logging.getLogger(__name__)
+
+# SciPy >= 1.15 takes the generator as ``rng``; older ones (Ubuntu 24.04: 1.11) as ``seed``. A
+# Generator gives the same stream through either.
+_DE_RNG = "rng" if "rng" in inspect.signature(scipy.optimize.differential_evolution).parameters else "seed"
 
 
 class ExcitationError(ValueError):
@@ -192,6 +199,7 @@ class ExcitationDesigner:
         self._t_check = np.linspace(0, config.period, 8 * L * 20 + 1)
         self._cols = self.dyn.maps.link_to_pin[:, self.base.independent]
         self.evaluations = 0
+        self.best = math.inf  # lowest log10 cond(Y_b) evaluated so far
 
     @property
     def n_free(self) -> int:
@@ -234,10 +242,13 @@ class ExcitationDesigner:
     def _objective(self, z: np.ndarray) -> float:
         self.evaluations += 1
         c = self.cond(self.trajectory(z))
-        return math.log10(c) if np.isfinite(c) else 30.0
+        value = math.log10(c) if np.isfinite(c) else 30.0
+        self.best = min(self.best, value)
+        return value
 
     def optimise(self) -> ExcitationResult:
-        """Global minimisation of cond(Y_b) by differential evolution (progress on stderr)."""
+        """Global minimisation of cond(Y_b) by differential evolution (progress logged: INFO with
+        ``config.progress``, else DEBUG)."""
         cfg = self.cfg
         rng = np.random.default_rng(cfg.seed)
         vmax = np.repeat(self.max_vel, self.null.shape[1])
@@ -246,18 +257,16 @@ class ExcitationDesigner:
         cond0 = self.cond(self.trajectory(z0))
         start, gen = time.monotonic(), [0]
 
-        def progress(intermediate_result):
+        def progress(xk, convergence=None):  # the callback form every supported SciPy calls
             gen[0] += 1
-            if cfg.progress:
-                print(f"\r[excite] generation {gen[0]}/{cfg.maxiter}  cond(Y_b) = {10 ** intermediate_result.fun:9.1f}"
-                      f"  ({self.evaluations} evaluations, {time.monotonic() - start:6.1f} s)",
-                      end="", file=sys.stderr, flush=True)
+            log.log(logging.INFO if cfg.progress else logging.DEBUG,
+                    "excitation design: generation %d/%d, cond(Y_b) = %.1f (%d evaluations, %.1f s)", gen[0],
+                    cfg.maxiter, 10 ** self.best, self.evaluations, time.monotonic() - start)
 
         res = scipy.optimize.differential_evolution(
-            self._objective, bounds, maxiter=cfg.maxiter, popsize=cfg.popsize, tol=1e-6, rng=cfg.seed,
-            polish=False, init="sobol", callback=progress, x0=z0, updating="immediate")
-        if cfg.progress:
-            print(file=sys.stderr)
+            self._objective, bounds, maxiter=cfg.maxiter, popsize=cfg.popsize, tol=1e-6,
+            polish=False, init="sobol", callback=progress, x0=z0, updating="immediate",
+            **{_DE_RNG: np.random.default_rng(cfg.seed)})
         traj = self.trajectory(res.x)
         return ExcitationResult(traj, self.cond(traj), cond0, self.evaluations, time.monotonic() - start, cfg)
 
@@ -285,15 +294,10 @@ def check_limits(traj: FourierTrajectory, desc: RobotDescription, rate: float = 
 def write_csv(path: str | Path, traj: FourierTrajectory, rate: float = 100.0, periods: int = 1) -> Path:
     """CSV with columns t, q1..qn, dq1..dqn, ddq1..ddqn (s, rad, rad/s, rad/s^2; model joint order,
     the column scheme of :mod:`payload_estimation.identification.data`)."""
-    path = Path(path)
     t, q, dq, ddq = traj.sample(rate, periods)
     idx = range(1, traj.n + 1)
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["t"] + [f"q{j}" for j in idx] + [f"dq{j}" for j in idx] + [f"ddq{j}" for j in idx])
-        for k in range(len(t)):
-            w.writerow([f"{t[k]:.6f}"] + [f"{v:.9g}" for v in np.concatenate([q[k], dq[k], ddq[k]])])
-    return path
+    header = ["t"] + [f"q{j}" for j in idx] + [f"dq{j}" for j in idx] + [f"ddq{j}" for j in idx]
+    return write_table(path, header, np.column_stack([t, q, dq, ddq]), precision=9, time_column=True)
 
 
 def trajectory_points(traj: FourierTrajectory, rate: float = 50.0, periods: int = 1) -> list[tuple]:

@@ -231,10 +231,16 @@ def stack_rows(blocks: Sequence[np.ndarray]) -> np.ndarray:
     return np.vstack(blocks)
 
 
-def friction_regressor(dq: np.ndarray, viscous: bool = True, coulomb: bool = True) -> np.ndarray:
-    """Friction regressor (N n x k) stacked as :func:`stack_rows`: tau_f,j = Fv_j dq_j + Fc_j sign(dq_j).
+FRICTION_TERMS = ("viscous", "coulomb", "offset")
+"""Per-joint friction terms, in column order: viscous Fv dq, Coulomb Fc sign(dq), constant offset Fo."""
 
-    Columns: (Fv_1..Fv_n) if viscous, then (Fc_1..Fc_n) if coulomb; k = n * (viscous + coulomb).
+
+def friction_regressor(dq: np.ndarray, viscous: bool = True, coulomb: bool = True, offset: bool = False) -> np.ndarray:
+    """Friction regressor (N n x k) stacked as :func:`stack_rows`:
+    tau_f,j = Fv_j dq_j + Fc_j sign(dq_j) + Fo_j.
+
+    Columns: (Fv_1..Fv_n) if viscous, then (Fc_1..Fc_n) if coulomb, then (Fo_1..Fo_n) if offset
+    (a constant torque per joint: sensor offset or the asymmetry of Coulomb friction).
     """
     dq = np.asarray(dq, dtype=float)
     if dq.ndim != 2:
@@ -243,22 +249,20 @@ def friction_regressor(dq: np.ndarray, viscous: bool = True, coulomb: bool = Tru
     n_s, n = dq.shape
     parts = []
     eye = np.eye(n)
-    if viscous:
-        parts.append((dq[:, :, None] * eye[None]).reshape(n_s * n, n))
-    if coulomb:
-        parts.append((np.sign(dq)[:, :, None] * eye[None]).reshape(n_s * n, n))
+    for on, f in ((viscous, dq), (coulomb, np.sign(dq)), (offset, np.ones_like(dq))):
+        if on:
+            parts.append((f[:, :, None] * eye[None]).reshape(n_s * n, n))
     if not parts:
         return np.zeros((n_s * n, 0))
     return np.hstack(parts)
 
 
-def friction_names(n: int, viscous: bool = True, coulomb: bool = True) -> tuple[str, ...]:
+def friction_names(n: int, viscous: bool = True, coulomb: bool = True, offset: bool = False) -> tuple[str, ...]:
     """Column names matching :func:`friction_regressor`."""
     out: list[str] = []
-    if viscous:
-        out += [f"Fv{j + 1}" for j in range(n)]
-    if coulomb:
-        out += [f"Fc{j + 1}" for j in range(n)]
+    for on, prefix in ((viscous, "Fv"), (coulomb, "Fc"), (offset, "Fo")):
+        if on:
+            out += [f"{prefix}{j + 1}" for j in range(n)]
     return tuple(out)
 
 
@@ -291,6 +295,7 @@ def torque_error(tau_measured: np.ndarray, tau_predicted: np.ndarray) -> TorqueE
 
 
 __all__ = [
+    "FRICTION_TERMS",
     "LSResult",
     "LeastSquaresError",
     "RankDeficientError",

@@ -385,7 +385,7 @@ def estimate_payload_two_stage(
     cov_pi: np.ndarray | None = None,
     cov_pi_L: np.ndarray | None = None,
     param_names: Sequence[str] | None = None,
-    frame: str = "last_link",
+    frame: str = "",
     samples: int = 0,
     limits: PayloadLimits | None = None,
     check: bool = True,

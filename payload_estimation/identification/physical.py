@@ -19,14 +19,27 @@ Physical consistency is built into the parametrisation instead of imposed as con
 
 Every theta gives m > 0 and a positive-definite pseudo-inertia, i.e. I_c positive definite *and*
 the triangle inequality of its principal moments (strictly) -- the first four lines of eq. (18).
-p(theta) is polynomial, so the gradient is analytic. Multi-start (nominal + uniform random starts
-within the bounds, as the paper's Table 1) with SLSQP handling the total-mass constraint.
+p(theta) is polynomial, so the Jacobian is analytic. The problem is solved as bounded nonlinear
+least squares (``scipy.optimize.least_squares``, trust-region reflective) from several starts
+(nominal + uniform random starts within the bounds, as the paper's Table 1): the bounds of eq. (16)
+are bounds on theta and the friction terms, the total-mass range of eq. (17) is a penalty residual
+(``_MASS_PENALTY`` per kg outside it).
+
+Prior: what the data cannot see (parameters outside the range of K, and directions the recording
+barely excites) is held near the nominal description by residuals
+sqrt(w) (p - p_nom) / s with s = (m, 0.1 m [x3], 0.01 m [x6]) per link (kg, kg m, kg m^2 -- a
+CoM shift of 0.1 m or a radius of gyration of 0.1 m is one unit). With weight w, one unit of
+deviation costs as much as sqrt(w) standard deviations of one identified coefficient. The default
+w = 10 is the smallest that kept every variable off its bounds on the Panda recording of
+docs/bench/panda.md (w = 1 parked three radii of gyration on their 1 mm bound) at a cost of
+< 0.001 N m of hold-out torque RMS; more data weigh more against it (the coefficients' std
+shrinks). Variables that end on a bound are reported by name (:attr:`PhysicalResult.warnings`).
 """
 
 from __future__ import annotations
 
+import logging
 import math
-import sys
 import time
 from dataclasses import dataclass
 
@@ -37,8 +50,11 @@ from ..model.description import RobotDescription
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia, check_consistency, vec6_from_sym
 
+log = logging.getLogger(__name__)
+
 N_THETA = 10
 _MASS_PENALTY = 1e4  # residual per kg of total mass outside its range
+PRIOR_WEIGHT = 10.0  # weight w of the prior towards the nominal parameters (module docstring)
 
 
 class PhysicalRetrievalError(ValueError):
@@ -128,7 +144,8 @@ class PhysicalBounds:
 
     mass: n x 2 (kg); com: n x 3 x 2 (m, link frame); gyration: n x 2, bounds of the diagonal of A
     (m, ~ radii of gyration); shear: bound of |A off-diagonal| (m); total_mass: (lo, hi) kg;
-    friction: 2n x 2 (viscous N m s/rad, Coulomb N m), only used when friction is identified.
+    friction: 3n x 2 (viscous N m s/rad, Coulomb N m, offset N m, n rows each), used for the terms
+    that were identified.
     """
 
     mass: np.ndarray
@@ -151,27 +168,39 @@ class PhysicalBounds:
 def default_bounds(desc: RobotDescription, mass_factor: tuple[float, float] = (0.3, 3.0),
                    com_margin: float = 0.1, total_mass_factor: tuple[float, float] = (0.7, 1.3),
                    gyration: tuple[float, float] = (1e-3, 0.5), shear: float = 0.5,
-                   friction_max: tuple[float, float] = (20.0, 20.0)) -> PhysicalBounds:
+                   friction_max: tuple[float, float] = (20.0, 20.0), offset_max: float = 20.0) -> PhysicalBounds:
     """Bounds derived from the nominal description: masses ``mass_factor`` x nominal, CoM within
-    ``com_margin`` (m) of the nominal CoM per axis, total mass ``total_mass_factor`` x nominal."""
+    ``com_margin`` (m) of the nominal CoM per axis, total mass ``total_mass_factor`` x nominal;
+    the diagonal of A within ``gyration`` (m), widened per link to contain 0.5..2 x the nominal's;
+    viscous and Coulomb friction in [0, ``friction_max``], offsets within +-``offset_max`` N m."""
     n = desc.n
+    gyr = np.tile(np.asarray(gyration, float), (n, 1))
+    for k, body in enumerate(desc.links):
+        try:
+            g_nom = np.exp(theta_from_body(body)[1:4])
+        except PhysicalRetrievalError:
+            continue
+        gyr[k] = min(gyr[k, 0], 0.5 * g_nom.min()), max(gyr[k, 1], 2.0 * g_nom.max())
     m_nom = np.array([b.mass for b in desc.links])
     mass = np.stack([m_nom * mass_factor[0], m_nom * mass_factor[1]], axis=1)
     com = np.stack([[np.asarray(b.com) - com_margin, np.asarray(b.com) + com_margin] for b in desc.links])
     com = np.swapaxes(com, 1, 2)  # n x 3 x 2
-    fr = np.zeros((2 * n, 2))
-    fr[:n, 1], fr[n:, 1] = friction_max
+    fr = np.zeros((3 * n, 2))
+    fr[:n, 1], fr[n:2 * n, 1] = friction_max
+    fr[2 * n:] = (-offset_max, offset_max)
     total = m_nom.sum()
-    return PhysicalBounds(mass, com, np.tile(gyration, (n, 1)), shear,
+    return PhysicalBounds(mass, com, gyr, shear,
                           (total * total_mass_factor[0], total * total_mass_factor[1]), fr)
 
 
 @dataclass(frozen=True)
 class CoefficientTarget:
     """What the physical parameters must reproduce: pi_hat (b) with covariance C (b x b),
-    pi(p, f) = K p + F f for standard parameters p (K: b x 10n) and friction f (F: b x 2n or None).
-    ``rss`` is the minimal residual sum of squares ||tau - Y pi_hat||^2 (N^2 m^2), ``sigma2`` the
-    residual variance, so that the paper's objective f(mu) (N m) can be reported."""
+    pi(p, f) = K p + F f for standard parameters p (K: b x 10n) and friction f (F: b x k n or None,
+    columns n per term of ``friction_terms`` = (viscous, coulomb, offset) in that order).
+    ``rss`` is the minimal residual sum of squares ||tau - Y pi_hat||^2 (N^2 m^2) over ``rows``
+    regression rows, ``sigma2`` the residual variance, so that the torque error of the physical set
+    on the same rows can be reported (:attr:`PhysicalResult.fit_rms`)."""
 
     pi_hat: np.ndarray
     covariance: np.ndarray
@@ -180,6 +209,21 @@ class CoefficientTarget:
     rss: float = 0.0
     sigma2: float = 1.0
     names: tuple[str, ...] = ()
+    friction_terms: tuple[bool, bool, bool] | None = None   # None: F's columns are generic, >= 0
+    rows: int = 0
+
+    @classmethod
+    def from_model(cls, model) -> CoefficientTarget:
+        """Target of an identified full model (:class:`~.identified_model.IdentifiedModel`): its kept
+        coefficients, their covariance, and the maps K, F restricted to them. Use a model fitted
+        without essential elimination: coefficients it dropped would be unconstrained here."""
+        n_fric = len(model.all_names) - model.rank
+        k_full = np.vstack([model.K, np.zeros((n_fric, model.K.shape[1]))])[model.kept]
+        f_full = None
+        if n_fric:
+            f_full = np.vstack([np.zeros((model.rank, n_fric)), np.eye(n_fric)])[model.kept]
+        return cls(model.values, model.covariance, k_full, f_full, model.rss, model.sigma2, model.names,
+                   (bool(model.viscous), bool(model.coulomb), bool(model.offset)), int(model.n_rows))
 
     def __post_init__(self):
         b = self.pi_hat.shape[0]
@@ -207,16 +251,31 @@ class PhysicalResult:
     seconds: float
     evaluations: int
     problems: tuple[str, ...]   # constraint violations (empty: every constraint holds)
+    warnings: tuple[str, ...] = ()                             # variables parked on a bound, by name
+    friction_terms: tuple[bool, bool, bool] = (False, False, False)
+    fit_rms: float = float("nan")   # torque RMS of the physical set on the regression rows (N m)
+    ls_rms: float = float("nan")    # the same of the identified coefficients (the least-squares optimum)
 
     def description(self, desc: RobotDescription) -> RobotDescription:
         return desc.with_links(self.bodies)
+
+    def joint_friction(self, n: int):
+        """The retrieved friction as :class:`~.torque_models.JointFriction` (zeros for terms not identified)."""
+        from .torque_models import JointFriction
+
+        out, k = [], 0
+        f = np.zeros(0) if self.friction is None else self.friction
+        for on in self.friction_terms:
+            out.append(f[k * n:(k + 1) * n].copy() if on else np.zeros(n))
+            k += int(on)
+        return JointFriction(*out)
 
 
 class PhysicalRetrieval:
     """The weighted objective (module docstring) with analytic gradient, and its multi-start solve."""
 
     def __init__(self, desc: RobotDescription, target: CoefficientTarget, bounds: PhysicalBounds | None = None,
-                 prior_weight: float = 1e-3):
+                 prior_weight: float = PRIOR_WEIGHT):
         self.desc = desc
         self.target = target
         self.bounds = bounds if bounds is not None else default_bounds(desc)
@@ -285,6 +344,38 @@ class PhysicalRetrieval:
         r = self.R @ (self.target.pi_hat - self.coefficients(x))
         return float(r @ r)
 
+    def _friction_bounds(self) -> list[tuple[float, float]]:
+        """Bounds of the friction variables: the rows of ``bounds.friction`` of the identified terms."""
+        n = self.desc.n
+        fr = np.asarray(self.bounds.friction, float)
+        if self.target.friction_terms is None:  # generic friction variables, each >= 0
+            if fr.shape[0] == self.n_fric:
+                return [tuple(r) for r in fr]
+            return [(0.0, float(fr[:, 1].max()))] * self.n_fric
+        if fr.shape[0] == 2 * n:  # (viscous, coulomb) only: offsets unbounded but finite
+            fr = np.vstack([fr, np.tile([-20.0, 20.0], (n, 1))])
+        rows = [fr[k * n:(k + 1) * n] for k, on in enumerate(self.target.friction_terms) if on]
+        out = [tuple(r) for r in np.vstack(rows)] if rows else []
+        if len(out) != self.n_fric:
+            raise PhysicalRetrievalError(f"{self.n_fric} friction variables but friction terms "
+                                         f"{self.target.friction_terms} give {len(out)} bounds")
+        return out
+
+    def variable_labels(self) -> list[str]:
+        """Names of the variables of x: per link mass, gyration, shear and CoM, then friction."""
+        labels = []
+        for k in range(self.desc.n):
+            link = f"link {k + 1}"
+            labels += [f"{link} mass"] + [f"{link} radius of gyration {a}" for a in "xyz"]
+            labels += [f"{link} inertia shear {a}" for a in ("xy", "xz", "yz")] + [f"{link} CoM {a}" for a in "xyz"]
+        terms = self.target.friction_terms
+        if self.n_fric and terms is None:
+            labels += [f"friction variable {i + 1}" for i in range(self.n_fric)]
+        elif self.n_fric:
+            labels += [f"{t} friction, joint {j + 1}" if t != "offset" else f"torque offset, joint {j + 1}"
+                       for t, on in zip(("viscous", "Coulomb", "offset"), terms) if on for j in range(self.desc.n)]
+        return labels
+
     def problems(self, x: np.ndarray, tol: float = 1e-6) -> tuple[str, ...]:
         """Every violated constraint of eqs. 16-18 (empty when all hold)."""
         th, f = self._split(x)
@@ -301,29 +392,53 @@ class PhysicalRetrieval:
         total = sum(bd.mass for bd in bodies)
         if not b.total_mass[0] * (1 - tol) <= total <= b.total_mass[1] * (1 + tol):
             out.append(f"total mass {total:.4g} kg outside [{b.total_mass[0]:.4g}, {b.total_mass[1]:.4g}]")
-        if self.n_fric and np.any(f < -tol):
-            out.append(f"negative friction coefficients {f[f < -tol]}")
+        if self.n_fric:
+            lo = np.array([r[0] for r in self._friction_bounds()])
+            hi = np.array([r[1] for r in self._friction_bounds()])
+            bad = (f < lo - tol) | (f > hi + tol)
+            if bad.any():
+                labels = self.variable_labels()[N_THETA * self.desc.n:]
+                out += [f"{labels[i]} = {f[i]:.4g} outside [{lo[i]:.4g}, {hi[i]:.4g}]" for i in np.flatnonzero(bad)]
+        return tuple(out)
+
+    def at_bounds(self, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, rel: float = 1e-3) -> tuple[str, ...]:
+        """Variables within ``rel`` of their range from a bound, by name and in physical units (a
+        parameter parked on a bound is set by the bound, not by the data). Friction at zero is not
+        reported: the data then see none."""
+        labels = self.variable_labels()
+        n_link = N_THETA * self.desc.n
+        span = hi - lo
+        out = []
+        for i in np.flatnonzero((x - lo <= rel * span) | (hi - x <= rel * span)):
+            side = "lower" if x[i] - lo[i] <= rel * span[i] else "upper"
+            bound = lo[i] if side == "lower" else hi[i]
+            if i >= n_link and bound == 0.0:
+                continue
+            value, unit = x[i], "N m" if i >= n_link else "m"
+            if i < n_link and i % N_THETA == 0:
+                value, bound, unit = math.exp(2 * value), math.exp(2 * bound), "kg"
+            elif i < n_link and i % N_THETA <= 3:
+                value, bound = math.exp(value), math.exp(bound)
+            out.append(f"{labels[i]} = {value:.4g} {unit} is on its {side} bound ({bound:.4g} {unit})")
         return tuple(out)
 
     def solve(self, starts: int = 5, seed: int = 0, max_nfev: int = 150, progress: bool = True) -> PhysicalResult:
-        """Multi-start bounded trust-region least squares (start 0 at the nominal parameters, the rest
-        uniform in LB..UB as in paper 003's Table 1); the best start wins."""
+        """Multi-start bounded trust-region least squares (start 0 at the nominal parameters with the
+        friction that best fits them, the rest uniform in LB..UB as in paper 003's Table 1); the best
+        start wins. Progress is logged (INFO with ``progress``, else DEBUG)."""
         if starts < 1:
             raise PhysicalRetrievalError(f"starts must be >= 1, got {starts}")
-        n = self.desc.n
-        bounds = self.bounds.theta_bounds()
-        if self.n_fric:
-            fr = self.bounds.friction
-            if fr.shape[0] == self.n_fric:
-                bounds += [tuple(r) for r in fr]
-            else:
-                bounds += [(0.0, float(fr[:, 1].max()))] * self.n_fric
+        bounds = self.bounds.theta_bounds() + self._friction_bounds()
         lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
         if np.any(lo >= hi):
             raise PhysicalRetrievalError(f"empty bounds for variables {np.flatnonzero(lo >= hi).tolist()}")
         rng = np.random.default_rng(seed)
-        x_nom = np.clip(np.concatenate([self.theta_nom, lo[N_THETA * n:] + 0.05 * (hi - lo)[N_THETA * n:]]),
-                        lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
+        f0 = np.zeros(0)
+        if self.n_fric:  # friction that best explains the coefficients with the nominal links
+            rhs = self.R @ (self.target.pi_hat - self.target.K @ self.p_nom)
+            f0 = np.linalg.lstsq(self.R @ self.target.F, rhs, rcond=None)[0]
+        x_nom = np.clip(np.concatenate([self.theta_nom, f0]), lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo))
+        level = logging.INFO if progress else logging.DEBUG
         start_time = time.monotonic()
         best = None
         for k in range(starts):
@@ -334,17 +449,23 @@ class PhysicalRetrieval:
             cost = float(res.cost)
             if best is None or cost < best[0]:
                 best = (cost, res.x)
-            if progress:
-                print(f"[physical] start {k + 1}/{starts}: chi2 = {self.chi2(res.x):.4g} "
-                      f"(best {self.chi2(best[1]):.4g}), {res.nfev} evaluations, "
-                      f"{time.monotonic() - start_time:.1f} s", file=sys.stderr, flush=True)
+            log.log(level, "physical parameters: start %d/%d: chi2 = %.4g (best %.4g), %d evaluations, %.1f s",
+                    k + 1, starts, self.chi2(res.x), self.chi2(best[1]), res.nfev, time.monotonic() - start_time)
         x = best[1]
         chi2 = self.chi2(x)
         th, f = self._split(x)
-        obj = math.sqrt(max(self.target.rss, 0.0) + self.target.sigma2 * chi2)
+        rss = max(self.target.rss, 0.0)
+        obj = math.sqrt(rss + self.target.sigma2 * chi2)
+        rows = self.target.rows
+        fit_rms = obj / math.sqrt(rows) if rows else float("nan")
+        ls_rms = math.sqrt(rss / rows) if rows else float("nan")
+        warnings = self.at_bounds(x, lo, hi)
+        for w in warnings:
+            log.warning("physical parameters: %s", w)
         return PhysicalResult(bodies_from_theta(th), f.copy() if self.n_fric else None, th.copy(), chi2, obj,
                               self.coefficients(x), starts, time.monotonic() - start_time, self.evaluations,
-                              self.problems(x))
+                              self.problems(x), warnings, tuple(self.target.friction_terms or (False, False, False)),
+                              fit_rms, ls_rms)
 
 
 def retrieve_physical_parameters(desc: RobotDescription, target: CoefficientTarget,
@@ -370,9 +491,10 @@ def inertia_vec6(body: BodyInertia) -> np.ndarray:
     return vec6_from_sym(0.5 * (body.inertia_com + body.inertia_com.T))
 
 
-def identified_robot_dict(robot: str, bodies: list[BodyInertia], note: str = "") -> dict | None:
-    """The robot YAML mapping of ``robot`` (shipped name or YAML path) with ``bodies`` as its links,
-    or None when the robot came from a URDF (write :func:`payload_estimation.model.urdf.to_urdf` then)."""
+def identified_robot_dict(robot: str, bodies: list[BodyInertia], note: str = "", friction=None) -> dict | None:
+    """The robot YAML mapping of ``robot`` (shipped name or YAML path) with ``bodies`` as its links
+    and ``friction`` (:class:`~.torque_models.JointFriction`) as its ``friction`` mapping, or None
+    when the robot came from a URDF (write :func:`payload_estimation.model.urdf.to_urdf` then)."""
     from pathlib import Path
 
     import yaml
@@ -390,29 +512,38 @@ def identified_robot_dict(robot: str, bodies: list[BodyInertia], note: str = "")
         kin["urdf"] = str((path.parent / kin["urdf"]).resolve())
     doc["links"] = [{"mass": float(b.mass), "com": [float(v) for v in b.com],
                      "inertia": [float(v) for v in inertia_vec6(b)]} for b in bodies]
+    doc.pop("friction", None)
+    if friction is not None and friction.any():
+        doc["friction"] = friction.to_dict()
     doc["source"] = (f"Physically consistent parameters identified by payload-estimation identify --physical "
                      f"from {path.name}. {note}").strip()
     return doc
 
 
 def write_identified_robot(robot: str, desc: RobotDescription, bodies: list[BodyInertia], yaml_path,
-                           note: str = "") -> list:
+                           note: str = "", friction=None) -> list:
     """Write the identified robot as a package robot YAML (when the source was YAML) and as URDF
-    (``yaml_path`` with suffix .urdf). Returns the written paths."""
+    (``yaml_path`` with suffix .urdf), both with the identified joint ``friction``
+    (:class:`~.torque_models.JointFriction`: YAML ``friction`` mapping, URDF ``<dynamics>`` and
+    ``<torque_offset>``). Returns the written paths."""
     from pathlib import Path
 
     import yaml
 
     from ..model.urdf import to_urdf
+    from .torque_models import urdf_with_friction
 
     yaml_path = Path(yaml_path)
     written = []
-    doc = identified_robot_dict(robot, bodies, note)
+    doc = identified_robot_dict(robot, bodies, note, friction)
     if doc is not None:
         yaml_path.write_text("# Identified robot description (payload-estimation identify --physical)\n"
                              + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=200))
         written.append(yaml_path)
     urdf = yaml_path.with_suffix(".urdf")
-    urdf.write_text(to_urdf(desc.with_links(bodies)))
+    text = to_urdf(desc.with_links(bodies))
+    if friction is not None and friction.any():
+        text = urdf_with_friction(text, desc.joint_names, friction)
+    urdf.write_text(text)
     written.append(urdf)
     return written

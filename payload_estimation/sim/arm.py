@@ -39,14 +39,14 @@ from collections.abc import Iterator
 import mujoco
 import numpy as np
 
-from ..model.description import RobotDescription
+from ..model.description import RobotDescription, require_physical
 from ..model.dynamics import RigidBodyDynamics
 from ..model.joint_vectors import per_joint
 from ..model.parameters import BodyInertia, check_consistency
 from .config import ArmState, SimConfig
 from .mjcf import PAYLOAD_BODY, build_mjcf, principal_inertia
 from .trajectory import JointTrajectory, parse_points
-from .truth import true_description, true_links
+from .truth import SIMULATOR, true_description, true_links
 
 # Payload allowance used when deriving default gains (kg, m in the payload frame).
 _GAIN_PAYLOAD = BodyInertia(3.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 5e-3)
@@ -82,6 +82,7 @@ class SimulatedArm:
             raise ValueError(f"SimConfig.dt must be in (0, 0.01] s, got {cfg.dt}")
         if not (np.isfinite(cfg.model_error) and cfg.model_error >= 0):
             raise ValueError(f"SimConfig.model_error must be >= 0, got {cfg.model_error}")
+        require_physical(desc, SIMULATOR)
         n = desc.n
         self.desc = desc
         self.config = cfg

@@ -18,7 +18,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from ..model.description import RobotDescription
+from ..model.description import RobotDescription, require_physical
 from ..model.parameters import BodyInertia
 from ..model.transforms import invert
 
@@ -75,6 +75,7 @@ def build_mjcf(
     """
     n = desc.n
     links = tuple(desc.links) if links is None else tuple(links)
+    require_physical(desc.with_links(links), "MuJoCo (build_mjcf)")
     damping = np.zeros(n) if damping is None else np.asarray(damping, float)
     frictionloss = np.zeros(n) if frictionloss is None else np.asarray(frictionloss, float)
     armature = np.zeros(n) if armature is None else np.asarray(armature, float)

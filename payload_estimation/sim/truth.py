@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.description import RobotDescription, validate
+from ..model.description import RobotDescription, require_physical, validate
 from ..model.parameters import BodyInertia
 
+SIMULATOR = "The MuJoCo simulator (SimulatedArm, sim_node)"
 # A CoM shift scale floor (m) so links with their CoM on a frame axis are perturbed too.
 _COM_FLOOR = 0.01
 
@@ -48,5 +49,5 @@ def true_links(desc: RobotDescription, model_error: float, seed: int) -> tuple[B
 
 
 def true_description(desc: RobotDescription, links: tuple[BodyInertia, ...]) -> RobotDescription:
-    """``desc`` with the given true links, validated (consistency of every body)."""
-    return validate(desc.with_links(links))
+    """``desc`` with the given true links, validated (a mass and a consistent inertia for every body)."""
+    return validate(require_physical(desc.with_links(links), SIMULATOR))
