@@ -1,391 +1,440 @@
-"""Collision detection benchmark: observer cost, payload false alarms, scripted contact scenarios.
+"""Collision monitor benchmark: cost, gains vs noise, 10-minute false-alarm run, random contacts.
 
-Ground truth: the MuJoCo simulated arm (payload_estimation.sim), an engine we did not write.
-Usage (from the repository root): .venv/bin/python bench/bench_collision.py [--quick]
-Prints a markdown section and writes docs/bench/collision.md.
+Ground truth: the MuJoCo simulated arm (payload_estimation.sim), an engine we did not write: true
+links 3 % off the model, 0.1 N m torque noise, a 3 kg off-axis payload whose mass and CoM are
+estimated first by the paper's static procedure (10 poses at ±7°); the monitor carries the
+*estimate* (a point mass in M, C and g, as the node does by default).
+Usage (from the repository root): nice -n 10 .venv/bin/python bench/bench_collision.py [--smoke]
+Prints a markdown section and writes docs/bench/collision.md (the smoke run only prints).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from benchlib import machine, write_section  # noqa: E402
 
-from payload_estimation.collision import CollisionDetector, MomentumObserver, ReactionStateMachine, make_friction
-from payload_estimation.collision.reaction import Action
-from payload_estimation.identification.estimate import PayloadEstimate
+from payload_estimation.collision import (
+    CollisionMonitor,
+    ContactConfig,
+    ContactLocator,
+    MomentumObserver,
+    MonitorConfig,
+    calibrate_envelope,
+)
+from payload_estimation.collision.geometry import distance_to_segment, sample_surface
+from payload_estimation.collision.scoring import score_detections
 from payload_estimation.identification.payload import estimate_payload_gravity
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
+from payload_estimation.motion.poses import stop_point
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
-PAYLOAD = BodyInertia(3.0, np.array([0.06, -0.04, 0.13]), np.diag([0.012, 0.015, 0.009]))  # off-axis CoM
-Q0 = np.array([0.2, 0.6, -0.3, -1.2, 0.4, 0.7, 0.1])
-THRESHOLD = 6.0  # N m (paper 000)
-GAIN = 25.0  # 1/s
-NOISE = 0.05  # N m sensor noise std
-MODEL_ERROR = 0.02  # relative link-parameter error of the true robot
+ROBOTS = ("lwr4", "iiwa14")
+Q0 = {"lwr4": np.radians([10, 40, -5, -70, 15, 50, 20]), "iiwa14": np.radians([-10, 35, 5, -75, -10, 55, 15])}
+PAYLOAD = BodyInertia(3.0, np.array([0.03, -0.02, 0.11]), np.diag([0.012, 0.012, 0.006]))  # the demo's
+NOISE = 0.1  # N m torque-sensor noise std
+MODEL_ERROR = 0.03  # relative link-parameter error of the true robot
+CONFIG = MonitorConfig(torque_noise=NOISE)  # the defaults under test (K_I 150 1/s, 6 N m, 3 samples)
+SPREAD = np.array([1.2, 0.6, 1.0, 0.6, 1.2, 0.8, 1.5])  # rad, waypoint spread around Q0 per joint
+MIN_TORQUE = 9.0  # N m: a contact counts when its largest joint torque is >= 1.5 x the threshold
+CONE_DEG = 40.0  # contact forces within this angle of the inward surface normal
+FORCE_RANGE = (30.0, 80.0)  # N
+CONTACT_TIME = 0.3  # s
+HOLD_CONTACT = ContactConfig(sigma_floor=0.1, sigma_relative=0.02)  # with the simulator's zero-order hold
 
 
-
-def make_arm(desc, payload: BodyInertia | None, seed: int = 0) -> SimulatedArm:
+def make_arm(desc, seed: int) -> SimulatedArm:
     arm = SimulatedArm(desc, SimConfig(dt=0.001, seed=seed, model_error=MODEL_ERROR,
                                        sensor=SensorConfig(noise_std=NOISE)))
-    arm.reset(Q0)
-    if payload is not None:
-        arm.attach_payload(payload)
-        arm.reset(Q0)
+    q0 = Q0[desc.name]
+    arm.reset(q0)
+    arm.attach_payload(PAYLOAD)
+    arm.reset(q0)
     return arm
 
 
-LEG_TIME = 2.0  # s per waypoint leg
-AMPLITUDE = 0.35  # rad, waypoint spread around Q0
-# isolation variants compared in the scenario table: (isolation_fraction, isolation_window s)
-ISO_VARIANTS = ((0.1, 0.0), (0.15, 0.0), (0.25, 0.0), (0.15, 0.05))
+def static_estimate(desc, dyn) -> BodyInertia:
+    """The paper's procedure on the simulated arm: 10 static poses at ±7° around Q0, 1.5 s each, mean
+    torque over the last 0.2 s, one-shot gravity estimate (Sec. VI-A); as a point mass."""
+    arm = make_arm(desc, seed=5)
+    q0, d7 = Q0[desc.name], np.deg2rad(7.0)
+    poses = [q0.copy()]
+    for j in (1, 3, 5, 0, 4):
+        for s in (+1, -1):
+            q = q0.copy()
+            q[j] += s * d7
+            poses.append(q)
+    qs, taus = [], []
+    for q in poses[:10]:
+        arm.set_trajectory([(1.0, q, None)])
+        arm.step(1300)
+        qs.append(arm.state().q)
+        taus.append(np.mean([s.tau for s in arm.run(0.2)], axis=0))
+    est = estimate_payload_gravity(dyn, np.array(qs), np.array(taus))
+    return est.as_point_mass().body()
 
 
-def waypoints(seed: int, legs: int = 3, leg_time: float = LEG_TIME) -> list[tuple[float, np.ndarray]]:
-    """Absolute-time free-motion waypoints around Q0 (rad), reached with zero velocity."""
-    rng = np.random.default_rng(seed)
-    pts, q = [], Q0.copy()
-    for k in range(legs):
-        q = Q0 + rng.uniform(-AMPLITUDE, AMPLITUDE, size=Q0.size)
-        pts.append(((k + 1) * leg_time, q))
-    pts.append(((legs + 1) * leg_time, Q0.copy()))
-    return pts
+def next_leg(desc, arm: SimulatedArm, rng: np.random.Generator) -> float:
+    """Start a random rest-to-rest leg around Q0 (peak speed 25-60 % of the limits); its duration (s)."""
+    lo, hi = 0.85 * desc.limits.position[:, 0], 0.85 * desc.limits.position[:, 1]
+    q = arm.state().q
+    target = np.clip(Q0[desc.name] + rng.uniform(-1, 1, desc.n) * SPREAD, lo, hi)
+    frac = rng.uniform(0.25, 0.6)
+    dur = max(0.6, float(np.max(1.875 * np.abs(target - q) / (frac * desc.limits.velocity))))
+    arm.set_trajectory([(dur, target, None)])
+    return dur
 
 
 # ------------------------------------------------------------------------------------------ timing
-def time_updates(dyn: RigidBodyDynamics, states, payload=None, friction=None, repeats: int = 3) -> tuple[float, float]:
-    """Median and 99th percentile (µs) of one observer update over recorded samples."""
-    samples = []
-    for _ in range(repeats):
-        obs = MomentumObserver(dyn, GAIN, friction=friction)
-        obs.set_payload(payload)
-        clock = time.perf_counter_ns
-        for s in states:
-            t0 = clock()
-            obs.update(s[0], s[1], s[2], s[3])
-            samples.append(clock() - t0)
-    a = np.array(samples) / 1e3
-    return float(np.median(a)), float(np.percentile(a, 99))
-
-
-def time_detector(n: int, rs) -> tuple[float, float]:
-    det = CollisionDetector(n, THRESHOLD)
-    samples = []
+def per_call_us(fn, calls) -> np.ndarray:
+    """Wall time (µs) of ``fn(*args)`` for each ``args`` in ``calls``."""
     clock = time.perf_counter_ns
-    for k, r in enumerate(rs):
+    cost = []
+    for args in calls:
         t0 = clock()
-        det.update(k * 1e-3, r)
-        samples.append(clock() - t0)
-    a = np.array(samples) / 1e3
-    return float(np.median(a)), float(np.percentile(a, 99))
+        fn(*args)
+        cost.append(clock() - t0)
+    return np.array(cost) / 1e3
 
 
-def record_motion(desc, seconds: float) -> list[tuple]:
-    arm = make_arm(desc, None)
-    arm.set_trajectory([(t, q, None) for t, q in waypoints(1)])
-    out = []
-    for _ in range(int(seconds / 1e-3)):
-        arm.step(1)
-        s = arm.state()
-        out.append((s.t, s.q, s.dq, s.tau))
-    return out
-
-
-def bench_timing(quick: bool) -> list[str]:
+def bench_timing(smoke: bool) -> list[str]:
     lines = ["### Per-sample cost", "",
-             "One `MomentumObserver.update` on recorded 1 kHz MuJoCo samples (free motion), "
-             "`time.perf_counter_ns` around each call; 2-core machine shared with other jobs.", "",
-             "| robot | variant | median (µs) | p99 (µs) |", "|---|---|---:|---:|"]
-    for name in ("lwr4", "iiwa14"):
+             "`time.perf_counter_ns` around each call on recorded 1 kHz MuJoCo samples (free motion, payload "
+             "carried); median and p99 over the samples, ratio to the observer alone in the same run (2-core "
+             "machine shared with other jobs: compare ratios, not absolute times). The contact estimate runs "
+             "once per collision event.", "",
+             "| robot | call | median (µs) | p99 (µs) | ratio to observer (median) |", "|---|---|---:|---:|---:|"]
+    for name in ROBOTS:
         desc = load_robot(name)
         dyn = RigidBodyDynamics(desc)
-        states = record_motion(desc, 1.0 if quick else 2.0)
-        variants = [("unloaded", None, None),
-                    ("payload gravity (m, c)", PayloadEstimate(PAYLOAD.mass, PAYLOAD.com), None),
-                    ("payload 10 parameters", PayloadEstimate.from_body(PAYLOAD), None),
-                    ("unloaded + friction", None, make_friction(desc.n, 0.5, 0.3, 0.05))]
-        for label, pay, fr in variants:
-            med, p99 = time_updates(dyn, states, pay, fr)
-            lines.append(f"| {name} | observer, {label} | {med:.1f} | {p99:.1f} |")
-        obs = MomentumObserver(dyn, GAIN)
-        rs = [obs.update(*s) for s in states]
-        med, p99 = time_detector(desc.n, rs)
-        lines.append(f"| {name} | detector update | {med:.1f} | {p99:.1f} |")
+        arm = make_arm(desc, seed=1)
+        rng = np.random.default_rng(1)
+        next_leg(desc, arm, rng)
+        states = [(s.t, s.q, s.dq, s.tau) for s in arm.run(0.5 if smoke else 2.0)]
+        res = {}
+        obs = MomentumObserver(dyn, CONFIG.gains)
+        obs.set_payload(PAYLOAD)
+        res["observer update"] = per_call_us(obs.update, states)
+        for label, cfg in (("monitor update (observer, detector, contact history)", CONFIG),
+                           ("monitor update, detection only", MonitorConfig(torque_noise=NOISE, contact=None))):
+            mon = CollisionMonitor(dyn, cfg)
+            mon.set_payload(PAYLOAD)
+            res[label] = per_call_us(mon.update, states)
+        loc = ContactLocator(dyn, config=CONFIG.contact)
+        cases = [(states[k * 20][1], rng.normal(0, 30, 3)) for k in range(3 if smoke else 20)]
+        cases = [(q, dyn.frame_jacobian(q, "link_5", np.array([0.0, 0.065, -0.1]))[:3].T @ f) for q, f in cases]
+        res["contact estimate (ContactLocator.locate)"] = per_call_us(loc.locate, cases)
+        base = np.median(res["observer update"])
+        for label, a in res.items():
+            lines.append(f"| {name} | {label} | {np.median(a):.1f} | {np.percentile(a, 99):.1f} | "
+                         f"{np.median(a) / base:.1f} |")
     return lines
 
 
-# ---------------------------------------------------------------------------------- payload section
-def static_payload_estimate(desc, dyn) -> PayloadEstimate:
-    """The paper's procedure on the simulated arm: 10 static poses at ±7° around Q0, 1 s settle,
-    mean torque over the last 0.2 s, one-shot gravity estimate (Sec. VI-A)."""
-    arm = make_arm(desc, PAYLOAD, seed=5)
-    d7 = np.deg2rad(7.0)
-    poses = [Q0.copy()]
-    for j in (1, 3, 5, 0, 4):
-        for s in (+1, -1):
-            q = Q0.copy()
-            q[j] += s * d7
-            poses.append(q)
-    poses = poses[:10]
-    qs, taus = [], []
-    for q in poses:
-        arm.set_trajectory([(1.0, q, None)])
-        arm.step(1800)
-        acc = []
-        for _ in range(200):
-            arm.step(1)
-            acc.append(arm.state().tau)
-        qs.append(arm.state().q)
-        taus.append(np.mean(acc, axis=0))
-    return estimate_payload_gravity(dyn, np.array(qs), np.array(taus))
-
-
-def run_free_motion(desc, observers: dict[str, MomentumObserver], seed: int = 1) -> dict[str, np.ndarray]:
-    arm = make_arm(desc, PAYLOAD, seed=seed)
-    arm.set_trajectory([(t, q, None) for t, q in waypoints(seed, legs=5)])
-    rs: dict[str, list] = {k: [] for k in observers}
-    while not arm.trajectory_done:
-        arm.step(1)
-        s = arm.state()
-        for k, obs in observers.items():
-            rs[k].append(obs.update(s.t, s.q, s.dq, s.tau))
-    arm.step(500)  # and rest
-    return {k: np.array(v) for k, v in rs.items()}
-
-
-def count_events(rs: np.ndarray) -> int:
-    det = CollisionDetector(rs.shape[1], THRESHOLD)
-    for k, r in enumerate(rs):
-        det.update(k * 1e-3, r)
-    return len(det.events) + (1 if det.in_collision else 0)
-
-
-def bench_payload() -> tuple[list[str], PayloadEstimate]:
-    desc = load_robot("lwr4")
-    dyn = RigidBodyDynamics(desc)
-    est = static_payload_estimate(desc, dyn)
-    variants = {
-        "unloaded model": None,
-        "estimated payload, gravity only (eq. 48)": PayloadEstimate(est.mass, est.com),
-        "true payload, gravity only": PayloadEstimate(PAYLOAD.mass, PAYLOAD.com),
-        "true payload, 10 parameters (M, C, g)": PayloadEstimate.from_body(PAYLOAD),
-    }
-    observers = {}
-    for k, v in variants.items():
-        observers[k] = MomentumObserver(dyn, GAIN)
-        observers[k].set_payload(v)
-    rs = run_free_motion(desc, observers)
-    c = PAYLOAD.com
-    lines = ["### Payload-aware residual in free motion (lwr4, 3 kg payload)", "",
-             f"True payload {PAYLOAD.mass} kg, CoM ({c[0]}, {c[1]}, {c[2]}) m in the last link frame (off-axis), "
-             f"inertia diag(0.012, 0.015, 0.009) kg m². MuJoCo arm with {MODEL_ERROR:.0%} link-parameter error, "
-             f"sensor noise {NOISE} N m; {waypoints(1, legs=5)[-1][0]:.0f} s free motion through 5 random waypoints "
-             f"(±{AMPLITUDE} rad, {LEG_TIME} s per leg); "
-             f"K_I = {GAIN} 1/s, threshold {THRESHOLD} N m.", "",
-             f"Estimate from 10 static poses at ±7° (Sec. VI-A, one-shot, same simulated arm): "
-             f"m = {est.mass:.3f} kg, c = ({est.com[0]:.4f}, {est.com[1]:.4f}, {est.com[2]:.4f}) m.", "",
-             "| observer model | max abs(r) per joint (N m) | max (N m) | margin to 6 N m | false alarms (events) "
-             "| time above 6 N m (%) |",
-             "|---|---|---:|---:|---:|---:|"]
-    for k, r in rs.items():
-        m = np.abs(r).max(axis=0)
-        above = 100.0 * np.mean(np.any(np.abs(r) > THRESHOLD, axis=1))
-        lines.append(f"| {k} | {', '.join(f'{x:.2f}' for x in m)} | {m.max():.2f} | {THRESHOLD - m.max():+.2f} "
-                     f"| {count_events(r)} | {above:.0f} |")
-    return lines, est
-
-
-# -------------------------------------------------------------------------------- contact scenarios
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    link: int
-    point: tuple[float, float, float]  # link frame (m)
-    force: float  # N
-    t_contact: float  # s after the motion starts
-    duration: float  # s
-    seed: int
-    push_joint: int = 0  # the force mostly opposes this joint's motion of the point (0: the link's joint)
-
-
-SCENARIOS = [
-    Scenario("S1", 2, (0.06, 0.0, 0.2), 50.0, 1.0, 0.3, 11),
-    Scenario("S2", 2, (0.0, 0.06, 0.2), 45.0, 2.2, 0.4, 12),
-    Scenario("S3", 3, (0.08, 0.1, 0.0), 60.0, 1.5, 0.3, 13),
-    Scenario("S4", 4, (0.06, 0.0, 0.1), 30.0, 0.8, 0.3, 14),
-    Scenario("S5", 4, (0.0, 0.06, 0.2), 20.0, 2.6, 0.5, 15, push_joint=2),
-    Scenario("S6", 5, (0.08, -0.1, 0.0), 60.0, 1.2, 0.3, 16),
-    Scenario("S7", 5, (0.0, -0.15, 0.07), 45.0, 3.0, 0.3, 17),
-    Scenario("S8", 6, (0.06, 0.0, 0.05), 50.0, 1.8, 0.3, 18),
-    Scenario("S9", 6, (0.0, 0.05, 0.07), 35.0, 0.9, 0.4, 19),
-    Scenario("S10", 7, (0.05, 0.05, 0.08), 60.0, 2.0, 0.3, 20),
-    Scenario("S11", 7, (0.0, 0.06, 0.12), 40.0, 1.4, 0.3, 21),
-    Scenario("S12", 3, (0.0, 0.1, 0.07), 30.0, 2.4, 0.3, 22, push_joint=2),
-]
-
-
-def contact_force(dyn: RigidBodyDynamics, q: np.ndarray, sc: Scenario) -> np.ndarray:
-    """|F| = sc.force, mostly along the direction joint ``push_joint`` (default: the link's joint) moves
-    the point, plus a seeded random component."""
-    jv = dyn.frame_jacobian(q, f"link_{sc.link}", np.array(sc.point))[:3]
-    u = jv[:, (sc.push_joint or sc.link) - 1]
-    u = u / max(np.linalg.norm(u), 1e-9)
-    d = u + 0.5 * np.random.default_rng(sc.seed).normal(size=3) / np.sqrt(3)
-    return sc.force * d / np.linalg.norm(d)
-
-
+# ------------------------------------------------------------------------------------- free motion
 @dataclass
-class ScenarioResult:
-    sc: Scenario
-    tau_ext_max: float  # max |J^T F| over joints at contact start (N m)
-    own_joint: float  # |(J^T F)_link| (N m)
-    detected: bool
-    events: int  # events with their onset during the contact (a stop transient can split one)
-    delay_ms: float
-    link: int
-    links: dict[tuple[float, float], int]  # isolated link per ISO_VARIANTS entry
+class FreeRun:
+    seconds: float
+    r: dict[float, np.ndarray]  # per gain: max |r| per joint (N m)
     false_alarms: int
-    stopped: bool
-    resumed: bool
-    release_ms: float  # after the contact ended
+    max_abs: np.ndarray  # per joint, N m (monitor under test)
+    max_threshold: np.ndarray  # per joint, N m (highest dynamic threshold seen)
+    max_dq: np.ndarray
+    legs: int
 
 
-def run_scenario(desc, dyn, est: PayloadEstimate, sc: Scenario, trace: list | None = None) -> ScenarioResult:
-    arm = make_arm(desc, PAYLOAD, seed=sc.seed)
-    wps = waypoints(sc.seed)
-    t_start = arm.time
-    arm.set_trajectory([(t, q, None) for t, q in wps])
-    obs = MomentumObserver(dyn, GAIN)
-    obs.set_payload(PayloadEstimate(est.mass, est.com))
-    det = CollisionDetector(desc.n, THRESHOLD)
-    iso = {v: CollisionDetector(desc.n, THRESHOLD, isolation_fraction=v[0], isolation_window=v[1])
-           for v in ISO_VARIANTS}
-    react = ReactionStateMachine("stop_and_resume", resume_delay=2.0)
-    contact_t = t_start + sc.t_contact
-    applied = False
-    tau_ext = np.zeros(desc.n)
-    stop_t = None
-    resumed = False
-    t_end = t_start + wps[-1][0] + 4.0
+def free_motion(desc, dyn, est: BodyInertia, seconds: float, seed: int, config: MonitorConfig,
+                gains=()) -> FreeRun:
+    """Contact-free random legs for ``seconds``: the monitor under test plus bare observers at ``gains``."""
+    arm = make_arm(desc, seed)
+    rng = np.random.default_rng(seed)
+    mon = CollisionMonitor(dyn, config)
+    mon.set_payload(est)
+    extra = {g: MomentumObserver(dyn, g) for g in gains}
+    for o in extra.values():
+        o.set_payload(est)
+    peak = {g: np.zeros(desc.n) for g in gains}
+    max_abs, max_th, max_dq = np.zeros(desc.n), np.zeros(desc.n), np.zeros(desc.n)
+    legs = 0
+    t_end = arm.time + seconds
     while arm.time < t_end:
-        if not applied and arm.time >= contact_t - 1e-9:
-            q = arm.state().q
-            f = contact_force(dyn, q, sc)
-            tau_ext = dyn.frame_jacobian(q, f"link_{sc.link}", np.array(sc.point))[:3].T @ f
-            arm.apply_contact(f"link_{sc.link}", f, np.array(sc.point), duration=sc.duration)
-            applied = True
-        arm.step(1)
-        s = arm.state()
-        r = obs.update(s.t, s.q, s.dq, s.tau)
-        det.update(s.t, r)
-        if trace is not None:
-            trace.append((s.t, r))
-        for d in iso.values():
-            d.update(s.t, r)
-        action = react.update(s.t, det.in_collision)
-        if action is Action.HOLD_POSITION:
-            arm.hold()
-            stop_t = s.t
-        elif action is Action.RESUME:
-            # the rest of the motion, one leg per remaining waypoint
-            rest = [q for t, q in wps if t + t_start > stop_t]
-            if rest:
-                arm.set_trajectory([((i + 1) * LEG_TIME, q, None) for i, q in enumerate(rest)])
-            resumed = True
-    events = det.events + ([det.current] if det.in_collision else [])
-    hit = [e for e in events if contact_t <= e.onset_time <= contact_t + sc.duration + 0.05]
-    false = [e for e in events if e not in hit]
-    ev = hit[0] if hit else None
-    end = contact_t + sc.duration
-    links = {}
-    for v, d in iso.items():
-        evs = d.events + ([d.current] if d.in_collision else [])
-        h = [e for e in evs if contact_t <= e.onset_time <= contact_t + sc.duration + 0.05]
-        links[v] = h[0].link if h else 0
-    return ScenarioResult(
-        sc, float(np.abs(tau_ext).max()), float(abs(tau_ext[sc.link - 1])), ev is not None, len(hit),
-        (ev.detection_time - contact_t) * 1e3 if ev else float("nan"), ev.link if ev else 0, links, len(false),
-        stop_t is not None, resumed,
-        (hit[-1].release_time - end) * 1e3 if hit and hit[-1].release_time is not None else float("nan"))
+        dur = next_leg(desc, arm, rng)
+        legs += 1
+        for s in arm.run(dur + rng.uniform(0.0, 0.3)):
+            step = mon.update(s.t, s.q, s.dq, s.tau)
+            np.maximum(max_abs, np.abs(step.residual), out=max_abs)
+            np.maximum(max_th, mon.detector.thresholds, out=max_th)
+            np.maximum(max_dq, np.abs(s.dq), out=max_dq)
+            for g, o in extra.items():
+                np.maximum(peak[g], np.abs(o.update(s.t, s.q, s.dq, s.tau)), out=peak[g])
+    return FreeRun(seconds, peak, len(mon.events()), max_abs, max_th, max_dq, legs)
 
 
-def bench_scenarios(est: PayloadEstimate) -> list[str]:
-    desc = load_robot("lwr4")
-    dyn = RigidBodyDynamics(desc)
-    results = [run_scenario(desc, dyn, est, sc) for sc in SCENARIOS]
-    lines = ["### Scripted contacts during motion (lwr4 carrying the 3 kg payload)", "",
-             f"{len(SCENARIOS)} scenarios: a force of 20-60 N at a point of link k (direction: mostly along the "
-             "motion joint k (or a named joint) gives that point, plus a seeded random part) during a "
-             f"{waypoints(0)[-1][0]:.0f} s free motion through 3 random waypoints; observer with the *estimated* "
-             "payload gravity (above), "
-             f"K_I = {GAIN} 1/s, threshold {THRESHOLD} N m, release at 50 %; reaction `stop_and_resume` "
-             "(hold, 2 s, resume the rest of the motion). Same simulated arm as above (model error, noise).", "",
-             "| scenario | link | F (N) | point (m) | max abs(J^T F) (N m) | abs((J^T F)_k) (N m) | detected | "
-             "events | delay (ms) | isolated link (default) | stop / resume | release after contact end (ms) | "
-             "false alarms |",
-             "|---|---:|---:|---|---:|---:|---|---:|---:|---:|---|---:|---:|"]
-    for r in results:
-        sc = r.sc
+def calibration(desc, dyn, est: BodyInertia, seconds: float) -> tuple[np.ndarray, np.ndarray]:
+    """Model-error envelope (margin, speed) from a separate contact-free run (other seed)."""
+    arm = make_arm(desc, seed=77)
+    rng = np.random.default_rng(77)
+    obs = MomentumObserver(dyn, CONFIG.gains)
+    obs.set_payload(est)
+    rs, dqs = [], []
+    t_end = arm.time + seconds
+    while arm.time < t_end:
+        for s in arm.run(next_leg(desc, arm, rng) + 0.2):
+            rs.append(obs.update(s.t, s.q, s.dq, s.tau))
+            dqs.append(s.dq)
+    return calibrate_envelope(np.array(rs), np.array(dqs))
+
+
+def noise_table(dyn, gains) -> list[str]:
+    lines = ["| K_I (1/s) | time constant (ms) | σ_r from 0.1 N m torque noise (N m) | σ_r from 0.002 rad/s velocity "
+             "noise, joint 2 (N m) | delay to 6 N m for a 9 / 20 N m step, 3 samples (ms) |",
+             "|---:|---:|---:|---:|---:|"]
+    q = Q0["lwr4"]
+    for g in gains:
+        obs = MomentumObserver(dyn, g, torque_noise=NOISE)
+        obs_v = MomentumObserver(dyn, g, velocity_noise=0.002)
+        obs_v.set_payload(PAYLOAD)
+        for o in (obs, obs_v):
+            o.update(0.0, q, np.zeros(dyn.n), np.zeros(dyn.n))
+            o.update(0.001, q, np.zeros(dyn.n), np.zeros(dyn.n))
+        d9, d20 = (1e3 * (math.log(x / (x - 6.0)) / g + 0.002) for x in (9.0, 20.0))
+        lines.append(f"| {g:.0f} | {1e3 / g:.1f} | {obs.residual_noise.max():.3f} | {obs_v.residual_noise[1]:.2f} | "
+                     f"{d9:.1f} / {d20:.1f} |")
+    return lines
+
+
+# ------------------------------------------------------------------------------------------ contacts
+@dataclass
+class ContactResult:
+    link: int
+    force: np.ndarray  # N, base frame
+    tau_max: float  # N m, max |J^T F| at the onset
+    delay_ms: float  # detection - onset (nan: missed)
+    reported: int  # link of the contact estimate (0: none)
+    lower_bound: int  # threshold isolation (old method)
+    link_ambiguous: bool
+    force_ambiguous: bool
+    force_err: float  # |F^| vs |F|, relative (best fit)
+    angle_deg: float  # between F^ and F
+    point_err: float  # m, best point vs true
+    point_reported: bool
+    stopped: bool
+
+
+def draw_contact(loc: ContactLocator, dyn, q: np.ndarray, rng: np.random.Generator, surfaces) -> tuple | None:
+    """A random contact (link 3..n, exposed surface point, force in the cone, |F| in FORCE_RANGE) or
+    None when its largest joint torque is below MIN_TORQUE."""
+    n = dyn.n
+    poses = loc.link_poses(q)
+    caps = loc.geometry.capsules
+    segs = [(p[:3, :3] @ c.a + p[:3, 3], p[:3, :3] @ c.b + p[:3, 3], c.radius) for p, c in zip(poses, caps)]
+    k = int(rng.integers(3, n + 1))
+    surf = surfaces[k - 1]
+    rot, pos = poses[k - 1][:3, :3], poses[k - 1][:3, 3]
+    while True:
+        i = int(rng.integers(len(surf.area)))
+        p_w = rot @ surf.points[i] + pos
+        if all(distance_to_segment(p_w[None], a, b)[0] >= rad for j, (a, b, rad) in enumerate(segs) if j != k - 1):
+            break
+    nrm = rot @ surf.normals[i]
+    v = rng.normal(size=3)
+    v -= (v @ nrm) * nrm
+    v /= np.linalg.norm(v)
+    ang = math.acos(1.0 - rng.uniform() * (1.0 - math.cos(math.radians(CONE_DEG))))  # uniform on the cap
+    f = rng.uniform(*FORCE_RANGE) * (-math.cos(ang) * nrm + math.sin(ang) * v)
+    tau = dyn.frame_jacobian(q, f"link_{k}", surf.points[i])[:3].T @ f
+    if np.abs(tau).max() < MIN_TORQUE:
+        return None
+    return k, surf.points[i], f, float(np.abs(tau).max())
+
+
+def contact_run(desc, dyn, est: BodyInertia, count: int, seed: int, configs: list[MonitorConfig]
+                ) -> tuple[list[list[ContactResult]], list[int], int]:
+    """``count`` contacts during random legs; one monitor per config watches the same samples, the
+    first one stops the arm like the node (ramp to rest at 10 rad/s²). Per config: the results and
+    the detections matching no contact; and the draws below MIN_TORQUE."""
+    arm = make_arm(desc, seed)
+    rng = np.random.default_rng(seed)
+    mons = [CollisionMonitor(dyn, c) for c in configs]
+    for m in mons:
+        m.set_payload(est)
+    loc = mons[0].tracker.locator
+    surfaces = [sample_surface(c, 0.005) for c in loc.geometry.capsules]
+    out: list[list[ContactResult]] = [[] for _ in mons]
+    weak = 0
+    windows: list[tuple[float, float]] = []
+
+    def run_for(seconds, on_step=None):
+        for s in arm.run(seconds):
+            steps = [m.update(s.t, s.q, s.dq, s.tau) for m in mons]
+            if on_step is not None:
+                on_step(s, steps)
+
+    while len(out[0]) < count:
+        dur = next_leg(desc, arm, rng)
+        run_for(rng.uniform(0.3, max(0.35, dur - 0.2)))
+        drawn = draw_contact(loc, dyn, arm.state().q, rng, surfaces)
+        if drawn is None:
+            weak += 1
+            while not arm.trajectory_done:
+                run_for(0.05)
+            continue
+        k, p_link, f, tau_max = drawn
+        t_c = arm.time
+        windows.append((t_c, t_c + CONTACT_TIME))
+        n_events = [len(m.events()) for m in mons]
+        arm.apply_contact(f"link_{k}", f, p_link, duration=CONTACT_TIME)
+        got: list[dict] = [{} for _ in mons]
+
+        def watch(s, steps, got=got, k=k, p_link=p_link):
+            for g, step in zip(got, steps):
+                if step.event is not None and step.event.active and "det" not in g:
+                    g["det"] = step.event
+                    if g is got[0]:
+                        q_stop, t_stop = stop_point(desc, s.q, s.dq, 10.0, 0.2)
+                        arm.set_trajectory([(t_stop, q_stop, None)])
+                if step.contact is not None and "est" not in g:
+                    pose = dyn.forward_kinematics(s.q, f"link_{k}")
+                    g["est"], g["p"] = step.contact, pose[:3, :3] @ p_link + pose[:3, 3]
+
+        run_for(CONTACT_TIME + 0.5, watch)
+        fn = float(np.linalg.norm(f))
+        for res, g, m, n0 in zip(out, got, mons, n_events):
+            new = m.events()[n0:]
+            ev, c = g.get("det"), g.get("est")
+            if c is not None and c.force is not None:
+                f_err = abs(c.force_norm - fn) / fn
+                angle = math.degrees(math.acos(np.clip(c.force @ f / (c.force_norm * fn), -1, 1)))
+                p_err = float(np.linalg.norm(c.best_point - g["p"]))
+            else:
+                f_err = angle = p_err = float("nan")
+            res.append(ContactResult(
+                k, f, tau_max, (ev.detection_time - t_c) * 1e3 if ev else float("nan"),
+                c.link if c else 0, new[0].link_lower_bound if new else 0,
+                bool(c.link_ambiguous) if c else True, bool(c.force_ambiguous) if c else True,
+                f_err, angle, p_err, c is not None and c.point is not None, ev is not None))
+        run_for(0.5)  # at rest after the stop, contact released
+    false = [len(score_detections(windows, [e.detection_time for e in m.events()], window=0.1).false_alarms)
+             for m in mons]
+    return out, false, weak
+
+
+def contact_tables(name: str, res: list[ContactResult], false: int, weak: int) -> list[str]:
+    n = 7
+    det = [r for r in res if math.isfinite(r.delay_ms)]
+    d = np.array([r.delay_ms for r in det])
+    exact = sum(r.reported == r.link for r in res)
+    flagged = sum(r.link_ambiguous for r in res)
+    wrong_unflagged = sum(r.reported != r.link and not r.link_ambiguous for r in res)
+    lines = [f"**{name}**: {len(res)} contacts (links 3..{n}), detected {len(det)}/{len(res)}; delay after the onset "
+             f"median {np.median(d):.1f} ms, p90 {np.percentile(d, 90):.1f} ms, max {d.max():.1f} ms; "
+             f"detections matching no contact: {false}; draws below {MIN_TORQUE:.0f} N m redrawn: {weak}.", "",
+             f"Exact contact link {exact}/{len(res)} ({100 * exact / len(res):.0f} %); flagged ambiguous {flagged}; "
+             f"wrong and not flagged {wrong_unflagged}. Threshold isolation (lower bound, before this issue) exact "
+             f"{sum(r.lower_bound == r.link for r in res)}/{len(res)}.", "",
+             "| true link \\ reported | " + " | ".join(str(k) for k in range(1, n + 1)) + " | flagged ambiguous |",
+             "|---|" + "---:|" * (n + 1)]
+    for k in range(3, n + 1):
+        row = [r for r in res if r.link == k]
+        cells = [str(sum(r.reported == j for r in row)) for j in range(1, n + 1)]
+        lines.append(f"| {k} | " + " | ".join(cells) + f" | {sum(r.link_ambiguous for r in row)} |")
+    lines += ["", "| link | contacts | abs(F) error median | within 25 % (all) | not ambiguous | within 25 % "
+                  "(not ambiguous) | direction error median (deg) | point error median (mm) | point reported | "
+                  "point error when reported, max (mm) |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for k in range(3, n + 1):
+        row = [r for r in res if r.link == k and math.isfinite(r.force_err)]
+        if not row:
+            continue
+        fe = np.array([r.force_err for r in row])
+        na = [r for r in row if not r.force_ambiguous]
+        rep = [r.point_err for r in row if r.point_reported]
         lines.append(
-            f"| {sc.name} | {sc.link} | {sc.force:.0f} | {sc.point} | {r.tau_ext_max:.1f} | {r.own_joint:.1f} | "
-            f"{'yes' if r.detected else 'NO'} | {r.events} | {r.delay_ms:.0f} | {r.link} | "
-            f"{'yes' if r.stopped else 'no'} / {'yes' if r.resumed else 'no'} | {r.release_ms:.0f} | "
-            f"{r.false_alarms} |")
-    det = [r for r in results if r.detected]
-    delays = np.array([r.delay_ms for r in det])
-    exact = sum(r.link == r.sc.link for r in det)
-    consistent = sum(1 <= r.link <= r.sc.link for r in det)
-    lines += ["",
-              f"Detected {len(det)}/{len(results)}; detection delay median {np.median(delays):.0f} ms, "
-              f"max {delays.max():.0f} ms; isolation exact {exact}/{len(det)}, consistent (reported link <= contact "
-              f"link) {consistent}/{len(det)}; false alarms {sum(r.false_alarms for r in results)} in "
-              f"{len(results)} runs (each about {waypoints(0)[-1][0] + 4.0:.0f} s plus the stop)."]
-    lines += ["", "`events` > 1: the stop's deceleration transient briefly cancelled the contact torque (all "
-                  "joints below the release level), the same contact was then detected again; release is measured "
-                  "from the last event. Delay is from the force's onset to the detection (first sample above).", ""]
-    lines += ["", "Isolation variants (isolation_fraction of the threshold, isolation_window after detection):", "",
-              "| variant | links reported (S1..S12) | exact | consistent (<= contact link) |", "|---|---|---:|---:|"]
-    for v in ISO_VARIANTS:
-        got = [r.links[v] for r in det]
-        ex = sum(r.links[v] == r.sc.link for r in det)
-        co = sum(1 <= r.links[v] <= r.sc.link for r in det)
-        tag = " (default)" if v == (0.15, 0.0) else ""
-        lines.append(f"| {v[0]:.2f}, {v[1] * 1e3:.0f} ms{tag} | {got} | {ex}/{len(det)} | {co}/{len(det)} |")
-    lines += ["", "A window after the detection lets the residual grow (more joints significant) but, with the stop "
-                  "reaction, also collects the deceleration transient (unmodelled payload inertia, model error) on "
-                  "distal joints, which pushes the isolation beyond the contact link; the default freezes it at "
-                  "the detection.", "",
-              "An inexact isolation means the force loaded joint k itself weakly (e.g. a roll joint pushed "
-                  "nearly through its axis): the residual structure r = J_c^T F then only bounds the contact "
-                  "link from below, which is what the reported link means."]
+            f"| {k} | {len(row)} | {100 * np.median(fe):.1f} % | {np.mean(fe < 0.25) * 100:.0f} % | {len(na)} | "
+            + (f"{np.mean([r.force_err < 0.25 for r in na]) * 100:.0f} %" if na else "-")
+            + f" | {np.median([r.angle_deg for r in row]):.1f} | {1e3 * np.median([r.point_err for r in row]):.0f} | "
+            f"{len(rep)} | " + (f"{1e3 * max(rep):.0f}" if rep else "-") + " |")
     return lines
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="shorter timing runs")
+    ap.add_argument("--smoke", action="store_true", help="short runs; prints only, docs untouched")
     args = ap.parse_args()
+    smoke = args.smoke
     t0 = time.monotonic()
-    sections = bench_timing(args.quick)
-    payload_lines, est = bench_payload()
-    sections += [""] + payload_lines + [""] + bench_scenarios(est)
-    head = ["## Collision detection (momentum observer)", "",
+    minutes = 1.0 if smoke else 10.0
+    n_contacts = 10 if smoke else 60
+    gains = (25.0, 50.0, 100.0, 150.0, 200.0)
+    cfg = CONFIG
+    sections = bench_timing(smoke)
+    sections += ["", "### Gains and noise", "",
+                 "Residual noise from the sensors alone (`MomentumObserver.residual_noise`, 1 kHz) and the delay of an "
+                 "ideal step; velocity noise as on a robot whose dq is differentiated (the simulator's dq is exact).",
+                 ""] + noise_table(RigidBodyDynamics(load_robot("lwr4")), gains)
+    fa_lines = ["", f"### False alarms: {minutes:.0f} minutes of payload-carrying motion per robot", "",
+                "Random rest-to-rest legs around the pick configuration (spread ±"
+                f"{', '.join(f'{x:.1f}' for x in SPREAD)} rad, peak speed 25-60 % of the limits); monitor defaults "
+                f"(K_I {cfg.gains} 1/s, T {cfg.thresholds} N m, {cfg.confirm_samples} samples, noise term 5 σ_r at "
+                f"{NOISE} N m) with the model-error envelope calibrated on a separate 60 s run (safety 1.5); "
+                "the payload is the static estimate below.", "",
+                "| robot | estimate m (kg), c (mm) | legs | max abs(dq) (rad/s) | envelope margin / speed (max over "
+                "joints) | max abs(r) per joint (N m) | max threshold (N m) | false alarms | max abs(r) at K_I = "
+                + " / ".join(f"{g:.0f}" for g in gains) + " (N m) |",
+                "|---|---|---:|---|---|---|---:|---:|---|"]
+    contact_lines = ["", f"### Random contacts ({n_contacts} per robot)", "",
+                     f"A point force of {FORCE_RANGE[0]:.0f}-{FORCE_RANGE[1]:.0f} N within {CONE_DEG:.0f}° of the "
+                     "inward normal, at a random exposed point of a random link 3..n of the capsule geometry the "
+                     f"estimator uses (`collision.geometry`), for {CONTACT_TIME} s during a random leg; contacts whose "
+                     f"largest joint torque is below {MIN_TORQUE:.0f} N m (1.5 x the threshold) are redrawn. The "
+                     "arm is stopped at the detection as the node does (velocity ramp at 10 rad/s²). Delay: from the "
+                     "sample at which the force starts to the detection. Contact estimate: 10 ms after the detection "
+                     "(`ContactConfig` defaults). abs(F) error and direction error of the best fit for every contact; "
+                     "'not ambiguous': the estimate does not flag the force as ambiguous (only then does the event "
+                     "carry `force`); point reported: observable (`point` not None).", ""]
+    hold_lines = ["", "#### The same contacts with the simulator's own discretisation", "",
+                  "A second monitor on the same samples with `quadrature=\"hold\"` (the simulator applies and "
+                  "reports each torque for one step; the default trapezoid suits a continuous sensor signal and "
+                  "misreads the controller's reaction to the contact by 0.2 N m median, 0.5 N m p90) and the "
+                  f"contact fit's errors set accordingly (`sigma_floor` {HOLD_CONTACT.sigma_floor} N m, "
+                  f"`sigma_relative` {HOLD_CONTACT.sigma_relative}). It does not stop the arm; the first does.", ""]
+    for name in ROBOTS:
+        desc = load_robot(name)
+        dyn = RigidBodyDynamics(desc)
+        est = static_estimate(desc, dyn)
+        margin, speed = calibration(desc, dyn, est, 20.0 if smoke else 60.0)
+        run_cfg = MonitorConfig(torque_noise=NOISE, margin=tuple(margin), speed=tuple(speed))
+        fr = free_motion(desc, dyn, est, 60.0 * minutes, seed=11, config=run_cfg, gains=gains)
+        fa_lines.append(
+            f"| {name} | {est.mass:.3f}, ({', '.join(f'{1e3 * x:.1f}' for x in est.com)}) | {fr.legs} | "
+            f"{', '.join(f'{x:.2f}' for x in fr.max_dq)} | {margin.max():.2f} N m / {speed.max():.2f} N m s/rad | "
+            f"{', '.join(f'{x:.2f}' for x in fr.max_abs)} | {fr.max_threshold.max():.2f} | {fr.false_alarms} | "
+            + " / ".join(f"{fr.r[g].max():.2f}" for g in gains) + " |")
+        hold_cfg = replace(run_cfg, quadrature="hold", contact=HOLD_CONTACT)
+        res, false, weak = contact_run(desc, dyn, est, n_contacts, seed=21, configs=[run_cfg, hold_cfg])
+        contact_lines += contact_tables(f"{name}, defaults", res[0], false[0], weak) + [""]
+        hold_lines += contact_tables(f"{name}, hold quadrature", res[1], false[1], weak) + [""]
+    head = ["## Collision monitor (momentum observer, thresholds, contact link and force)", "",
             f"- machine: {machine()}",
             f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
-            "- command: `.venv/bin/python bench/bench_collision.py`",
-            f"- wall time: {time.monotonic() - t0:.0f} s", ""]
-    text = "\n".join(head + sections) + "\n"
+            "- command: `nice -n 10 .venv/bin/python bench/bench_collision.py`" + (" --smoke" if smoke else ""),
+            f"- wall time: {time.monotonic() - t0:.0f} s",
+            f"- simulated arm: MuJoCo, {NOISE} N m torque noise, true links {100 * MODEL_ERROR:.0f} % off the model; "
+            f"payload {PAYLOAD.mass} kg, CoM ({', '.join(f'{1e3 * x:.0f}' for x in PAYLOAD.com)}) mm, "
+            "inertia diag(0.012, 0.012, 0.006) kg m²; the monitor carries the static estimate (point mass). "
+            "Design: docs/collision.md.", ""]
+    text = "\n".join(head + sections + fa_lines + contact_lines + hold_lines) + "\n"
     print(text)
-    write_section("collision", text)
+    if not smoke:
+        write_section("collision", text)
     return 0
 
 

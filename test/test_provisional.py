@@ -1,45 +1,80 @@
-"""Provisional payload from a static residual: explains the new load at the grasp pose."""
+"""The provisional payload while sampling: learnt from the static torques at rest poses, never invented."""
 
 import numpy as np
+import pytest
 
-from payload_estimation.collision.observer import MomentumObserver
-from payload_estimation.collision.provisional import provisional_payload
+from payload_estimation.collision.detector import CollisionDetector
+from payload_estimation.collision.provisional import ProvisionalPayload, payload_gravity_posterior
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
+from payload_estimation.motion.poses import PosePlanConfig, plan_poses, unknown_payload_duration
+
+Q0 = np.radians([10, 40, -5, -70, 15, 50, 20])
+TRUE = BodyInertia(3.0, np.array([0.03, -0.02, 0.11]), np.diag([0.01, 0.01, 0.005]))
 
 
-def _settle(obs, q, tau, seconds=1.0, dt=1e-3):
+@pytest.fixture(scope="module")
+def dyn():
+    return RigidBodyDynamics(load_robot("lwr4"))
+
+
+def rest(prov, dyn_loaded, q, t0, seconds=0.1, dt=1e-3, noise=0.0, rng=None):
+    """Feed ``seconds`` of rest at ``q``; the last provisional estimate returned (or None)."""
+    out = None
     z = np.zeros(len(q))
     for k in range(int(seconds / dt)):
-        r = obs.update(k * dt, q, z, tau)
-    return r
+        tau = dyn_loaded.gravity(q) + (noise * rng.standard_normal(len(q)) if noise else 0.0)
+        out = prov.update(t0 + k * dt, q, z, tau) or out
+    return out
 
 
-def test_provisional_payload_cancels_the_static_residual_of_an_unknown_load():
-    desc = load_robot("lwr4")
-    dyn = RigidBodyDynamics(desc)
-    q = np.radians([10, 40, -5, -70, 15, 50, 20])
-    true = BodyInertia(3.0, np.array([0.03, -0.02, 0.11]), np.diag([0.01, 0.01, 0.005]))
-    tau = dyn.with_payload(true).gravity(q)  # static measured torque with the load
-    obs = MomentumObserver(dyn, 25.0)
-    r = _settle(obs, q, tau)
-    assert np.abs(r).max() > 6.0  # the unknown load looks like a collision
-    prov = provisional_payload(dyn, q, r, None, "last_link")
-    # it explains the load at this pose: the same gravity torque as the true payload
-    np.testing.assert_allclose(dyn.payload_gravity_regressor(q) @ prov.gravity_params(),
-                               dyn.payload_gravity_regressor(q) @ np.r_[true.mass, true.mass * true.com], atol=1e-6)
-    obs.set_payload(prov)
-    obs.reset()
-    assert np.abs(_settle(obs, q, tau)).max() < 1e-6
-    # a correction on top of the current payload: with nothing left to explain it keeps that payload
-    same = provisional_payload(dyn, q, np.zeros(desc.n), prov, "last_link")
-    np.testing.assert_allclose(same.gravity_params(), prov.gravity_params(), atol=1e-12)
+def test_one_rest_pose_explains_the_load_there_and_more_poses_give_the_payload(dyn):
+    loaded = dyn.with_payload(TRUE)
+    prov = ProvisionalPayload(dyn, "frame")
+    prov.start()
+    est = rest(prov, loaded, Q0, 0.0)
+    assert est is not None and est.samples == 1
+    y = dyn.payload_gravity_regressor(Q0)
+    truth = np.r_[TRUE.mass, TRUE.mass * TRUE.com]
+    # at one pose: the load's torque is explained (to the prior's pull, well below the noise level)
+    assert np.max(np.abs(y @ est.gravity_params() - y @ truth)) < 0.05
+    assert rest(prov, loaded, Q0 + 1e-4, 1.0) is None  # the same pose again adds nothing
+    rng = np.random.default_rng(0)
+    for k, q in enumerate(plan_poses(dyn, Q0, PosePlanConfig(n_poses=6)).poses[1:]):
+        est = rest(prov, loaded, q, 2.0 + k, noise=0.1, rng=rng) or est
+    assert est.samples == 6
+    assert est.mass == pytest.approx(TRUE.mass, abs=0.05)
+    np.testing.assert_allclose(est.com, TRUE.com, atol=0.01)
+
+
+def test_at_the_stretched_up_pose_the_mass_stays_unknown_not_invented(dyn):
+    """The mass of a load on the vertical axis does not show in the torques: the fit keeps the prior (0 kg)
+    and the posterior says the mass is unknown, so the sampler slows its first move."""
+    up = np.zeros(dyn.n)
+    loaded = dyn.with_payload(BodyInertia(5.0, np.array([0, 0, 0.05]), np.eye(3) * 1e-3))
+    prov = ProvisionalPayload(dyn, "frame")
+    prov.start()
+    est = rest(prov, loaded, up, 0.0)
+    assert est.mass < 0.1 and est.std["mass"] > 5.0
+    _, cov = payload_gravity_posterior(dyn, Q0[None])
+    assert np.sqrt(cov[0, 0]) < 0.2  # a bent pose determines the mass
+    tilt = up.copy()
+    tilt[1] = np.radians(7)
+    slow = unknown_payload_duration(dyn, up, tilt, 5.0, 3.0)
+    assert slow > 3 * 0.25 and unknown_payload_duration(dyn, up, tilt, 0.0, 3.0) == 0.0  # vs the usual 0.25 s
+
+
+def test_motion_resets_the_rest_window(dyn):
+    prov = ProvisionalPayload(dyn, "frame")
+    prov.start()
+    z = np.zeros(dyn.n)
+    moving = np.full(dyn.n, 0.05)
+    for k in range(200):  # alternating motion and 40 ms of rest: never 50 ms at rest
+        assert prov.update(k * 1e-3, Q0, moving if (k // 40) % 2 else z, dyn.gravity(Q0)) is None
 
 
 def test_detector_threshold_scale_while_the_payload_is_provisional():
-    from payload_estimation.collision.detector import CollisionDetector
-
     r = np.array([0.0, 7.0, 0.0])
     plain, widened = CollisionDetector(3, 6.0), CollisionDetector(3, 6.0)
     widened.scale_thresholds(1.5)

@@ -2,14 +2,23 @@
 
 A collision is detected when |r_j| exceeds its threshold on any joint j for ``confirm_samples``
 consecutive samples; it is released (hysteresis) when every |r_j| is back below
-``release_fraction`` x threshold_j. Isolation uses the structure r ≈ J_cᵀ F: joints after the
-contact link carry no external torque, so the contact is on (or, if the force happens to load the
-last joints only weakly, beyond) link k = the highest joint whose |r| is significant (above
-``isolation_fraction`` x threshold) between the onset and the detection (plus ``isolation_window``
-seconds). Isolation is frozen then, before a stop reaction's own transient (deceleration torques of
-unmodelled payload inertia, model error) can load other joints; the peak keeps being tracked.
+``release_fraction`` x threshold_j. The threshold of joint j at each sample is
 
-Units: residual N m, time s. Links are numbered 1..n; link k is moved by joint k.
+    th_j = max(T_j, margin_j + speed_j |dq_j| + n_sigma σ_r,j)
+
+T_j the configured threshold (6 N m, paper 000), margin_j + speed_j |dq_j| an envelope of the
+model error (calibrated on a contact-free run, :func:`calibrate_envelope`) and σ_r,j the residual's
+noise standard deviation (:attr:`MomentumObserver.residual_noise`): the threshold only rises above
+T_j where the error or the noise would otherwise reach it (docs/collision.md).
+
+Isolation from the thresholds alone uses the structure r ≈ J_cᵀ F: joints after the contact link
+carry no external torque, so the contact is on (or, if the force loads the last joints only weakly,
+beyond) link k = the highest joint whose |r| is significant (above ``isolation_fraction`` x
+threshold) between the onset and the detection (plus ``isolation_window`` seconds): a lower bound,
+``link_lower_bound``. The exact link, the force and the point come from
+:class:`~.contact.ContactTracker` and are attached with :meth:`CollisionDetector.attach_contact`.
+
+Units: residual N m, time s, dq rad/s. Links are numbered 1..n; link k is moved by joint k.
 """
 
 from __future__ import annotations
@@ -17,6 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+
+from ..model.joint_vectors import per_joint
+from .contact import ContactEstimate
 
 
 class DetectorInputError(ValueError):
@@ -29,9 +41,11 @@ class CollisionEvent:
 
     onset_time: first sample above threshold (s); detection_time: when it was confirmed (s);
     peak: per-joint max |r| during the event so far (N m); peak_max: max over joints (N m);
-    peak_joint: index (0-based) of that joint; link: isolated contact link (1..n, the contact is on
-    this link or beyond; from the residual up to the detection, see module docstring); link_name
-    (``link_k``); joints_above: joints that crossed their threshold;
+    peak_joint: index (0-based) of that joint; link (1..n) and link_name: the contact link — the
+    contact estimate's once attached, until then the threshold isolation's lower bound (the
+    contact is on this link or beyond); link_lower_bound: that lower bound; joints_above: joints
+    that crossed their threshold; thresholds: the per-joint thresholds at the detection (N m);
+    contact: the :class:`~.contact.ContactEstimate` (force, point, ambiguity) or None;
     release_time (s) and residual_at_release (N m) are None while the event is active.
     """
 
@@ -45,6 +59,9 @@ class CollisionEvent:
     joints_above: tuple[int, ...]
     release_time: float | None = None
     residual_at_release: np.ndarray | None = None
+    link_lower_bound: int = 0
+    thresholds: np.ndarray | None = None
+    contact: ContactEstimate | None = None
 
     @property
     def active(self) -> bool:
@@ -55,20 +72,48 @@ class CollisionEvent:
         """Detection to release (s), None while active."""
         return None if self.release_time is None else self.release_time - self.detection_time
 
+    @property
+    def link_ambiguous(self) -> bool:
+        """True unless a contact estimate names the link unambiguously."""
+        return self.contact is None or self.contact.link_ambiguous
+
+    @property
+    def force(self) -> np.ndarray | None:
+        """Contact force (N, base frame) when the estimate determines it, else None."""
+        c = self.contact
+        return None if c is None or c.force is None or c.force_ambiguous else c.force.copy()
+
+    @property
+    def point(self) -> np.ndarray | None:
+        """Contact point (m, base frame) when observable, else None."""
+        c = self.contact
+        return None if c is None or c.point is None else c.point.copy()
+
     def to_dict(self) -> dict:
-        """JSON-ready mapping."""
+        """JSON-ready mapping: timing, peak, ``link`` (1-based) / ``link_name`` / ``link_ambiguous``,
+        ``force`` (N, base frame) / ``force_norm`` and ``point`` (m, base frame) — None when
+        ambiguous or unobservable — and the full ``contact`` estimate (best fit and ranges)."""
+        vec = lambda v: None if v is None else [float(x) for x in v]  # noqa: E731
+        f = self.force
         return {
             "onset_time": self.onset_time,
             "detection_time": self.detection_time,
-            "peak": [float(x) for x in self.peak],
+            "peak": vec(self.peak),
             "peak_max": self.peak_max,
             "peak_joint": self.peak_joint,
             "link": self.link,
             "link_name": self.link_name,
+            "link_ambiguous": self.link_ambiguous,
+            "link_lower_bound": self.link_lower_bound,
+            "force": vec(f),
+            "force_norm": None if f is None else float(np.linalg.norm(f)),
+            "force_ambiguous": self.contact is None or self.contact.force_ambiguous,
+            "point": vec(self.point),
             "joints_above": list(self.joints_above),
+            "thresholds": vec(self.thresholds),
             "release_time": self.release_time,
-            "residual_at_release": None if self.residual_at_release is None
-            else [float(x) for x in self.residual_at_release],
+            "residual_at_release": vec(self.residual_at_release),
+            "contact": None if self.contact is None else self.contact.to_dict(),
         }
 
 
@@ -85,15 +130,18 @@ def isolate_link(peak: np.ndarray, level: np.ndarray) -> int:
 class CollisionDetector:
     """Thresholds with hysteresis on the residual; one :meth:`update` per observer sample.
 
-    thresholds: N m (scalar or per joint, default 6 N m as in paper 000); release_fraction in
-    (0, 1]; isolation_fraction in (0, 1]; confirm_samples >= 1 consecutive samples above a
-    threshold before a detection (debounce against single-sample spikes); isolation_window (s) >= 0:
-    how long after the detection the isolation may still move to a higher link.
+    thresholds T_j: N m (scalar or per joint, default 6 N m as in paper 000); margin (N m) and
+    speed (N m s/rad), scalar or per joint: the model-error envelope margin_j + speed_j |dq_j|
+    (default 0: fixed thresholds); n_sigma: multiple of the residual noise std passed to
+    :meth:`update`; release_fraction in (0, 1]; isolation_fraction in (0, 1]; confirm_samples >= 1
+    consecutive samples above a threshold before a detection (debounce against single-sample
+    spikes); isolation_window (s) >= 0: how long after the detection the threshold isolation may
+    still move to a higher link.
     """
 
     def __init__(self, n: int, thresholds=6.0, release_fraction: float = 0.5, isolation_fraction: float = 0.15,
                  confirm_samples: int = 1, link_names: tuple[str, ...] | None = None,
-                 isolation_window: float = 0.0):
+                 isolation_window: float = 0.0, margin=0.0, speed=0.0, n_sigma: float = 5.0):
         if n < 1:
             raise DetectorInputError(f"number of joints must be >= 1, got {n}")
         self.n = n
@@ -104,6 +152,12 @@ class CollisionDetector:
             raise DetectorInputError(f"thresholds must be a scalar or {n} values (one per joint), got shape {th.shape}")
         if not np.all(np.isfinite(th)) or np.any(th <= 0):
             raise DetectorInputError(f"thresholds must be finite and > 0 N m, got {th.tolist()}")
+        self.margin = per_joint(margin, n, "threshold margin (N m)", nonnegative=True, error=DetectorInputError)
+        self.speed = per_joint(speed, n, "threshold speed coefficient (N m s/rad)", nonnegative=True,
+                               error=DetectorInputError)
+        if not (np.isfinite(n_sigma) and n_sigma >= 0):
+            raise DetectorInputError(f"n_sigma must be >= 0, got {n_sigma}")
+        self.n_sigma = float(n_sigma)
         if not 0 < release_fraction <= 1:
             raise DetectorInputError(f"release_fraction must be in (0, 1], got {release_fraction}")
         if not 0 < isolation_fraction <= 1:
@@ -115,6 +169,7 @@ class CollisionDetector:
         self.isolation_window = float(isolation_window)
         self._base_thresholds = th
         self._fractions = (float(release_fraction), float(isolation_fraction))
+        self._scale = 1.0
         self.scale_thresholds(1.0)
         self.confirm_samples = int(confirm_samples)
         self.link_names = tuple(link_names) if link_names else tuple(f"link_{k + 1}" for k in range(n))
@@ -124,14 +179,32 @@ class CollisionDetector:
         self.skipped = 0
         self.reset()
 
-    def scale_thresholds(self, factor: float) -> None:
-        """Use ``factor`` x the configured thresholds (and release/isolation levels) from now on, e.g.
-        while the payload is only provisionally known; 1.0 restores them."""
-        if not (np.isfinite(factor) and factor > 0):
-            raise DetectorInputError(f"threshold scale must be > 0, got {factor}")
-        self.thresholds = self._base_thresholds * float(factor)
-        self.release = self.thresholds * self._fractions[0]
-        self.isolation_level = self.thresholds * self._fractions[1]
+    def scale_thresholds(self, factor) -> None:
+        """Use ``factor`` (scalar or one per joint) x the configured thresholds and envelope (and
+        release/isolation levels) from now on, e.g. while the payload is only provisionally known;
+        1.0 restores them."""
+        f = np.asarray(factor, dtype=float)
+        if not (np.all(np.isfinite(f)) and np.all(f > 0)) or f.shape not in ((), (self.n,)):
+            raise DetectorInputError(f"threshold scale must be > 0 (one value or {self.n}), got {factor}")
+        self._scale = f if f.ndim else float(f)
+        self._set_levels(self._base_thresholds * self._scale)
+
+    def _set_levels(self, th: np.ndarray) -> None:
+        self.thresholds = th
+        self.release = th * self._fractions[0]
+        self.isolation_level = th * self._fractions[1]
+
+    def current_thresholds(self, dq=None, noise=None) -> np.ndarray:
+        """th_j (N m) for joint velocities ``dq`` (rad/s) and residual noise std ``noise`` (N m)."""
+        th = self._base_thresholds * self._scale
+        if dq is None and noise is None:
+            return th
+        env = self.margin * self._scale
+        if dq is not None:
+            env = env + self._scale * self.speed * np.abs(np.asarray(dq, float))
+        if noise is not None:
+            env = env + self.n_sigma * np.asarray(noise, float)
+        return np.maximum(th, env)
 
     def reset(self) -> None:
         """Back to no collision; the finished-event list is kept (clear ``events`` to forget it)."""
@@ -139,9 +212,13 @@ class CollisionDetector:
         self._above_count = 0
         self._onset: float | None = None
         self._peak = np.zeros(self.n)
-        self._iso_peak = np.zeros(self.n)  # peak |r| over [onset, detection + isolation_window]
+        self._iso_peak = np.zeros(self.n)  # peak |r| / isolation level over [onset, detection + isolation_window]
         self._joints_above: set[int] = set()
         self._t_prev: float | None = None
+
+    def reset_time(self) -> None:
+        """Forget the last time stamp only (after a clock jump back); an active event stays active."""
+        self._t_prev = None
 
     @property
     def in_collision(self) -> bool:
@@ -152,16 +229,25 @@ class CollisionDetector:
         """The active event (peak up to the last sample), or None."""
         return self._snapshot() if self._current is not None else None
 
+    def attach_contact(self, contact: ContactEstimate) -> None:
+        """Attach the contact estimate of the active event (its link replaces the lower bound)."""
+        if self._current is not None:
+            self._current = replace(self._current, contact=contact)
+
     def _snapshot(self) -> CollisionEvent:
         assert self._current is not None
         j = int(np.argmax(self._peak))
-        link = isolate_link(self._iso_peak, self.isolation_level)
+        bound = isolate_link(self._iso_peak, np.ones(self.n))
+        c = self._current.contact
+        link = c.link if c is not None and c.link > 0 else bound
         return replace(self._current, peak=self._peak.copy(), peak_max=float(self._peak[j]), peak_joint=j,
-                       link=link, link_name=self.link_names[link - 1] if link else "",
+                       link=link, link_name=self.link_names[link - 1] if link else "", link_lower_bound=bound,
                        joints_above=tuple(sorted(self._joints_above)))
 
-    def update(self, t: float, r) -> CollisionEvent | None:
-        """Feed one residual sample; return the event when it is detected and again when released.
+    def update(self, t: float, r, dq=None, noise=None) -> CollisionEvent | None:
+        """Feed one residual sample (N m), optionally the joint velocities ``dq`` (rad/s, for the
+        speed-dependent envelope) and the residual noise std ``noise`` (N m); return the event when
+        it is detected and again when released.
 
         The event returned at detection has ``release_time`` None; the one returned at release is
         final (also appended to :attr:`events`). Non-finite samples or non-increasing time are
@@ -175,6 +261,8 @@ class CollisionDetector:
             self.skipped += 1
             return None
         self._t_prev = t
+        if dq is not None or noise is not None:
+            self._set_levels(self.current_thresholds(dq, noise))
         a = np.abs(r)
         above = a > self.thresholds
         if self._current is None:
@@ -182,20 +270,22 @@ class CollisionDetector:
                 if self._above_count == 0:
                     self._onset = t
                     self._peak[:] = 0.0
+                    self._iso_peak[:] = 0.0
                     self._joints_above.clear()
                 self._above_count += 1
                 np.maximum(self._peak, a, out=self._peak)
-                self._iso_peak[:] = self._peak
+                np.maximum(self._iso_peak, a / self.isolation_level, out=self._iso_peak)
                 self._joints_above.update(np.flatnonzero(above).tolist())
                 if self._above_count >= self.confirm_samples:
-                    self._current = CollisionEvent(self._onset, t, self._peak.copy(), 0.0, 0, 0, "", ())
+                    self._current = CollisionEvent(self._onset, t, self._peak.copy(), 0.0, 0, 0, "", (),
+                                                   thresholds=self.thresholds.copy())
                     return self._snapshot()
             else:
                 self._above_count = 0
             return None
         np.maximum(self._peak, a, out=self._peak)
         if t <= self._current.detection_time + self.isolation_window:
-            np.maximum(self._iso_peak, a, out=self._iso_peak)
+            np.maximum(self._iso_peak, a / self.isolation_level, out=self._iso_peak)
         self._joints_above.update(np.flatnonzero(above).tolist())
         if np.all(a < self.release):
             ev = replace(self._snapshot(), release_time=t, residual_at_release=r.copy())
@@ -206,4 +296,31 @@ class CollisionDetector:
         return None
 
 
-__all__ = ["CollisionDetector", "CollisionEvent", "DetectorInputError", "isolate_link"]
+def calibrate_envelope(r: np.ndarray, dq: np.ndarray, safety: float = 1.5, rest_speed: float = 0.05
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(margin N m, speed N m s/rad) per joint such that safety x |r_j| <= margin_j + speed_j |dq_j|
+    on a contact-free run: ``r`` and ``dq`` (N, n) in N m and rad/s.
+
+    margin_j = safety x max |r_j| while |dq_j| < ``rest_speed`` (or over the whole run if the joint never
+    rests); speed_j = the smallest slope that covers every faster sample above that margin.
+    """
+    r = np.abs(np.asarray(r, float))
+    v = np.abs(np.asarray(dq, float))
+    if r.ndim != 2 or r.shape != v.shape or r.shape[0] == 0:
+        raise DetectorInputError(f"r and dq must be (N, n) arrays of the same shape, got {r.shape} and {v.shape}")
+    if not (np.isfinite(safety) and safety >= 1):
+        raise DetectorInputError(f"safety must be >= 1, got {safety}")
+    n = r.shape[1]
+    margin = np.zeros(n)
+    speed = np.zeros(n)
+    for j in range(n):
+        rest = v[:, j] < rest_speed
+        margin[j] = safety * (r[rest, j].max() if rest.any() else r[:, j].max())
+        fast = ~rest
+        if fast.any():
+            need = (safety * r[fast, j] - margin[j]) / v[fast, j]
+            speed[j] = max(0.0, float(need.max()))
+    return margin, speed
+
+
+__all__ = ["CollisionDetector", "CollisionEvent", "DetectorInputError", "calibrate_envelope", "isolate_link"]

@@ -13,7 +13,8 @@ external torque over the step is
 
     ū_k = (p_k - p_{k-1}) / h - (β_k + β_{k-1}) / 2,     β = τ_J + Ĉᵀ dq - ĝ - τ̂_f
 
-(momentum difference exact, the known terms integrated by the trapezoidal rule) and the residual
+(momentum difference exact, the known terms integrated by the trapezoidal rule, or as held over the
+step: ``quadrature="hold"``) and the residual
 is propagated exactly for a first-order system with constant input over the step::
 
     r_k = a ⊙ r_{k-1} + (1 - a) ⊙ ū_k,     a = exp(-K_I h)
@@ -32,10 +33,11 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from ..identification.estimate import PayloadEstimate
 from ..model.dynamics import RigidBodyDynamics
 from ..model.joint_vectors import per_joint
 from ..model.parameters import BodyInertia
+
+QUADRATURES = ("trapezoid", "hold")
 
 
 class ObserverInputError(ValueError):
@@ -76,41 +78,67 @@ class MomentumObserver:
     ``dyn`` is the unloaded (identified) model; ``gains`` K_I (1/s, scalar or per joint);
     ``friction`` an optional :class:`JointFriction`; ``max_gap`` (s): a step longer than this (e.g.
     the stream stopped, samples dropped) is not integrated — the residual is held over it and
-    integration restarts at the new sample (counted in :attr:`gaps`).
+    integration restarts at the new sample (counted in :attr:`gaps`). ``torque_noise`` (N m) and
+    ``velocity_noise`` (rad/s): white-noise standard deviations of the measured τ and dq (scalar or
+    per joint), only used for :attr:`residual_noise` (noise-aware thresholds). ``quadrature``: how the
+    known torques β are integrated over a step — ``"trapezoid"`` (default: a continuous torque signal
+    sampled, e.g. a joint-torque sensor) or ``"hold"`` (each sample's torque acts until the next: a
+    zero-order hold, as in a simulator that applies and reports a torque per step).
 
     Counters: :attr:`skipped_nonfinite` (NaN/inf samples), :attr:`skipped_time` (time not
     increasing), :attr:`skipped` (their sum), :attr:`accepted`. Not thread-safe.
     """
 
     def __init__(self, dyn: RigidBodyDynamics, gains=25.0, friction: JointFriction | None = None,
-                 max_gap: float = 0.1):
+                 max_gap: float = 0.1, torque_noise=0.0, velocity_noise=0.0, quadrature: str = "trapezoid"):
         self.dyn = dyn
         self.n = n = dyn.n
+        if quadrature not in QUADRATURES:
+            raise ObserverInputError(f"quadrature must be one of {', '.join(QUADRATURES)}, got {quadrature!r}")
+        self.quadrature = quadrature
+        self._hold = quadrature == "hold"
         self.gains = per_joint(gains, n, "observer gain K_I (1/s)", positive=True, error=ObserverInputError)
+        self.torque_noise = per_joint(torque_noise, n, "torque_noise (N m)", nonnegative=True, error=ObserverInputError)
+        self.velocity_noise = per_joint(velocity_noise, n, "velocity_noise (rad/s)", nonnegative=True,
+                                        error=ObserverInputError)
         if friction is not None and (np.shape(friction.viscous) != (n,) or np.shape(friction.coulomb) != (n,)):
             raise ObserverInputError(f"friction must have {n} viscous and {n} Coulomb coefficients")
         self.friction = friction
         if not max_gap > 0:
             raise ObserverInputError(f"max_gap must be > 0 s, got {max_gap}")
         self.max_gap = float(max_gap)
-        self.payload: PayloadEstimate | None = None
+        self.payload: BodyInertia | None = None  # payload frame
+        self.payload_gravity_only = False
         self._bind(dyn.model, dyn.model)
         self._p_prev = np.zeros(n)  # momentum M̂ dq of the previous accepted sample
         self._beta_prev = np.zeros(n)  # β of the previous accepted sample
         self._r = np.zeros(n)
         self._a = np.ones(n)  # exp(-K h) for the cached step h
-        self._b = np.zeros(n)  # (1 - a) / h
+        self._b = np.zeros(n)  # 1 - a
         self._h_cached = -1.0
+        self._u = np.zeros(n)  # mean external torque over the last step (unfiltered)
         self._t_prev: float | None = None
         self._restart_next = False
+        self._keep_r = False
         self.skipped_nonfinite = self.skipped_time = self.accepted = self.gaps = 0
+        self.consecutive_time_skips = 0
 
     # ------------------------------------------------------------------ state
-    def reset(self) -> None:
-        """Forget the history: the next sample re-initialises p0 and r = 0. Counters are kept."""
-        self._r[:] = 0.0
+    def reset(self, keep_residual: bool = False) -> None:
+        """Forget the time history: the next sample re-initialises the momentum reference p0 and is
+        accepted whatever its time stamp. Counters are kept.
+
+        ``keep_residual`` False: r = 0 from the next sample (a fresh start). True: r keeps its value
+        and is propagated from the next sample pair on (a time fault — a stamp far in the future or
+        the past, a stream restart — need not hide a contact or load that is still there).
+        """
+        if not keep_residual:
+            self._r[:] = 0.0
+        self._u[:] = self._r
         self._t_prev = None
         self._restart_next = False
+        self._keep_r = bool(keep_residual)
+        self.consecutive_time_skips = 0
 
     def reset_counters(self) -> None:
         """Zero the skipped/accepted/gap counters."""
@@ -127,37 +155,80 @@ class MomentumObserver:
         return self._r.copy()
 
     @property
+    def disturbance(self) -> np.ndarray:
+        """ū (N m), a copy: the mean external joint torque over the last step, before the observer's
+        low-pass (r = a r + (1 - a) ū). Noisy (measurement noise, dq differentiation) but without the
+        1/K_I lag; averaged over a few samples it gives the external torque right after a contact.
+        Equal to r for the first sample after a start, a gap or a model change (no step to use)."""
+        return self._u.copy()
+
+    @property
+    def residual_noise(self) -> np.ndarray:
+        """Standard deviation (N m) of r from sensor noise alone at the last step h and M̂(q).
+
+        White noise on τ (``torque_noise``) gives σ_τ √((1 - a)/2) (trapezoid; hold: √((1 - a)/(1 + a))); white noise on
+        dq (``velocity_noise``) enters through Δp/h, high-passed by the observer:
+        (1 - a)/h · √(2/(1 + a)) · ‖M̂_j: σ_dq‖ — about K_I · M σ_dq, which is what limits K_I on
+        a robot whose velocities are differentiated positions. a = exp(-K_I h).
+        """
+        if self._h_cached <= 0:
+            return np.zeros(self.n)
+        a, h = self._a, self._h_cached
+        var = self.torque_noise ** 2 * ((1.0 - a) / (1.0 + a) if self._hold else 0.5 * (1.0 - a))
+        if np.any(self.velocity_noise > 0):
+            m = self._M.copy()
+            il = np.tril_indices(self.n, -1)
+            m[il] = m.T[il]  # pinocchio fills the upper triangle
+            var = var + ((1.0 - a) / h) ** 2 * (2.0 / (1.0 + a)) * (m ** 2 @ self.velocity_noise ** 2)
+        return np.sqrt(var)
+
+    @property
     def initialised(self) -> bool:
         return self._t_prev is not None
 
-    # ------------------------------------------------------------------ model
-    def set_payload(self, estimate: PayloadEstimate | None) -> None:
-        """Use ``estimate`` (payload frame) from now on; None or zero mass: unloaded.
+    @property
+    def last_time(self) -> float | None:
+        """Time stamp (s) of the last accepted sample, None before the first or after :meth:`reset`."""
+        return self._t_prev
 
-        Gravity-only estimates (``inertia is None``) change ĝ only, M̂ and Ĉ stay unloaded (paper
-        000, Sec. VI-B): ĝ^L = g + Y_L,g(q) p_L,g, evaluated as the gravity of the model with the
-        payload's (m, m c) merged into the last link (identical, since gravity depends on the
-        gravity parameters only, and one pinocchio call). A full estimate with inertia also
-        updates M̂ and Ĉ. The momentum reference is re-initialised at the next sample (the
-        model's momentum jumps), the residual value is kept.
+    # ------------------------------------------------------------------ model
+    def set_payload(self, body: BodyInertia | None, gravity_only: bool = False) -> None:
+        """Carry ``body`` (mass kg, CoM m, inertia about the CoM kg m², payload frame) from now on;
+        None or zero mass: unloaded.
+
+        ``gravity_only`` (paper 000 eq. 48, Sec. VI-B): the payload changes ĝ only, M̂ and Ĉ stay
+        unloaded; ĝ^L = g + Y_L,g(q) p_L,g is evaluated as the gravity of the model with the payload
+        merged into the last link (identical: gravity depends on (m, m c) only). Otherwise the payload
+        also enters M̂ and Ĉ (a gravity-only estimate as a point mass: zero inertia about its CoM).
+        The momentum reference is re-initialised at the next sample (the model's momentum jumps),
+        the residual value is kept.
+
+        A :class:`~payload_estimation.identification.estimate.PayloadEstimate` is converted by the
+        caller: ``estimate.body()`` (zero inertia if only gravity was estimated), or
+        ``estimate.as_point_mass().body()``.
         """
-        if estimate is None or estimate.mass == 0.0:
+        if body is not None and not isinstance(body, BodyInertia):
+            raise ObserverInputError(
+                f"set_payload takes a model.parameters.BodyInertia or None, got {type(body).__name__}; "
+                "convert a payload estimate with estimate.body() (or estimate.as_point_mass().body())")
+        if body is None or body.mass == 0.0:
             self._bind(self.dyn.model, self.dyn.model)
             self.payload = None
         else:
-            if not (math.isfinite(estimate.mass) and np.all(np.isfinite(estimate.com))):
-                raise ObserverInputError(f"payload estimate is not finite: mass {estimate.mass}, com {estimate.com}")
-            if estimate.mass < 0:
-                raise ObserverInputError(f"payload mass {estimate.mass} kg is negative; re-estimate or reset")
-            if estimate.inertia is None:
-                body = BodyInertia(float(estimate.mass), np.asarray(estimate.com, float), np.zeros((3, 3)))
-                self._bind(self.dyn.model, self.dyn.with_payload(body).model)
-            else:
-                if not np.all(np.isfinite(estimate.inertia)):
-                    raise ObserverInputError(f"payload inertia is not finite: {estimate.inertia}")
-                loaded = self.dyn.with_payload(estimate.body()).model
-                self._bind(loaded, loaded)
-            self.payload = estimate
+            com = np.asarray(body.com, float)
+            inertia = np.asarray(body.inertia_com, float)
+            if not (math.isfinite(body.mass) and com.shape == (3,) and np.all(np.isfinite(com))):
+                raise ObserverInputError(f"payload is not finite: mass {body.mass} kg, com {body.com} m")
+            if body.mass < 0:
+                raise ObserverInputError(f"payload mass {body.mass} kg is negative; re-estimate or reset")
+            if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+                raise ObserverInputError(f"payload inertia must be a finite 3x3 matrix (kg m², about the CoM), "
+                                         f"got {body.inertia_com}")
+            body = BodyInertia(float(body.mass), com.copy(), inertia.copy())
+            loaded = self.dyn.with_payload(body).model
+            self._bind(self.dyn.model if gravity_only else loaded, loaded)
+            self.payload = body
+        self.payload_gravity_only = bool(gravity_only) and self.payload is not None
         if self._t_prev is not None:
             self._restart_next = True
 
@@ -209,6 +280,7 @@ class MomentumObserver:
         t_prev = self._t_prev
         if t_prev is not None and t <= t_prev:
             self.skipped_time += 1
+            self.consecutive_time_skips += 1
             return self._r.copy()
 
         pin.computeCoriolisMatrix(self._m_model, self._m_data, q, dq)
@@ -225,33 +297,40 @@ class MomentumObserver:
             self.skipped_nonfinite += 1
             return self._r.copy()
         self.accepted += 1
+        self.consecutive_time_skips = 0
         self._last_p, self._last_beta = p, beta
 
         if t_prev is None:
-            self._r[:] = 0.0
+            if not self._keep_r:
+                self._r[:] = 0.0
+            self._keep_r = False
+            self._u[:] = self._r
         else:
             h = t - t_prev
             if abs(h - self._h_cached) > 1e-9:  # 1 ns: same step up to time-stamp rounding
                 np.exp(-self.gains * h, out=self._a)
                 np.subtract(1.0, self._a, out=self._b)
-                self._b /= h
                 self._h_cached = h
             r = self._r
             if h > self.max_gap:
                 # no information over the gap: hold r (what was last seen is still the best guess; a decay
                 # would read a persisting contact or an unmodelled load as released and then detected again)
                 self.gaps += 1
+                self._u[:] = r
             elif self._restart_next:
                 r *= self._a  # model changed: Δp across the change is not the model's, decay one step only
+                self._u[:] = r
             else:
-                # r = a r + (1 - a) ū,  ū h = Δp - h (β + β_prev) / 2
-                s = beta + self._beta_prev
-                s *= -0.5 * h
-                s += p
-                s -= self._p_prev
-                s *= self._b
+                # r = a r + (1 - a) ū,  ū = Δp / h - (β + β_prev) / 2  (hold: - β_prev)
+                u = self._u
+                if self._hold:
+                    np.negative(self._beta_prev, out=u)
+                else:
+                    np.add(beta, self._beta_prev, out=u)
+                    u *= -0.5
+                u += (p - self._p_prev) / h
                 r *= self._a
-                r += s
+                r += self._b * u
         self._restart_next = False
         self._t_prev = t
         self._p_prev = p

@@ -1,0 +1,456 @@
+"""Contact link, force and point from the external joint torque of a single point contact.
+
+A force F (N, base frame) at a point p of link k makes the external joint torque
+
+    τ_ext = J_p(q)ᵀ F,   (J_pᵀ F)_j = F · (z_j × (p - o_j)) for j <= k, 0 for j > k
+
+(z_j, o_j: axis and a point of joint j, base frame). Following the contact particle filter
+(Manuelli & Tedrake, IROS 2016) and the isolation/identification steps of Haddadin et al.'s
+collision survey (IEEE T-RO 2017), :class:`ContactLocator` tries every candidate point on every
+link's surface (:mod:`.geometry`): for each it fits F by weighted least squares, F inside a
+friction cone around the inward normal (a contact pushes), and scores the fit by
+χ² = Σ_j ((J_pᵀ F - τ_ext)_j / σ_j)². The links are compared by their evidence
+Σ_points area · exp(-χ²/2) (a uniform prior over the robot's surface), so a link wins when the
+torque pattern can be explained on it and not, or on less surface, elsewhere.
+
+What is observable depends on the link (n = 7 joints): for links 6 and 7 the 6-D wrench is
+determined, hence F, its line of action and the point where it meets the link; for link 5 the
+point and F are determined up to a few discrete solutions; for links 3 and 4 a family of points
+explains the torque and F along it may vary. The estimate says so (``force_ambiguous``,
+``point`` None) instead of guessing, and ``link_ambiguous`` when another link explains the
+torque about as well (e.g. a push whose line of action passes through the next joint's axis).
+
+:class:`ContactTracker` feeds it during a collision: it averages the observer's unfiltered
+external torque ū (:attr:`MomentumObserver.disturbance`) from the contact's start (a change point
+before the detection) over a few ms, minus the pre-contact baseline (model error), so the force
+is not scaled down by the residual's 1/K_I lag.
+
+Units: N, N m, m, s; base frame unless named ``_link`` (the model's link frame k).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+from scipy.optimize import nnls
+
+from ..model.dynamics import RigidBodyDynamics
+from .geometry import LinkGeometry, SurfaceSamples, capsule_geometry, distance_to_segment, sample_surface
+
+
+class ContactInputError(ValueError):
+    """A contact-estimation argument is malformed; the message names it."""
+
+
+@dataclass(frozen=True)
+class ContactConfig:
+    """Settings of :class:`ContactLocator` and :class:`ContactTracker`.
+
+    sigma_floor (N m) and sigma_relative: per-joint error of the external-torque estimate,
+    σ_j = sigma_floor + sigma_relative |τ_j| (noise over the averaging window, model error left
+    after the baseline, Jacobian/geometry error growing with the torque). friction (μ): the force
+    lies within atan(μ) of the inward surface normal. spacing (m): surface sampling. link_ratio:
+    another link with evidence >= link_ratio x the best makes the link ambiguous. force_tolerance:
+    relative spread of F over the points that fit (χ² within ``chi2_margin`` of the best) above
+    which the force is ambiguous; point_tolerance (m): their spatial spread above which the point
+    is not reported. max_chi2_per_joint: a best fit worse than this x n is no single point contact
+    (link and force ambiguous). Tracker: ``delay`` (s) after the detection at which the estimate is
+    made, ``average`` (s) of ū averaged (the most recent, after the change point), ``baseline``
+    (s, s): the window before the onset that gives the pre-contact ū, ``lookback`` (s) before
+    the onset searched for the change point, ``history`` (s) kept.
+    """
+
+    sigma_floor: float = 0.2
+    sigma_relative: float = 0.03
+    friction: float = 1.0
+    spacing: float = 0.02
+    link_ratio: float = 0.25
+    force_tolerance: float = 0.25
+    point_tolerance: float = 0.05
+    max_chi2_per_joint: float = 9.0
+    refine: int = 64
+    refine_steps: int = 2
+    delay: float = 0.01
+    average: float = 0.01
+    baseline: tuple[float, float] = (0.08, 0.04)
+    lookback: float = 0.04
+    history: float = 0.25
+
+    def __post_init__(self):
+        for name in ("sigma_floor", "spacing", "link_ratio", "force_tolerance", "point_tolerance",
+                     "max_chi2_per_joint", "average", "lookback", "history"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                raise ContactInputError(f"ContactConfig.{name} must be > 0, got {v}")
+        for name in ("sigma_relative", "friction", "delay"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise ContactInputError(f"ContactConfig.{name} must be >= 0, got {v}")
+        b0, b1 = self.baseline
+        if not b0 > b1 >= self.lookback - 1e-12:
+            raise ContactInputError(f"ContactConfig.baseline must be (start, end) s before the onset with start > end "
+                                    f">= lookback ({self.lookback} s), got {self.baseline}")
+        if self.history < b0 + self.delay + self.average:
+            raise ContactInputError(f"ContactConfig.history ({self.history} s) must cover the baseline, the delay and "
+                                    "the average")
+
+
+@dataclass(frozen=True)
+class ContactEstimate:
+    """A single point contact explaining an external joint torque.
+
+    time (s): of the torque estimate; link (1..n, 0: none) and link_name; link_ambiguous: another
+    link explains the torque about as well (``link_probabilities``: evidence share per link 1..n);
+    force (N, base frame) at the best point, None if no link fits; force_norm (N); force_range
+    (N, N): min/max |F| over the points that fit; force_ambiguous: that range exceeds the tolerance
+    or the fit is poor; point (m, base frame) or None when not observable (``point_spread`` m:
+    how far the fitting points lie from the best one); force_link / point_link: the same in the
+    model's link frame ``link``; external_torque (N m): the τ_ext that was fitted; fit_residual
+    (N m): RMS over joints of J_pᵀ F - τ_ext; chi2: its weighted sum of squares.
+    """
+
+    time: float
+    link: int
+    link_name: str
+    link_ambiguous: bool
+    link_probabilities: tuple[float, ...]
+    force: np.ndarray | None
+    force_norm: float
+    force_range: tuple[float, float]
+    force_ambiguous: bool
+    point: np.ndarray | None
+    point_spread: float
+    force_link: np.ndarray | None
+    point_link: np.ndarray | None
+    external_torque: np.ndarray
+    fit_residual: float
+    chi2: float
+    best_point: np.ndarray | None = field(default=None, repr=False)  # base frame, reported even if ambiguous
+    best_point_link: np.ndarray | None = field(default=None, repr=False)  # the same in the link frame
+
+    def to_dict(self) -> dict:
+        """JSON-ready mapping (``link`` 1-based; ``force``/``point`` lists or None)."""
+        vec = lambda v: None if v is None else [float(x) for x in v]  # noqa: E731
+        return {
+            "time": self.time, "link": self.link, "link_name": self.link_name,
+            "link_ambiguous": self.link_ambiguous,
+            "link_probabilities": [float(x) for x in self.link_probabilities],
+            "force": vec(self.force), "force_norm": self.force_norm if self.force is not None else None,
+            "force_range": [float(x) for x in self.force_range], "force_ambiguous": self.force_ambiguous,
+            "point": vec(self.point), "point_spread": self.point_spread,
+            "force_link": vec(self.force_link), "point_link": vec(self.point_link),
+            "external_torque": vec(self.external_torque), "fit_residual": self.fit_residual, "chi2": self.chi2,
+        }
+
+
+def _tangents(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two unit tangent vectors (N, 3) orthogonal to unit ``normals`` (N, 3) and to each other."""
+    helper = np.where(np.abs(normals[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
+    t1 = np.cross(normals, helper)
+    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
+    return t1, np.cross(normals, t1)
+
+
+def _cone_edges(normals: np.ndarray, mu: float, k: int = 8) -> np.ndarray:
+    """(N, k, 3) unit edges of polyhedral friction cones around the inward normals -``normals``."""
+    t1, t2 = _tangents(normals)
+    phi = 2 * np.pi * np.arange(k) / k
+    d = -normals[:, None, :] + mu * (np.cos(phi)[None, :, None] * t1[:, None, :]
+                                     + np.sin(phi)[None, :, None] * t2[:, None, :])
+    return d / np.linalg.norm(d, axis=2, keepdims=True)
+
+
+_RIDGE = 1e-8  # keeps the 3x3 normal equations solvable where fewer than 3 joints see the force
+
+
+def _nearest_on_segment(pts: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Nearest points on segments a-b (each (3,) or one per point, (N, 3)) to ``pts`` (N, 3)."""
+    d = b - a
+    dd = np.sum(d * d, axis=-1)
+    s = np.clip(np.sum((pts - a) * d, axis=-1) / np.maximum(dd, 1e-300), 0.0, 1.0)
+    return a + s[:, None] * d
+
+
+def _project(pts: np.ndarray, a: np.ndarray, b: np.ndarray, radius) -> np.ndarray:
+    """Points moved radially onto the capsule surfaces (segments a-b, ``radius`` scalar or (N,))."""
+    c = _nearest_on_segment(pts, a, b)
+    v = pts - c
+    return c + np.reshape(radius, (-1, 1)) * v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
+
+def _weighted_quantiles(x: np.ndarray, w: np.ndarray, qs) -> tuple[float, ...]:
+    order = np.argsort(x)
+    c = np.cumsum(w[order])
+    return tuple(float(x[order[min(int(np.searchsorted(c, q * c[-1])), len(x) - 1)]]) for q in qs)
+
+
+def _surface_normals(pts: np.ndarray, a: np.ndarray, b: np.ndarray, radius=None) -> np.ndarray:
+    """Outward unit normals of capsules (segments a-b) at surface points."""
+    v = pts - _nearest_on_segment(pts, a, b)
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
+
+class ContactLocator:
+    """Fits a single point contact on the link surfaces to an external joint torque (module docstring).
+
+    ``dyn``: the robot model (kinematics only); ``geometry``: link capsules (default
+    :func:`capsule_geometry` of ``dyn.desc``); ``link_names`` for the estimates (default ``link_k``).
+    Not thread-safe (one pinocchio workspace).
+    """
+
+    def __init__(self, dyn: RigidBodyDynamics, geometry: LinkGeometry | None = None,
+                 config: ContactConfig | None = None, link_names: tuple[str, ...] | None = None):
+        self.dyn = dyn
+        self.n = n = dyn.n
+        self.config = cfg = config or ContactConfig()
+        self.geometry = geometry or capsule_geometry(dyn.desc)
+        if self.geometry.n != n:
+            raise ContactInputError(f"geometry has {self.geometry.n} links, the robot {n}")
+        self.link_names = tuple(link_names) if link_names else tuple(f"link_{k + 1}" for k in range(n))
+        if len(self.link_names) != n:
+            raise ContactInputError(f"link_names must have {n} names, got {len(self.link_names)}")
+        self._model = dyn.model
+        self._data = dyn.model.createData()
+        self._axes = [np.asarray(j.axis, float) for j in dyn.desc.joints]
+        self._post = [j.post for j in dyn.desc.joints]
+        surfaces: list[SurfaceSamples] = [sample_surface(c, cfg.spacing) for c in self.geometry.capsules]
+        self._sample_points = np.vstack([s.points for s in surfaces])  # link frames
+        self._sample_area = np.concatenate([s.area for s in surfaces])
+        self._sample_link = np.concatenate([np.full(len(s.area), k) for k, s in enumerate(surfaces)])
+        self._cap_a = np.array([c.a for c in self.geometry.capsules])
+        self._cap_b = np.array([c.b for c in self.geometry.capsules])
+        self._radius = np.array([c.radius for c in self.geometry.capsules])
+        self._cos_cone = 1.0 / math.sqrt(1.0 + cfg.friction ** 2)
+
+    def link_poses(self, q: np.ndarray) -> list[np.ndarray]:
+        """4x4 base-frame poses of link frames 1..n at ``q`` (rad)."""
+        self._kinematics(np.asarray(q, float))
+        return [p.copy() for p in self._poses]
+
+    def _kinematics(self, q: np.ndarray) -> None:
+        pin.forwardKinematics(self._model, self._data, q)
+        self._o, self._z, self._poses = [], [], []
+        for k in range(self.n):
+            m = self._data.oMi[k + 1]
+            self._o.append(m.translation.copy())
+            self._z.append(m.rotation @ self._axes[k])
+            self._poses.append(m.homogeneous @ self._post[k])
+
+    def sigma(self, tau: np.ndarray) -> np.ndarray:
+        """Per-joint error σ_j (N m) assumed for the external torque ``tau``."""
+        return self.config.sigma_floor + self.config.sigma_relative * np.abs(tau)
+
+    def locate(self, q, tau_ext, t: float = float("nan")) -> ContactEstimate:
+        """The contact that best explains ``tau_ext`` (N m) at ``q`` (rad); ``t`` (s) is recorded."""
+        n, cfg = self.n, self.config
+        q = np.asarray(q, float)
+        tau = np.asarray(tau_ext, float)
+        if q.shape != (n,) or tau.shape != (n,):
+            raise ContactInputError(f"q and tau_ext must have {n} values, got shapes {q.shape} and {tau.shape}")
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(tau))):
+            raise ContactInputError(f"q and tau_ext must be finite, got q {q.tolist()}, tau_ext {tau.tolist()}")
+        self._kinematics(q)
+        w = 1.0 / self.sigma(tau)
+        b = w * tau
+        o, z = np.array(self._o), np.array(self._z)
+        # every link's surface samples at once: points (base frame), their link index and area
+        rots = np.array([pose[:3, :3] for pose in self._poses])
+        poss = np.array([pose[:3, 3] for pose in self._poses])
+        seg_a = np.einsum("kij,kj->ki", rots, self._cap_a) + poss
+        seg_b = np.einsum("kij,kj->ki", rots, self._cap_b) + poss
+        link = self._sample_link
+        pts = np.einsum("pij,pj->pi", rots[link], self._sample_points) + poss[link]
+        keep = self._exposed(pts, link, seg_a, seg_b)
+        pts, link, area = pts[keep], link[keep], self._sample_area[keep]
+        mask = (np.arange(n)[None, :] <= link[:, None]).astype(float)  # joint j sees link k's force iff j <= k
+        geo = (seg_a[link], seg_b[link], self._radius[link])
+        nrm = _surface_normals(pts, *geo)
+        f, chi2 = self._fit(pts, mask, o, z, w, b)
+        for _ in range(cfg.refine_steps):  # the best point near each sample (a 2 cm grid is too coarse)
+            pts, nrm, f, chi2 = self._refine(pts, nrm, f, chi2, link, mask, o, z, w, b, geo, seg_a, seg_b)
+        chi2 = self._cone(pts, nrm, f, chi2, mask, o, z, w, b)
+        log_ev = np.full(n, -np.inf)
+        ok = np.isfinite(chi2)
+        if ok.any():
+            c0 = float(chi2[ok].min())
+            ev = np.bincount(link[ok], weights=area[ok] * np.exp(-0.5 * (chi2[ok] - c0)), minlength=n)
+            with np.errstate(divide="ignore"):
+                log_ev = np.log(ev) - 0.5 * c0
+        if not np.isfinite(log_ev).any():
+            return self._none(t, tau)
+        prob = np.exp(log_ev - log_ev.max())
+        prob /= prob.sum()
+        k = int(np.argmax(prob))
+        sel = link == k
+        pts, chi2, forces, area = pts[sel], chi2[sel], f[sel], area[sel]
+        i = int(np.argmin(chi2))
+        c_best = float(chi2[i])
+        f_best = forces[i]
+        f_norm = float(np.linalg.norm(f_best))
+        # posterior over the link's surface (area x likelihood): how far F and the point may be from the best
+        post = np.where(np.isfinite(chi2), area * np.exp(-0.5 * (chi2 - c_best)), 0.0)
+        post /= post.sum()
+        f_lo, f_hi = _weighted_quantiles(np.linalg.norm(forces, axis=1), post, (0.025, 0.975))
+        spread_f = 2.0 * math.sqrt(float(post @ np.sum((forces - f_best) ** 2, axis=1))) / max(f_norm, 1e-9)
+        spread_p = 2.0 * math.sqrt(float(post @ np.sum((pts - pts[i]) ** 2, axis=1)))
+        poor = c_best > cfg.max_chi2_per_joint * n
+        second = np.sort(prob)[-2] if n > 1 else 0.0
+        link_amb = bool(second >= cfg.link_ratio * prob[k]) or poor
+        force_amb = spread_f > cfg.force_tolerance or poor
+        point = pts[i] if spread_p <= cfg.point_tolerance and not poor else None
+        rot, pos = self._poses[k][:3, :3], self._poses[k][:3, 3]
+        j_t = np.zeros((n, 3))
+        j_t[:k + 1] = np.cross(z[:k + 1], pts[i] - o[:k + 1])
+        resid = j_t @ f_best - tau
+        return ContactEstimate(
+            time=float(t), link=k + 1, link_name=self.link_names[k], link_ambiguous=link_amb,
+            link_probabilities=tuple(float(x) for x in prob), force=f_best.copy(), force_norm=f_norm,
+            force_range=(f_lo, f_hi), force_ambiguous=bool(force_amb),
+            point=None if point is None else point.copy(), point_spread=spread_p,
+            force_link=rot.T @ f_best, point_link=None if point is None else rot.T @ (point - pos),
+            external_torque=tau.copy(), fit_residual=float(np.sqrt(np.mean(resid ** 2))), chi2=c_best,
+            best_point=pts[i].copy(), best_point_link=rot.T @ (pts[i] - pos))
+
+    def _exposed(self, pts: np.ndarray, link: np.ndarray, seg_a: np.ndarray, seg_b: np.ndarray) -> np.ndarray:
+        """Points not inside another link's capsule (2 mm tolerance at shared joints)."""
+        keep = np.ones(len(pts), bool)
+        for i in range(self.n):
+            inside = distance_to_segment(pts, seg_a[i], seg_b[i]) <= self._radius[i] - 2e-3
+            keep &= ~inside | (link == i)
+        return keep
+
+    @staticmethod
+    def _rows(pts: np.ndarray, mask: np.ndarray, o: np.ndarray, z: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """(N, n, 3): row j of w ⊙ J_pᵀ, i.e. w_j (z_j × (p - o_j)) for joints j up to the point's link."""
+        a = np.cross(z[None], pts[:, None, :] - o[None])
+        a *= (mask * w[None])[:, :, None]
+        return a
+
+    def _fit(self, pts, mask, o, z, w, b) -> tuple[np.ndarray, np.ndarray]:
+        """Least-squares F (N, 3) at each point and its χ² (N,)."""
+        a = self._rows(pts, mask, o, z, w)
+        at = a.transpose(0, 2, 1)
+        f = np.linalg.solve(at @ a + _RIDGE * np.eye(3), (at @ b)[..., None])[..., 0]
+        chi2 = np.sum(((a @ f[..., None])[..., 0] - b) ** 2, axis=1)
+        return f, chi2
+
+    def _refine(self, pts, nrm, f, chi2, link, mask, o, z, w, b, geo, seg_a, seg_b):
+        """One Gauss-Newton step in (F, point on the surface) per point, at most half a grid step."""
+        a = self._rows(pts, mask, o, z, w)
+        res = (a @ f[..., None])[..., 0] - b
+        # d(J_pᵀ F)_j / dp = w_j (F × z_j)ᵀ, restricted to the tangent plane (basis t1, t2)
+        dp = np.cross(f[:, None, :], z[None]) * (mask * w[None])[:, :, None]
+        t1, t2 = _tangents(nrm)
+        jac = np.concatenate([a, (dp @ t1[..., None]), (dp @ t2[..., None])], axis=2)
+        jt = jac.transpose(0, 2, 1)
+        h = jt @ jac
+        h += (1e-6 * np.trace(h, axis1=1, axis2=2)[:, None, None] + _RIDGE) * np.eye(5)
+        d = -np.linalg.solve(h, (jt @ res[..., None]))[:, 3:, 0]
+        lim = 0.5 * self.config.spacing
+        d *= np.minimum(1.0, lim / np.maximum(np.linalg.norm(d, axis=1), 1e-12))[:, None]
+        moved = _project(pts + d[:, :1] * t1 + d[:, 1:] * t2, *geo)
+        f2, chi2_new = self._fit(moved, mask, o, z, w, b)
+        better = (chi2_new < chi2) & self._exposed(moved, link, seg_a, seg_b)
+        pts = np.where(better[:, None], moved, pts)
+        f = np.where(better[:, None], f2, f)
+        chi2 = np.where(better, chi2_new, chi2)
+        return pts, _surface_normals(pts, *geo), f, chi2
+
+    def _cone(self, pts, nrm, f, chi2, mask, o, z, w, b) -> np.ndarray:
+        """χ² with F inside the friction cone: pulls are refitted (non-negative cone-edge weights)
+        for the ``config.refine`` best of them, the others dropped (inf). Updates ``f`` in place."""
+        inside = -np.sum(f * nrm, axis=1) >= self._cos_cone * np.linalg.norm(f, axis=1) - 1e-9
+        out = np.where(inside, chi2, np.inf)
+        pulls = np.flatnonzero(~inside)
+        pulls = pulls[np.argsort(chi2[pulls])][:self.config.refine]
+        if pulls.size:
+            d = _cone_edges(nrm[pulls], self.config.friction)
+            ad = self._rows(pts[pulls], mask[pulls], o, z, w) @ d.transpose(0, 2, 1)
+            for m, i in enumerate(pulls):
+                lam, r = nnls(ad[m], b)
+                out[i] = r * r
+                f[i] = lam @ d[m]
+        return out
+
+    def _none(self, t: float, tau: np.ndarray) -> ContactEstimate:
+        return ContactEstimate(float(t), 0, "", True, tuple(0.0 for _ in range(self.n)), None, float("nan"),
+                               (float("nan"), float("nan")), True, None, float("nan"), None, None, tau.copy(),
+                               float("nan"), float("inf"))
+
+
+class ContactTracker:
+    """Per-sample companion of the detector: keeps a short history of (t, q, ū) and, once per
+    collision event, ``config.delay`` s after its detection, returns the :class:`ContactEstimate`.
+
+    ū is :attr:`MomentumObserver.disturbance` (N m). The external torque is the mean ū over the
+    last ``config.average`` s since the contact's start (the change point: ū leaves the pre-contact
+    baseline), minus that baseline (mean ū over ``config.baseline`` before the onset).
+    """
+
+    def __init__(self, locator: ContactLocator):
+        self.locator = locator
+        self.config = locator.config
+        self._buf: deque[tuple[float, np.ndarray, np.ndarray]] = deque()
+        self._done_for: float | None = None  # detection time of the event already estimated
+        self.last: ContactEstimate | None = None
+
+    def reset(self) -> None:
+        """Forget the history (e.g. after the observer was re-initialised)."""
+        self._buf.clear()
+        self._done_for = None
+
+    def update(self, t: float, q, u, event=None) -> ContactEstimate | None:
+        """Feed one sample (t s, q rad, ū N m) and the detector's active event (or None).
+
+        Returns the estimate of the active event once, at its detection + ``delay``; else None.
+        Samples whose time does not increase are ignored.
+        """
+        t = float(t)
+        if self._buf and t <= self._buf[-1][0]:
+            return None
+        self._buf.append((t, np.array(q, float), np.array(u, float)))
+        while self._buf and self._buf[0][0] < t - self.config.history:
+            self._buf.popleft()
+        if event is None or self._done_for == event.detection_time:
+            return None
+        if t < event.detection_time + self.config.delay - 1e-9:
+            return None
+        self._done_for = event.detection_time
+        self.last = self.estimate(event.onset_time, t)
+        return self.last
+
+    def external_torque(self, onset: float, t_end: float) -> tuple[np.ndarray, np.ndarray, float]:
+        """(τ_ext N m, q rad, start s): the baseline-corrected mean ū of the contact up to ``t_end``."""
+        cfg = self.config
+        ts = np.array([s[0] for s in self._buf])
+        us = np.array([s[2] for s in self._buf])
+        base_sel = (ts >= onset - cfg.baseline[0]) & (ts < onset - cfg.baseline[1])
+        base = us[base_sel].mean(axis=0) if base_sel.any() else np.zeros(us.shape[1])
+        sel = np.flatnonzero((ts >= onset - cfg.lookback) & (ts <= t_end + 1e-12))
+        d = us[sel] - base
+        ref = d[-3:].mean(axis=0)
+        scale = float(ref @ ref)
+        start_idx = 0
+        if scale > 0:
+            frac = d @ ref / scale  # each sample's share of the current external torque
+            low = np.flatnonzero(frac < 0.5)
+            start_idx = int(low[-1]) + 1 if low.size else 0
+            start_idx = min(start_idx, len(sel) - 1)
+        t_start = float(ts[sel[start_idx]])
+        win = sel[start_idx:]
+        win = win[ts[win] > t_end - cfg.average - 1e-12]
+        tau = us[win].mean(axis=0) - base
+        q = self._buf[int(win[-1])][1]  # the kinematics of the estimate's time stamp
+        return tau, q, t_start
+
+    def estimate(self, onset: float, t_end: float) -> ContactEstimate:
+        """The contact estimate from the history: torque from :meth:`external_torque`."""
+        tau, q, _ = self.external_torque(onset, t_end)
+        return self.locator.locate(q, tau, t_end)
+
+
+__all__ = ["ContactConfig", "ContactEstimate", "ContactInputError", "ContactLocator", "ContactTracker"]
