@@ -24,6 +24,9 @@ from ..model.description import RobotDescription
 QUINTIC_PEAK = 1.875
 """Peak speed / average speed of a rest-to-rest quintic (cubic: 1.5, linear: 1.0)."""
 
+QUINTIC_ACCEL_PEAK = 10.0 / np.sqrt(3.0)
+"""Peak |acceleration| x duration² / distance of a rest-to-rest quintic."""
+
 
 class MotionLimitError(ValueError):
     """A commanded or planned point is outside the allowed envelope or the joint limits."""
@@ -170,12 +173,13 @@ def check_move(q_from: np.ndarray, q_to: np.ndarray, duration: float, velocity_l
 
 
 def stop_point(desc: RobotDescription, q: np.ndarray, dq: np.ndarray | None, deceleration: float = 10.0,
-               min_time: float = 0.2, lead: float = 0.0) -> tuple[np.ndarray, float]:
+               min_time: float = 0.2, lead: float = 0.0, envelope: Envelope | None = None) -> tuple[np.ndarray, float]:
     """Where and when to stop from (q rad, dq rad/s) with a constant deceleration (rad/s^2).
 
     Returns (q_stop, T): T = max(min_time, max_j |dq_j| / deceleration), q_stop = q + dq (lead + T / 2)
     (the rest point of a linear velocity ramp to zero, ``lead`` s after the sample was taken: the
-    age of the measurement when the command leaves), clipped to the position limits. A rest-to-rest
+    age of the measurement when the command leaves), clipped to the position limits and, when given,
+    to ``envelope`` (a stop inside a sampling run never leaves the run's envelope). A rest-to-rest
     hold at the *measured* position would need a reversal (the arm has moved on since), i.e. more
     than the velocity limit for a short T; this keeps the stop within the speed the arm already has.
     """
@@ -183,10 +187,47 @@ def stop_point(desc: RobotDescription, q: np.ndarray, dq: np.ndarray | None, dec
     if not (np.isfinite(deceleration) and deceleration > 0 and min_time > 0 and lead >= 0):
         raise ValueError("deceleration and min_time must be > 0, lead >= 0")
     if dq is None:
-        return desc.limits.clip_position(q), float(min_time)
-    dq = np.asarray(dq, dtype=float)
-    t = float(max(min_time, np.max(np.abs(dq)) / deceleration))
-    return desc.limits.clip_position(q + dq * (lead + 0.5 * t)), t
+        q_stop, t = q, float(min_time)
+    else:
+        dq = np.asarray(dq, dtype=float)
+        t = float(max(min_time, np.max(np.abs(dq)) / deceleration))
+        q_stop = q + dq * (lead + 0.5 * t)
+    if envelope is not None:
+        q_stop = np.clip(q_stop, envelope.lower, envelope.upper)
+    return desc.limits.clip_position(q_stop), t
+
+
+def checked_move(q: np.ndarray, target: np.ndarray, envelope: Envelope, desc: RobotDescription,
+                 velocity_scale: float, min_duration: float, names: Sequence[str] | None = None) -> float:
+    """Duration (s) of a rest-to-rest move from the measured ``q`` to ``target`` (rad) after checking
+    the target against ``envelope`` and the limits and the move against the velocity limits
+    (raises :class:`MotionLimitError`). Every move a sampling run commands goes through here."""
+    check_command(target, envelope, desc)
+    duration = move_duration(q, target, desc.limits.velocity, velocity_scale, min_duration)
+    check_move(q, target, duration, desc.limits.velocity, names or desc.joint_names)
+    return duration
+
+
+def unknown_payload_duration(dyn, q_from: np.ndarray, q_to: np.ndarray, mass_error: float,
+                             torque_margin: float) -> float:
+    """Shortest rest-to-rest quintic duration (s) from ``q_from`` to ``q_to`` (rad) for which a payload mass
+    the model does not know yet (up to ``mass_error`` kg, at the payload frame origin) adds at most
+    ``torque_margin`` (N m) of inertial torque on any joint (0 when nothing is unknown).
+
+    While a grasped load's mass is not determined by the poses seen so far (at the arm's stretched-up
+    pose it does not show in the joint torques at all), its inertial torque m J^T J ddq reads as an
+    external torque in the monitor's residual; this bounds it below the residual's margin.
+    """
+    if mass_error <= 0.0:
+        return 0.0
+    if not torque_margin > 0.0:
+        raise ValueError(f"torque_margin must be > 0 N m, got {torque_margin}")
+    q_from = np.asarray(q_from, dtype=float)
+    step = np.asarray(q_to, dtype=float) - q_from
+    zero = np.zeros_like(q_from)
+    per_kg = dyn.payload_regressor(q_from, zero, step)[:, 0] - dyn.payload_gravity_regressor(q_from)[:, 0]
+    peak = QUINTIC_ACCEL_PEAK * mass_error * float(np.max(np.abs(per_kg)))
+    return float(np.sqrt(peak / torque_margin))
 
 
 def _candidates(env: Envelope, moving: np.ndarray, max_candidates: int, rng: np.random.Generator) -> np.ndarray:
@@ -313,5 +354,6 @@ def validate_plan(plan: PosePlan, desc: RobotDescription) -> None:
 
 __all__ = [
     "MotionLimitError", "PosePlanConfig", "Envelope", "PosePlan", "make_envelope", "move_duration",
-    "check_command", "check_move", "plan_poses", "validate_plan", "QUINTIC_PEAK", "stop_point",
+    "check_command", "check_move", "checked_move", "plan_poses", "unknown_payload_duration",
+    "QUINTIC_ACCEL_PEAK", "validate_plan", "QUINTIC_PEAK", "stop_point",
 ]

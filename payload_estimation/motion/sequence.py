@@ -28,15 +28,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model.description import RobotDescription
-from .poses import MotionLimitError, PosePlan, check_command, check_move, move_duration
+from .poses import MotionLimitError, PosePlan, checked_move
 
 
 class SequenceAborted(RuntimeError):
-    """The run cannot go on; ``hold`` says whether the arm should be held where it is."""
+    """The run cannot go on; ``hold`` says whether the arm should be held where it is; ``code`` names
+    the cause for programs (``no_static``, ``gate``, ``motion_limit``, ``not_reached``, ...)."""
 
-    def __init__(self, message: str, hold: bool = True):
+    def __init__(self, message: str, hold: bool = True, code: str = "aborted"):
         super().__init__(message)
         self.hold = hold
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -148,8 +150,7 @@ class SamplingSequence:
 
     Call :meth:`update` with every observation; it returns the next :class:`Action` or raises
     :class:`SequenceAborted`. Report capture and estimate answers with :meth:`captured` and
-    :meth:`estimated`. Every :class:`Move` it hands out has passed :func:`.poses.check_command`
-    and :func:`.poses.check_move`.
+    :meth:`estimated`. Every :class:`Move` it hands out has passed :func:`.poses.checked_move`.
     """
 
     def __init__(self, plan: PosePlan, desc: RobotDescription, config: SequenceConfig | None = None,
@@ -159,6 +160,9 @@ class SamplingSequence:
         self.cfg = config or SequenceConfig()
         self.names = tuple(joint_names or desc.joint_names)
         self.timings = PhaseTimings()
+        self.duration_floor = None
+        """Optional ``(q_from, q_to, pose_index) -> s``: a lower bound on each move's duration (the run
+        slows moves while the payload mass is unknown)."""
         self.n = len(plan.poses)
         self._k = 0
         self._phase = "start"
@@ -211,7 +215,7 @@ class SamplingSequence:
         self._last_reason = reason
         if t - self._t_arrive > self.cfg.dwell:
             raise SequenceAborted(f"pose {self._k + 1}/{self.n}: no static sample within {self.cfg.dwell:.2f} s: "
-                                  f"{reason}")
+                                  f"{reason}", code="no_static")
 
     def estimated(self, ok: bool, text: str, t: float) -> None:
         """Answer to the :class:`Estimate` request at time ``t`` (s)."""
@@ -264,7 +268,7 @@ class SamplingSequence:
                 self._t_gate = t
             if t - self._t_gate > self.cfg.clear_timeout:
                 raise SequenceAborted(f"not clear to move to pose {self._k + 1}/{self.n} after "
-                                      f"{self.cfg.clear_timeout:.2f} s", hold=False)
+                                      f"{self.cfg.clear_timeout:.2f} s", hold=False, code="gate")
             return Wait()
         if self._t_gate is not None:
             self.timings.gate += t - self._t_gate
@@ -273,12 +277,13 @@ class SamplingSequence:
 
     def _command(self, t: float, q: np.ndarray, target: np.ndarray, label: str, phase: str) -> Move:
         try:
-            check_command(target, self.plan.envelope, self.desc)
-            duration = move_duration(q, target, self.desc.limits.velocity, self.cfg.velocity_scale,
-                                     self.cfg.min_duration)
-            check_move(q, target, duration, self.desc.limits.velocity, self.names)
+            floor = self.cfg.min_duration
+            if self.duration_floor is not None:
+                floor = max(floor, float(self.duration_floor(q, target, self._k)))
+            duration = checked_move(q, target, self.plan.envelope, self.desc, self.cfg.velocity_scale, floor,
+                                    self.names)
         except MotionLimitError as e:
-            raise SequenceAborted(f"refusing to command {label}: {e}") from e
+            raise SequenceAborted(f"refusing to command {label}: {e}", code="motion_limit") from e
         self._target, self._duration, self._t_cmd = np.array(target, dtype=float), duration, t
         self._phase = phase
         return Move(self._target.copy(), duration, label)
@@ -293,7 +298,7 @@ class SamplingSequence:
             raise SequenceAborted(
                 f"timeout after {self._duration + self.cfg.arrival_timeout:.2f} s: {what} not reached: joint "
                 f"{self.names[j]} is {np.degrees(err[j]):.2f} deg off (tolerance "
-                f"{np.degrees(self.cfg.arrival_tolerance):.2f} deg); holding")
+                f"{np.degrees(self.cfg.arrival_tolerance):.2f} deg)", code="not_reached")
         return False
 
     def _enter_settle(self, t: float) -> None:

@@ -1,0 +1,175 @@
+"""A sampling run on the MuJoCo arm without ROS: what the three nodes do, stepped in one loop.
+
+For benches and tests that need many runs (random pick configurations, Monte-Carlo): the
+``payload_sampler`` logic (:class:`.sampling_run.SamplingRun`), the ``payload_estimator`` captures
+and fit (:func:`identification.payload.estimate_payload_gravity` / ``_anchored``) and the
+``collision_monitor`` residual with its provisional payload while sampling and its detector — the
+same core calls the nodes make, at the simulator's rate, with no DDS in between. It reports the
+estimate, the run's outcome, every commanded point and the peak residual relative to the sampling
+threshold (what would have raised a false collision).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..collision.monitor import CollisionMonitor, MonitorConfig
+from ..collision.provisional import ProvisionalPayload
+from ..identification.estimate import PayloadEstimate
+from ..identification.payload import (
+    PayloadLimits,
+    estimate_payload_anchored,
+    estimate_payload_gravity,
+    gravity_joint_weights,
+)
+from ..model.dynamics import RigidBodyDynamics
+from ..model.parameters import BodyInertia
+from ..sim import SensorConfig, SimConfig, SimulatedArm
+from .poses import PosePlanConfig
+from .sampling_run import ClearCaptures, Finished, Hold, Observation, RunConfig, SamplingRun, SetActive
+from .sequence import Capture, Estimate, Move, SequenceConfig
+from .settle import SampleWindow, SettleConfig
+
+
+@dataclass(frozen=True)
+class BareRunConfig:
+    """Everything of a bare run: plan/sequence/run as the sampler's parameters, the estimator's method
+    and weights, the monitor, the simulated sensor (noise N m, offsets N m) and model error."""
+
+    plan: PosePlanConfig = field(default_factory=lambda: PosePlanConfig(velocity_scale=0.9, min_duration=0.25))
+    sequence: SequenceConfig = field(default_factory=lambda: SequenceConfig(velocity_scale=0.9, min_duration=0.25))
+    run: RunConfig = field(default_factory=RunConfig)
+    settle: SettleConfig = field(default_factory=SettleConfig)
+    method: str = "one-shot"
+    torque_noise: float = 0.05
+    gravity_model_uncertainty: float = 0.005
+    monitor: MonitorConfig = field(default_factory=lambda: MonitorConfig(contact=None, quadrature="hold"))
+    sampling_threshold_factor: float = 1.5
+    payload_as_point_mass: bool = True
+    noise_std: float = 0.1
+    offsets: np.ndarray | float = 0.0
+    model_error: float = 0.03
+    seed: int = 0
+    grasp_settle: float = 0.5
+
+
+@dataclass
+class BareRunResult:
+    """Outcome, estimate (None if none), robot time of the ``sample`` call (s), commanded points (rad),
+    collisions the monitor raised while sampling, and the peak |r| / threshold while sampling."""
+
+    finished: Finished
+    estimate: PayloadEstimate | None
+    duration: float
+    commands: list[np.ndarray]
+    collisions: int
+    peak_ratio: float
+    q0: np.ndarray | None
+
+
+def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRunConfig | None = None) -> BareRunResult:
+    """Grasp ``payload`` at rest at ``q_pick`` (rad) on the simulated arm, then one ``~/sample`` request."""
+    cfg = cfg or BareRunConfig()
+    dyn = RigidBodyDynamics(desc)
+    arm = SimulatedArm(desc, SimConfig(seed=cfg.seed, model_error=cfg.model_error,
+                                       sensor=SensorConfig(noise_std=cfg.noise_std, offset=cfg.offsets)))
+    arm.reset(q_pick)
+    win = SampleWindow(horizon=max(0.5, 2 * cfg.settle.window, 1.25 * cfg.settle.max_window, 1.25))
+    mon = cfg.monitor
+    monitor = CollisionMonitor(dyn, mon)
+    detector = monitor.detector
+    gain = float(np.min(mon.gains))
+    provisional = ProvisionalPayload(dyn, desc.payload_frame_name)
+    # the monitor's state: payload model, sampling flag, provisional learning until the estimate arrives,
+    # and from when the residual counts (the grasp's own residual before the first fit is a legitimate
+    # detection that the run's collision gate handles)
+    state = {"payload": None, "active": False, "learning": False, "collisions": 0, "peak": 0.0, "count_from": None}
+
+    def set_payload(est: PayloadEstimate | None) -> None:
+        state["payload"] = est
+        monitor.set_payload(*(est.observer_model(cfg.payload_as_point_mass) if est is not None else (None, False)))
+
+    def sampling_scale(t: float, q: np.ndarray) -> np.ndarray:
+        """The monitor's thresholds while sampling: x sampling_threshold_factor, plus 3 sigma of the
+        torque of the payload not yet known (:meth:`ProvisionalPayload.torque_bound`)."""
+        return cfg.sampling_threshold_factor + provisional.torque_bound(q, t, settle=5.0 / gain) / np.asarray(
+            mon.thresholds, float)
+
+    def step(seconds: float) -> None:
+        for s in arm.run(seconds):
+            win.append(s.t, s.q, s.dq, s.tau)
+            step_ = monitor.update(s.t, s.q, s.dq, s.tau)
+            r = step_.residual
+            if state["learning"]:
+                prov = provisional.update(s.t, s.q, s.dq, s.tau)
+                if prov is not None:
+                    set_payload(prov)
+                    if state["count_from"] is None:
+                        state["count_from"] = s.t + 5.0 / gain  # the residual has converged to the fit
+                detector.scale_thresholds(sampling_scale(s.t, s.q))
+            ev = step_.event
+            if ev is not None and ev.active and state["active"]:
+                state["collisions"] += 1
+            if state["active"] and state["count_from"] is not None and s.t >= state["count_from"]:
+                state["peak"] = max(state["peak"], float(np.max(np.abs(r) / detector.thresholds)))
+
+    step(1.0)
+    unloaded = win.check_static(replace(cfg.settle, min_average_samples=150, max_window=1.0))
+    if payload is not None:
+        arm.attach_payload(payload)
+    step(cfg.grasp_settle)
+    t_start = arm.time
+    run = SamplingRun(dyn, cfg.plan, cfg.sequence, cfg.run, arm.time, arm.time)
+    captures: list[tuple[np.ndarray, np.ndarray]] = []
+    commands: list[np.ndarray] = []
+    estimate: PayloadEstimate | None = None
+    pending: tuple[str, bool, str] | None = None
+    limits = PayloadLimits()
+    while True:
+        s = arm.state()
+        if pending is not None:
+            run.answered(pending[0], pending[1], pending[2], s.t)
+            pending = None
+        static = run.wants_static and win.check_static(cfg.settle).static
+        obs = Observation(t=s.t, wall=s.t, q=s.q, dq=s.dq, static=static, stream_age=0.0,
+                          collision=detector.in_collision, collisions=state["collisions"])
+        for act in run.update(obs):
+            if isinstance(act, SetActive):
+                state["active"] = state["learning"] = act.active
+                detector.scale_thresholds(cfg.sampling_threshold_factor if act.active else 1.0)
+                if act.active:
+                    provisional.start()
+            elif isinstance(act, ClearCaptures):
+                captures.clear()
+            elif isinstance(act, (Move, Hold)):
+                commands.append(np.asarray(act.target, float).copy())
+                arm.set_trajectory([(act.duration, act.target, None)])
+            elif isinstance(act, Capture):
+                r = win.check_static(cfg.settle)
+                if r.static:
+                    captures.append((r.q, r.tau))
+                pending = ("capture", r.static, r.reason)
+            elif isinstance(act, Estimate):
+                q = np.array([c[0] for c in captures])
+                tau = np.array([c[1] for c in captures])
+                w = gravity_joint_weights(dyn, q, cfg.torque_noise, cfg.gravity_model_uncertainty)
+                try:
+                    if cfg.method == "differential":
+                        estimate = estimate_payload_anchored(dyn, q, tau, unloaded.q[None], unloaded.tau[None],
+                                                             weights=w, limits=limits)
+                    else:
+                        estimate = estimate_payload_gravity(dyn, q, tau, None, "one-shot", weights=w, limits=limits)
+                    pending = ("estimate", True, "estimated")
+                    set_payload(estimate)
+                    state["learning"] = False  # the estimate replaces the provisional payload
+                except ValueError as e:
+                    pending = ("estimate", False, str(e))
+            elif isinstance(act, Finished):
+                return BareRunResult(act, estimate, arm.time - t_start, commands, state["collisions"],
+                                     state["peak"], run.q0)
+        step(arm.dt)
+
+
+__all__ = ["bare_run", "BareRunConfig", "BareRunResult"]

@@ -1,0 +1,223 @@
+"""The sampling run (motion.sampling_run) on a kinematic arm: sequence, aborts, return, anchor, envelope.
+
+The arm here follows every commanded move with a quintic profile (or stops following when the test
+says it is blocked); the estimator answers at once. The property test draws random pick
+configurations (some near the joint limits) and random faults, then a second run from wherever the
+first one left the arm: no command of either run leaves the first run's envelope or the limits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.motion.poses import PosePlanConfig, make_envelope
+from payload_estimation.motion.sampling_run import (
+    ClearCaptures,
+    Finished,
+    Hold,
+    Observation,
+    RunConfig,
+    RunRefused,
+    SamplingRun,
+    SetActive,
+)
+from payload_estimation.motion.sequence import Capture, Estimate, Move, SequenceConfig
+
+DT = 0.004
+PLAN = PosePlanConfig(n_poses=6, amplitude_deg=7.0, limit_margin_deg=1.0, velocity_scale=0.9, min_duration=0.25,
+                      max_candidates=400)
+SEQ = SequenceConfig(velocity_scale=0.9, min_duration=0.25, dwell=0.3)
+RUN = RunConfig(pick_rest_timeout=1.0, monitor_fit_delay=0.05)
+
+
+@pytest.fixture(scope="module")
+def dyn():
+    return RigidBodyDynamics(load_robot("lwr4"))
+
+
+class KinematicArm:
+    """Follows moves with a quintic profile; static 0.05 s after a move ends; can be blocked."""
+
+    def __init__(self, q0):
+        self.q = np.array(q0, float)
+        self.dq = np.zeros_like(self.q)
+        self.move: tuple[np.ndarray, np.ndarray, float, float] | None = None  # (from, to, t0, T)
+        self.t_still = -1.0
+        self.blocked = False
+
+    def command(self, target, duration, t):
+        self.move = (self.q.copy(), np.asarray(target, float), t, float(duration))
+
+    def step(self, t):
+        if self.move is None or self.blocked:
+            self.dq[:] = 0.0
+            return
+        a, b, t0, T = self.move
+        s = min(max((t - t0) / T, 0.0), 1.0)
+        shape = 10 * s**3 - 15 * s**4 + 6 * s**5
+        q_new = a + (b - a) * shape
+        self.dq = (q_new - self.q) / DT
+        self.q = q_new
+        if s >= 1.0:
+            self.move, self.t_still = None, t
+
+    def static(self, t):
+        return self.move is None and t - self.t_still > 0.05
+
+
+def drive(run: SamplingRun, arm: KinematicArm, t: float, fault: dict | None = None, log: list | None = None,
+          max_t: float = 30.0):
+    """Run until Finished; returns (Finished, t). ``fault``: what goes wrong and when (s into the run)."""
+    fault = fault or {}
+    t_start = t
+    pending = None  # (kind, answer at)
+    collisions = 0
+    while t - t_start < max_t:
+        t += DT
+        rel = t - t_start
+        arm.blocked = "block_at" in fault and rel >= fault["block_at"]
+        arm.step(t)
+        collision = "collision_at" in fault and rel >= fault["collision_at"]
+        if collision and collisions == 0:
+            collisions = 1
+        lost = "lost_at" in fault and rel >= fault["lost_at"]
+        obs = Observation(t=t, wall=t, q=arm.q.copy(), dq=arm.dq.copy(), static=arm.static(t),
+                          stream_age=(rel - fault["lost_at"]) if lost else 0.0, collision=collision,
+                          collisions=collisions, cancel="cancel_at" in fault and rel >= fault["cancel_at"])
+        if pending is not None and t >= pending[1]:
+            ok = not (pending[0] == "capture" and fault.get("captures_fail_after") is not None
+                      and rel >= fault["captures_fail_after"])
+            run.answered(pending[0], ok, "answer", t)
+            pending = None
+        for act in run.update(obs):
+            if log is not None:
+                log.append(act)
+            if isinstance(act, (Move, Hold)):
+                arm.command(act.target, act.duration, t)
+            elif isinstance(act, (Capture, Estimate)):
+                silent = "silent_after" in fault and rel >= fault["silent_after"]
+                pending = None if silent else ("capture" if isinstance(act, Capture) else "estimate", t + 0.01)
+            elif isinstance(act, Finished):
+                return act, t
+    raise AssertionError(f"run did not finish within {max_t} s (phase {run.phase})")
+
+
+def start(dyn, q, t=0.0, anchor=None):
+    """A run requested at ``t`` (the arm is at ``q``); raises RunRefused if its first observation refuses it."""
+    run = SamplingRun(dyn, PLAN, SEQ, RUN, t, t, anchor)
+    probe = SamplingRun(dyn, PLAN, SEQ, RUN, t, t, anchor)
+    probe.update(Observation(t=t, wall=t, q=np.asarray(q, float), static=True, stream_age=0.0))
+    if probe.finished is not None:
+        raise RunRefused(probe.finished.text)
+    return run
+
+
+Q0 = np.radians([10, 40, -5, -70, 15, 50, 20])
+
+
+def test_clean_run_visits_every_pose_and_returns(dyn):
+    arm = KinematicArm(Q0)
+    log = []
+    fin, _ = drive(start(dyn, Q0), arm, 0.0, log=log)
+    assert fin.ok and fin.anchor is None and fin.code == "done", fin.text
+    assert isinstance(log[0], SetActive) and log[0].active
+    assert sum(isinstance(a, ClearCaptures) for a in log) == 1
+    assert sum(isinstance(a, Capture) for a in log) == PLAN.n_poses
+    assert sum(isinstance(a, Estimate) for a in log) == 1
+    assert np.allclose(arm.q, Q0, atol=1e-9)
+    assert isinstance(log[-2], SetActive) and not log[-2].active
+
+
+@pytest.mark.parametrize("fault,returns,code", [
+    ({"cancel_at": 0.9}, True, "cancelled"),
+    ({"block_at": 0.9}, False, "not_reached"),           # the arm is blocked: it cannot return either
+    ({"captures_fail_after": 0.9}, True, "no_static"),
+    ({"silent_after": 0.9}, True, "estimator_timeout"),
+    ({"collision_at": 0.9}, False, "collision"),         # the monitor holds; this run commands nothing
+    ({"lost_at": 0.9}, False, "stream_lost"),            # no state feedback: hold where it was last seen
+])
+def test_every_abort_returns_or_holds_and_says_where(dyn, fault, returns, code):
+    arm = KinematicArm(Q0)
+    log = []
+    fin, t = drive(start(dyn, Q0), arm, 0.0, fault=fault, log=log)
+    assert not fin.ok and fin.code == code, fin
+    back = np.max(np.abs(arm.q - Q0)) < np.radians(0.5)
+    assert fin.anchor is not None and np.array_equal(fin.anchor.q0, Q0), "a retry must keep this pick configuration"
+    if returns:
+        assert back and "returned to the pick configuration" in fin.text, fin.text
+    else:
+        assert not back, "the fault was meant to strike away from q0"
+        assert "deg from the pick configuration" in fin.text
+        cmds_after = log[log.index(next(a for a in log if isinstance(a, Capture))):]
+        if "collision_at" in fault:
+            assert not any(isinstance(a, Hold) for a in cmds_after)
+
+
+def test_next_run_after_an_abort_returns_first_and_keeps_the_pick_configuration(dyn):
+    arm = KinematicArm(Q0)
+    fin, t = drive(start(dyn, Q0), arm, 0.0, fault={"collision_at": 0.9})
+    assert fin.anchor is not None
+    q_away = arm.q.copy()
+    run = start(dyn, q_away, t, anchor=fin.anchor)
+    log = []
+    fin2, _ = drive(run, arm, t, log=log)
+    assert fin2.ok, fin2.text
+    first = next(a for a in log if isinstance(a, Move))
+    assert np.allclose(first.target, Q0)
+    assert np.allclose(run.q0, Q0)
+
+
+def test_a_run_far_from_the_anchor_is_refused(dyn):
+    env = make_envelope(dyn.desc, Q0, 7.0, 1.0)
+    from payload_estimation.motion.sampling_run import PickAnchor
+
+    anchor = PickAnchor(Q0, env, "collision")
+    with pytest.raises(RunRefused, match="outside its envelope"):
+        start(dyn, Q0 + np.radians(14.0), anchor=anchor)
+
+
+def test_a_request_while_the_arm_moves_is_refused_at_rest(dyn):
+    arm = KinematicArm(Q0)
+    run = start(dyn, Q0)
+    arm.command(Q0 + np.radians(3.0), 0.3, 0.0)  # someone else moves the arm after the request
+    fin, _ = drive(run, arm, 0.0)
+    assert not fin.ok and fin.code == "moved_at_start", fin.text
+
+
+def _random_pick(rng, desc):
+    lim = desc.limits.position
+    q = rng.uniform(lim[:, 0] + np.radians(2), lim[:, 1] - np.radians(2))
+    k = rng.integers(0, 3)
+    for j in rng.choice(desc.n, size=k, replace=False):  # some joints within 10 deg of a limit
+        side = rng.integers(0, 2)
+        q[j] = lim[j, side] + (1 - 2 * side) * np.radians(rng.uniform(1.5, 10.0))
+    return q
+
+
+def test_property_no_command_leaves_the_first_envelope(dyn):
+    desc = dyn.desc
+    rng = np.random.default_rng(7)
+    kinds = ["cancel_at", "block_at", "captures_fail_after", "silent_after", "collision_at", "lost_at"]
+    tol = 1e-9
+    lim = desc.limits.position
+    for _ in range(12):
+        q0 = _random_pick(rng, desc)
+        env = make_envelope(desc, q0, PLAN.amplitude_deg, PLAN.limit_margin_deg)
+        arm = KinematicArm(q0)
+        log = []
+        fault = {kinds[rng.integers(len(kinds))]: float(rng.uniform(0.2, 3.0))}
+        fin, t = drive(start(dyn, q0), arm, 0.0, fault=fault, log=log)
+        if fin.anchor is not None:
+            try:
+                run = start(dyn, arm.q, t, anchor=fin.anchor)
+            except RunRefused:
+                run = None
+            if run is not None:
+                drive(run, arm, t, fault={kinds[rng.integers(len(kinds))]: float(rng.uniform(0.2, 2.0))}, log=log)
+        for a in log:
+            if isinstance(a, (Move, Hold)):
+                assert env.contains(a.target, tol), (fault, np.degrees(a.target - q0))
+                assert np.all(a.target >= lim[:, 0] - tol) and np.all(a.target <= lim[:, 1] + tol)

@@ -1,0 +1,83 @@
+"""Stream health (payload_estimation.stream): stamp faults, restarts, loss on the wall clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from payload_estimation.stream import StampGuard, StampVerdict, StreamWatchdog
+
+A, H, R = StampVerdict.ACCEPT, StampVerdict.HOLD, StampVerdict.RESTART
+
+
+def feed(guard, samples):
+    return [guard.check(t, w) for t, w in samples]
+
+
+def clean(t0=100.0, w0=0.0, n=50, dt=0.001):
+    return [(t0 + k * dt, w0 + k * dt) for k in range(n)]
+
+
+def test_a_clean_stream_is_accepted_including_backlogs_and_a_slow_clock():
+    g = StampGuard(max_jump=1.0, confirm=5)
+    assert set(feed(g, clean())) == {A}
+    # a stalled consumer then a burst: wall time jumped, stamps did not: fine
+    assert set(feed(g, [(100.05 + k * 1e-3, 2.0 + 1e-6 * k) for k in range(20)])) == {A}
+    # sim time at half speed, or a bag played 10x faster: fine
+    assert set(feed(g, [(100.1 + k * 5e-4, 2.1 + k * 1e-3) for k in range(100)])) == {A}
+    assert set(feed(g, [(101.0 + k * 1e-2, 3.0 + k * 1e-3) for k in range(100)])) == {A}
+    assert g.counters.held == g.counters.restarts == 0
+
+
+def test_one_future_stamp_is_held_out_and_the_stream_goes_on():
+    g = StampGuard(max_jump=1.0, confirm=5)
+    feed(g, clean(n=10))
+    assert g.check(1100.0, 0.0105) is H  # 1000 s ahead
+    after = feed(g, [(100.011 + k * 1e-3, 0.011 + k * 1e-3) for k in range(20)])
+    assert set(after) == {A}, "the samples after the bad one must not be dropped"
+    assert g.counters.rejected == 1 and g.counters.restarts == 0 and "ahead" in g.counters.last_fault
+    assert g.last_stamp == pytest.approx(100.030)
+
+
+def test_one_past_stamp_and_duplicates_are_dropped():
+    g = StampGuard(max_jump=1.0, confirm=5)
+    feed(g, clean(n=10))
+    assert g.check(50.0, 0.0105) is H
+    assert g.check(100.009, 0.011) is H  # the previous sample again (a logger re-sending it)
+    assert set(feed(g, [(100.010 + k * 1e-3, 0.012 + k * 1e-3) for k in range(5)])) == {A}
+    assert g.counters.rejected == 2
+
+
+def test_a_stream_that_starts_over_is_a_restart_after_confirm_samples():
+    g = StampGuard(max_jump=1.0, confirm=5)
+    feed(g, clean(t0=23.0, n=10))
+    verdicts = feed(g, [(0.001 * k, 1.0 + 0.001 * k) for k in range(8)])  # /clock reset: stamps from 0
+    assert verdicts[:4] == [H] * 4 and verdicts[4] is R and set(verdicts[5:]) == {A}
+    assert g.counters.restarts == 1 and "restarted" in g.counters.last_fault
+    assert g.last_stamp == pytest.approx(0.007)
+
+
+def test_a_permanent_clock_step_forward_is_a_restart_too():
+    g = StampGuard(max_jump=1.0, confirm=3)
+    feed(g, clean(n=10))
+    verdicts = feed(g, [(5000.0 + 0.001 * k, 0.02 + 0.001 * k) for k in range(4)])
+    assert verdicts == [H, H, R, A]
+
+
+def test_guard_arguments_are_checked():
+    with pytest.raises(ValueError, match="max_jump"):
+        StampGuard(max_jump=0.0)
+    with pytest.raises(ValueError, match="confirm"):
+        StampGuard(confirm=0)
+
+
+def test_watchdog_counts_outages_on_the_wall_clock():
+    w = StreamWatchdog(timeout=0.5)
+    assert w.lost(0.0) and w.age(0.0) is None and w.losses == 0  # nothing yet: lost, but no outage
+    assert not w.feed(1.0)
+    assert not w.lost(1.4)
+    assert w.lost(1.6) and w.losses == 1
+    assert w.lost(5.0) and w.losses == 1  # the same outage
+    assert w.feed(5.1) and not w.lost(5.2)
+    assert w.lost(6.0) and w.losses == 2
+    with pytest.raises(ValueError):
+        StreamWatchdog(timeout=0.0)
