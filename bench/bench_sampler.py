@@ -38,7 +38,7 @@ NOISE, MODEL_ERROR = 0.15, 0.05
 
 def ros_run(robot: str, seed: int, ns: str) -> dict:
     """One sample call on freshly started nodes; returns durations (s), phases and errors."""
-    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from rclpy.parameter import Parameter
 
@@ -61,7 +61,7 @@ def ros_run(robot: str, seed: int, ns: str) -> dict:
     monitor = CollisionMonitorNode(parameter_overrides=common + sim_time)
     probe = Node("bench_probe", parameter_overrides=sim_time)
     nodes = [sim, est, sampler, monitor, probe]
-    ex = MultiThreadedExecutor(num_threads=8)
+    ex = SingleThreadedExecutor()
     for n in nodes:
         ex.add_node(n)
     th = threading.Thread(target=ex.spin, daemon=True)
@@ -106,12 +106,12 @@ def grasp_and_sample(probe, discovery: float, timeout: float):
 
 
 def process_run(robot: str, seed: int, ns: str, workdir: Path) -> dict:
-    """The same, each node in its own process (bringup's process mode, config/<robot>.yaml), as on a
+    """The same, each node in its own process (bringup's process mode, config/payload_estimation.yaml), as on a
     robot PC; this process only calls the services and reads ``payload_sampler/status``."""
     import rclpy  # noqa: F401  (initialised by main)
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import InertiaStamped
-    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from rclpy.parameter import Parameter
     from ros_helpers import wait_for
@@ -134,7 +134,7 @@ def process_run(robot: str, seed: int, ns: str, workdir: Path) -> dict:
     probe.create_subscription(DiagnosticArray, "payload_sampler/status", lambda m: got.__setitem__("status", m),
                               LATCHED_QOS)
     probe.create_subscription(InertiaStamped, "payload/estimate", lambda m: got.__setitem__("est", m), LATCHED_QOS)
-    ex = MultiThreadedExecutor(num_threads=4)
+    ex = SingleThreadedExecutor()
     ex.add_node(probe)
     th = threading.Thread(target=ex.spin, daemon=True)
     th.start()

@@ -2,8 +2,9 @@
 
     ros2 launch payload_estimation sim.launch.py robot:=lwr4
 
-The same set as ``bringup --robot lwr4 --use-sim-time`` (sim_node itself defines sim time and
-publishes /clock). Data from payload_estimation.ros.bringup.launch_entries.
+The same set as ``bringup --robot lwr4 --use-sim-time --model-from-topic`` (sim_node itself defines sim
+time, publishes /clock and the URDF it simulates on robot_description, from which the other nodes take
+their model as on a real robot). Data from payload_estimation.ros.bringup.launch_entries.
 """
 
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
@@ -16,14 +17,15 @@ from payload_estimation.ros.bringup import launch_entries
 ARGS = {
     "robot": ("lwr4", "robot name or robot file path"),
     "namespace": ("", "namespace of all nodes"),
-    "params_file": ("", "ROS parameter file (default: the package's config/<robot>.yaml)"),
+    "params_file": ("", "ROS parameter file (default: the package's config/payload_estimation.yaml)"),
 }
 
 
 def _nodes(context, *args, **kwargs):
     v = {k: LaunchConfiguration(k).perform(context) for k in ARGS}
     entries = launch_entries(robot=v["robot"], nodes=["sim", "estimator", "sampler", "monitor"],
-                             namespace=v["namespace"], use_sim_time=True, params_file=v["params_file"] or None)
+                             namespace=v["namespace"], use_sim_time=True, params_file=v["params_file"] or None,
+                             model_from_topic=True)
     return [Node(package="payload_estimation", output="screen", **e) for e in entries]
 
 

@@ -15,6 +15,24 @@ def test_monitor_prefix_goes_to_the_monitor_only():
     assert all("prefix" not in x for x in launch_entries("lwr4", ["monitor"]))
 
 
+def test_launch_entries_and_launch_files():
+    e = launch_entries("iiwa14", ["sim", "estimator", "sampler"], "lbr", True,
+                       joint_trajectory="/lbr/joint_trajectory_controller/joint_trajectory")
+    assert [x["executable"] for x in e] == ["sim_node", "payload_estimator", "payload_sampler"]
+    assert e[0]["parameters"] == [{"robot": "iiwa14"}]  # sim defines sim time itself
+    assert e[1]["parameters"][0].endswith("config/payload_estimation.yaml")
+    assert e[1]["parameters"][1] == {"robot": "iiwa14", "use_sim_time": True}
+    assert ("joint_trajectory", "/lbr/joint_trajectory_controller/joint_trajectory") in e[2]["remappings"]
+    # real robots: the model from robot_description (the default); a simulator publishes it for the others
+    assert all(x["parameters"][-1]["robot"] == "" for x in launch_entries())
+    e = launch_entries("lwr4", ["sim", "estimator", "monitor"], model_from_topic=True)
+    assert [x["parameters"][-1]["robot"] for x in e] == ["lwr4", "", ""]
+    with pytest.raises(ValueError, match="unknown node"):
+        launch_entries(nodes=["planner"])
+    for f in Path(__file__).resolve().parents[1].joinpath("launch").glob("*.launch.py"):
+        compile(f.read_text(), str(f), "exec")  # the launch package is not installable here
+
+
 def test_monitor_prefix_needs_processes(capsys):
     assert main(["--nodes", "monitor", "--monitor-prefix", "chrt -f 80"]) == 2
     assert "--processes" in capsys.readouterr().err

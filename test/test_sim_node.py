@@ -8,7 +8,7 @@ import pytest
 import rclpy
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from rcl_interfaces.msg import Log
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
@@ -96,7 +96,7 @@ def ros():
         Parameter("contact_duration", value=100.0),
     ])
     probe = Probe(context)
-    executor = MultiThreadedExecutor(num_threads=3, context=context)
+    executor = SingleThreadedExecutor(context=context)
     executor.add_node(sim)
     executor.add_node(probe)
     thread = threading.Thread(target=executor.spin, daemon=True)

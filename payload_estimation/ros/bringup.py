@@ -1,28 +1,37 @@
 """``bringup``: start the package's nodes without the ROS CLI (demo, tests, robots without launch).
 
     bringup --robot lwr4 --nodes sim,estimator,sampler,monitor [--processes] [--namespace /arm]
-            [--params-file config/lwr4.yaml] [--use-sim-time] [-r from:=to ...] [-p node.key:=value ...]
+            [--model-from-topic] [--params-file FILE] [--use-sim-time] [-r from:=to ...] [-p key:=value ...]
 
-In-process (default) every node runs in one MultiThreadedExecutor; with ``--processes`` each node
+In-process (default) every node runs in one SingleThreadedExecutor; with ``--processes`` each node
 is a child process (``python -m payload_estimation.ros.<module> --ros-args ...``), so one crashing
-node does not take the others down. Both modes read the same parameter file
-(default: the package's ``config/<robot>.yaml``) and take the same remaps.
+node does not take the others down; bringup stops every child on SIGINT, SIGTERM and SIGHUP (and
+the children stop themselves if bringup dies), and reports a child that exits with its exit code.
+Both modes read the same parameter file (default: the package's ``config/payload_estimation.yaml``)
+and take the same remaps. ``-p name:=value`` overrides win over every parameter file: they are
+written to a file of node-specific entries that comes last (in rcl the order of node-name entries
+decides, and a file's node-specific entry would otherwise outrank a later global ``-p``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
+import os
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+import yaml
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 NODES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -46,15 +55,49 @@ def node_class(short: str) -> type[Node]:
     raise ValueError(f"{module} defines none of {names}")
 
 
-def config_file(robot: str) -> Path | None:
-    """The package parameter file for ``robot`` (source tree or installed share), or None."""
+PARAMS_FILE = "payload_estimation.yaml"
+"""The package's parameter file (config/; every key under ``/**`` so any override outranks it)."""
+
+
+def config_file(robot: str = "") -> Path | None:
+    """The package parameter file (source tree or installed share), or None.
+
+    ``robot`` is accepted for callers that name one: the file holds no robot-specific values.
+    """
     from ..model.robot_file import share_dir
 
     for base in (Path(__file__).resolve().parents[2] / "config", share_dir() / "config"):
-        f = base / f"{Path(robot).stem}.yaml"
+        f = base / PARAMS_FILE
         if f.is_file():
             return f
     return None
+
+
+def override_file(params: Sequence[str], nodes: Sequence[str] = tuple(NODES), directory: str | None = None,
+                  extra: dict[str, dict] | None = None) -> Path:
+    """A parameter file giving each ``name:=value`` (value parsed as YAML, like ``-p``) to every node in
+    ``nodes`` by its node-specific entry; passed last, it outranks the files before it. ``extra``: short
+    node name -> {name: value} for that node only (after the shared values)."""
+    values = {}
+    for p in params:
+        if ":=" not in p:
+            raise ValueError(f"parameter override {p!r} must look like name:=value")
+        k, v = p.split(":=", 1)
+        values[k.strip()] = yaml.safe_load(v) if v.strip() else ""
+    doc = {f"/**/{EXECUTABLES_NODE[s]}": {"ros__parameters": dict(values)} for s in nodes}
+    for s, more in (extra or {}).items():
+        doc[f"/**/{EXECUTABLES_NODE[s]}"] = {"ros__parameters": {**values, **more}}
+    fd, path = tempfile.mkstemp(prefix="payload_estimation_overrides_", suffix=".yaml", dir=directory)
+    with os.fdopen(fd, "w") as f:
+        yaml.dump(doc, f, Dumper=_NoAliasDumper)
+    return Path(path)
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """Writes shared values out in full: rcl refuses YAML aliases ("Will not support aliasing")."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
 
 
 def ros_args(params_file: str | Path | None = None, namespace: str | None = None, use_sim_time: bool | None = None,
@@ -78,15 +121,22 @@ EXECUTABLES = {"sim": "sim_node", "estimator": "payload_estimator", "sampler": "
                "monitor": "collision_monitor"}
 """Short name -> console script (the launch files' ``executable``)."""
 
+EXECUTABLES_NODE = EXECUTABLES
+"""Short name -> node name (each console script's node has the script's name)."""
 
-def launch_entries(robot: str = "lwr4", nodes: Sequence[str] = ("estimator", "sampler", "monitor"),
+
+def launch_entries(robot: str = "", nodes: Sequence[str] = ("estimator", "sampler", "monitor"),
                    namespace: str = "", use_sim_time: bool = False, params_file: str | Path | None = None,
                    joint_states: str = "", joint_trajectory: str = "", extra_params: dict | None = None,
-                   monitor_prefix: str = "") -> list[dict]:
+                   monitor_prefix: str = "", model_from_topic: bool = False) -> list[dict]:
     """What the launch files start, as plain data (testable without the launch package).
 
     One dict per node: ``executable``, ``name``, ``namespace``, ``parameters`` (list: the
     parameter file path, then a dict of overrides) and ``remappings`` (list of (from, to)).
+    ``robot``: a shipped robot or file; empty (the default for real robots) = every node takes the URDF
+    from ``robot_description`` in its namespace, as robot_state_publisher publishes it.
+    ``model_from_topic``: the simulator gets ``robot`` (and publishes its description) while the other
+    nodes take their model from the topic, as they would on the real robot.
     ``joint_states`` / ``joint_trajectory``: absolute or relative topic names to remap the package's
     ``joint_states`` / ``joint_trajectory`` to (empty = unchanged), e.g.
     ``/lbr/joint_trajectory_controller/joint_trajectory``. ``monitor_prefix``: a command to run the
@@ -94,6 +144,9 @@ def launch_entries(robot: str = "lwr4", nodes: Sequence[str] = ("estimator", "sa
     """
     pfile = str(params_file) if params_file else (str(config_file(robot)) if config_file(robot) else None)
     overrides = {"robot": robot, "use_sim_time": bool(use_sim_time), **(extra_params or {})}
+    bad = [k for k, v in overrides.items() if isinstance(v, str) and ":=" in v]
+    if bad:
+        raise ValueError(f"launch parameter values must not contain ':=': {bad}")
     remaps = []
     if joint_states:
         remaps.append(("joint_states", joint_states))
@@ -103,8 +156,10 @@ def launch_entries(robot: str = "lwr4", nodes: Sequence[str] = ("estimator", "sa
     for short in nodes:
         if short not in EXECUTABLES:
             raise ValueError(f"unknown node {short!r}; choose from {', '.join(EXECUTABLES)}")
-        params = ([pfile] if pfile and short != "sim" else []) + [
-            {k: v for k, v in overrides.items() if not (short == "sim" and k == "use_sim_time")}]
+        mine = {k: v for k, v in overrides.items() if not (short == "sim" and k == "use_sim_time")}
+        if model_from_topic and short != "sim":
+            mine["robot"] = ""
+        params = ([pfile] if pfile and short != "sim" else []) + [mine]
         out.append({"executable": EXECUTABLES[short], "name": EXECUTABLES[short], "namespace": namespace,
                     "parameters": params, "remappings": list(remaps)})
         if short == "monitor" and monitor_prefix.strip():
@@ -113,16 +168,13 @@ def launch_entries(robot: str = "lwr4", nodes: Sequence[str] = ("estimator", "sa
 
 
 def spin_nodes(nodes: Sequence[Node], threads: int | None = None) -> None:
-    """Spin ``nodes`` until shutdown or Ctrl-C, then destroy them.
+    """Spin ``nodes`` in one SingleThreadedExecutor until shutdown, Ctrl-C or SIGTERM, then destroy them.
 
-    A MultiThreadedExecutor when several nodes share the process or a node declares
-    ``needs_multithreaded_executor`` (the sampler waits inside a service callback), otherwise the
-    cheaper SingleThreadedExecutor (the monitor's 1 kHz path).
+    Single-threaded on purpose: no node blocks in a callback (the sampler's ``~/sample`` awaits its run),
+    and rclpy's MultiThreadedExecutor re-submits tasks its pool has not started yet in a busy loop that
+    starved a 1 kHz stream here (docs/ros_interface.md, "Executors").
     """
-    if len(nodes) > 1 or any(getattr(n, "needs_multithreaded_executor", False) for n in nodes):
-        executor = MultiThreadedExecutor(num_threads=threads or max(4, 2 * len(nodes)))
-    else:
-        executor = SingleThreadedExecutor()
+    executor = SingleThreadedExecutor()
     for n in nodes:
         executor.add_node(n)
     try:
@@ -136,9 +188,27 @@ def spin_nodes(nodes: Sequence[Node], threads: int | None = None) -> None:
         if nodes[0].context.ok():
             raise
     finally:
-        executor.shutdown()
-        for n in nodes:
-            n.destroy_node()
+        with _signals_ignored():  # a supervisor's second signal must not cut the clean-up short
+            executor.shutdown()
+            for n in nodes:
+                n.destroy_node()
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _signals_ignored():
+    """Ignore SIGINT/SIGTERM/SIGHUP inside the block (main thread only: elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 GIL_SWITCH_INTERVAL = 5e-4
@@ -160,17 +230,58 @@ def tune_interpreter() -> None:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
 
+def debug_logging(args: Sequence[str] | None) -> bool:
+    """True if ``--ros-args --log-level debug`` (or ``name:=debug``) is among ``args``."""
+    a = list(sys.argv if args is None else args)
+    return any(x == "--log-level" and i + 1 < len(a) and a[i + 1].lower().endswith("debug")
+               for i, x in enumerate(a))
+
+
+def construct(node_classes: Sequence[type[Node]], args: Sequence[str] | None) -> list[Node] | None:
+    """Construct the nodes; on a start-up failure print one line (the traceback only with
+    ``--log-level debug``), destroy what was built and return None."""
+    nodes: list[Node] = []
+    try:
+        for cls in node_classes:
+            nodes.append(cls())
+    except Exception as e:  # noqa: BLE001 - a start-up failure is reported, not raised
+        name = getattr(cls, "node_name", None) or cls.__name__
+        print(f"[{name}] cannot start: {e}", file=sys.stderr, flush=True)
+        if debug_logging(args):
+            import traceback
+
+            traceback.print_exc()
+        for n in nodes:
+            n.destroy_node()
+        return None
+    return nodes
+
+
 def run_node(node_cls: type[Node], args: Sequence[str] | None = None) -> int:
-    """Console-script body of a node: init rclpy with ``args``, spin one ``node_cls()``, shut down."""
+    """Console-script body of a node: init rclpy with ``args``, spin one ``node_cls()``, shut down.
+
+    Exit code 1 (after one line on stderr) when the node cannot start."""
     rclpy.init(args=args)
     try:
-        node = node_cls()
+        nodes = construct([node_cls], args)
+        if nodes is None:
+            return 1
         tune_interpreter()
-        spin_nodes([node])
+        spin_nodes(nodes)
     finally:
         if rclpy.ok():
             rclpy.shutdown()
     return 0
+
+
+def _die_with_parent() -> None:
+    """In a child before exec: SIGTERM when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except Exception:  # noqa: BLE001 - not Linux: supervise() still stops the children on a signal
+        pass
 
 
 def start_processes(short_names: Sequence[str], args: list[str], env=None,
@@ -178,17 +289,21 @@ def start_processes(short_names: Sequence[str], args: list[str], env=None,
     """Start each node as ``[*prefix] python -m <module> <args>``; returns the child processes.
 
     ``prefix``: a command to run the node under, e.g. ``("chrt", "-f", "10")`` for real-time priority.
+    The children get SIGTERM if this process dies (no orphans still publishing commands).
     """
     procs = []
     for short in short_names:
         if short not in NODES:
             raise ValueError(f"unknown node {short!r}; choose from {', '.join(NODES)}")
-        procs.append(subprocess.Popen([*prefix, sys.executable, "-m", NODES[short][0], *args], env=env))
+        p = subprocess.Popen([*prefix, sys.executable, "-m", NODES[short][0], *args], env=env,
+                             preexec_fn=_die_with_parent)
+        p.node = short
+        procs.append(p)
     return procs
 
 
-def stop_processes(procs: Sequence[subprocess.Popen], timeout: float = 5.0) -> None:
-    """SIGINT, then SIGKILL after ``timeout`` seconds, for each child."""
+def stop_processes(procs: Sequence[subprocess.Popen], timeout: float = 3.0) -> None:
+    """SIGINT, then SIGKILL after ``timeout`` seconds, for each child still running."""
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGINT)
@@ -201,19 +316,56 @@ def stop_processes(procs: Sequence[subprocess.Popen], timeout: float = 5.0) -> N
             p.wait()
 
 
+class _Stop(Exception):
+    """A stop signal reached bringup."""
+
+
+def _raise_stop(signum, frame) -> None:
+    raise _Stop(signal.Signals(signum).name)
+
+
+def supervise(procs: Sequence[subprocess.Popen], poll: float = 0.2) -> int:
+    """Wait until a child exits or a stop signal (SIGINT, SIGTERM, SIGHUP) arrives, then stop all children.
+
+    A child that exits on its own is reported with its exit code; returns the first non-zero code."""
+    old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    code = 0
+    try:
+        while True:
+            done = [p for p in procs if p.poll() is not None]
+            if done:
+                for p in done:
+                    print(f"bringup: {EXECUTABLES.get(getattr(p, 'node', ''), p.args)} exited with code "
+                          f"{p.returncode}; stopping the other nodes", file=sys.stderr, flush=True)
+                code = next((p.returncode for p in done if p.returncode), 0)
+                break
+            time.sleep(poll)
+    except (KeyboardInterrupt, _Stop) as e:
+        print(f"bringup: {e or 'SIGINT'}: stopping the nodes", file=sys.stderr, flush=True)
+    finally:
+        with _signals_ignored():  # `timeout`, systemd and docker signal the whole group, some twice
+            stop_processes(procs)
+        for s, h in old.items():
+            signal.signal(s, h)
+    return code
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="bringup", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--robot", default="lwr4", help="robot name or file (selects config/<robot>.yaml)")
+    ap.add_argument("--robot", default="lwr4", help="robot name or file; '' = from the robot_description topic")
+    ap.add_argument("--model-from-topic", action="store_true",
+                    help="the nodes other than sim take their model from robot_description (sim publishes it)")
     ap.add_argument("--nodes", default="sim,estimator,sampler,monitor",
                     help=f"comma-separated subset of {','.join(NODES)}")
-    ap.add_argument("--params-file", default=None, help="ROS parameter file (default: config/<robot>.yaml)")
+    ap.add_argument("--params-file", default=None, help="ROS parameter file (default: config/payload_estimation.yaml)")
     ap.add_argument("--namespace", default=None, help="namespace for every node, e.g. /lbr")
     ap.add_argument("--use-sim-time", action="store_true", help="set use_sim_time:=true on every node")
     ap.add_argument("--processes", action="store_true", help="one child process per node")
     ap.add_argument("--monitor-prefix", default="",
                     help="with --processes: command to run the monitor under, e.g. 'chrt -f 80' (real-time priority)")
     ap.add_argument("-r", "--remap", action="append", default=[], help="remap rule from:=to (repeatable)")
-    ap.add_argument("-p", "--param", action="append", default=[], help="parameter name:=value for every node")
+    ap.add_argument("-p", "--param", action="append", default=[],
+                    help="parameter name:=value for every node (outranks every parameter file)")
     return ap.parse_args(argv)
 
 
@@ -224,34 +376,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         if s not in NODES:
             print(f"bringup: unknown node {s!r}; choose from {', '.join(NODES)}", file=sys.stderr)
             return 2
+    if a.monitor_prefix and not a.processes:
+        print("bringup: --monitor-prefix needs --processes (the monitor is its own process then)", file=sys.stderr)
+        return 2
     pfile = a.params_file or config_file(a.robot)
     params = list(a.param)
     if not any(p.startswith("robot:=") for p in params):
         params.append(f"robot:={a.robot}")
-    args = ros_args(pfile, a.namespace, True if a.use_sim_time else None, a.remap, params)
-    if a.monitor_prefix and not a.processes:
-        print("bringup: --monitor-prefix needs --processes (the monitor is its own process then)", file=sys.stderr)
+    try:
+        overrides = override_file(params, short)
+        if a.model_from_topic:  # node-specific entries come last: they outrank the global robot:=
+            overrides.unlink()
+            overrides = override_file(params, ["sim"], extra={s: {"robot": ""} for s in short if s != "sim"})
+    except (ValueError, yaml.YAMLError) as e:
+        print(f"bringup: {e}", file=sys.stderr)
         return 2
-    if a.processes:
-        prefix = a.monitor_prefix.split()
-        procs = [start_processes([s], args, prefix=prefix if s == "monitor" else ())[0] for s in short]
+    args = ros_args(pfile, a.namespace, True if a.use_sim_time else None, a.remap) + ["--params-file", str(overrides)]
+    try:
+        if a.processes:
+            prefix = a.monitor_prefix.split()
+            return supervise([start_processes([s], args, prefix=prefix if s == "monitor" else ())[0] for s in short])
+        rclpy.init(args=["bringup", *args])
+        old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
         try:
-            while all(p.poll() is None for p in procs):
-                time.sleep(0.2)
-        except KeyboardInterrupt:
+            nodes = construct([node_class(s) for s in short], args)
+            if nodes is None:
+                return 1
+            tune_interpreter()
+            spin_nodes(nodes)
+        except _Stop:
             pass
         finally:
-            stop_processes(procs)
-        return max((p.returncode or 0) for p in procs)
-    rclpy.init(args=["bringup", *args])
-    try:
-        nodes = [node_class(s)() for s in short]
-        tune_interpreter()
-        spin_nodes(nodes)
+            for s, h in old.items():
+                signal.signal(s, h)
+            if rclpy.ok():
+                rclpy.shutdown()
+        return 0
     finally:
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
+        overrides.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,11 @@ message and calls the callback in the same thread; the node's other entities sta
 
 The subscription belongs to the node (same name resolution, namespace and remapping, listed by
 ``ros2 node info``) but is not registered in its entity list, so the executor never takes from it.
-This uses rclpy's C extension the way ``rclpy.wait_for_message`` does; if that interface is not
-available (another rclpy version), :func:`create_dedicated_subscription` falls back to an ordinary
-executor-served subscription and says so in the log.
+This uses rclpy's C extension the way ``rclpy.wait_for_message`` does. Its subscription constructor
+takes content-filter options since Kilted and not on Jazzy: :func:`_c_subscription` calls whichever
+form this rclpy has. If the interface is not available at all (another rclpy),
+:func:`create_dedicated_subscription` falls back to an ordinary executor-served subscription and
+says so in the log.
 
 Callbacks run concurrently with the executor's callbacks: guard state shared between them with the
 ``lock`` passed in (the same lock the node's other callbacks take).
@@ -56,8 +58,7 @@ class DedicatedSubscription:
         self._lock = lock
         self._with_info = with_info
         self.topic = node.resolve_topic_name(topic)
-        with node.handle:
-            self._handle = _rclpy.Subscription(node.handle, msg_type, topic, qos.get_c_qos_profile(), None)
+        self._handle = _c_subscription(_rclpy, node, msg_type, topic, qos)
         self._stop = threading.Event()
         self._wake = GuardCondition(None, None, context=node.context)
         node.context.on_shutdown(self._request_stop)
@@ -115,6 +116,17 @@ class DedicatedSubscription:
             self._thread.join(timeout=2.0)
         self._handle.destroy_when_not_in_use()
         self._wake.destroy()
+
+
+def _c_subscription(rclpy_impl, node: Node, msg_type: type, topic: str, qos: QoSProfile):
+    """rclpy's C subscription handle: Kilted and later take content-filter options (None here),
+    Jazzy's constructor has no such argument."""
+    c_qos = qos.get_c_qos_profile()
+    with node.handle:
+        try:
+            return rclpy_impl.Subscription(node.handle, msg_type, topic, c_qos, None)
+        except TypeError:  # Jazzy (rclpy 7): (node, msg_type, topic, qos)
+            return rclpy_impl.Subscription(node.handle, msg_type, topic, c_qos)
 
 
 def create_dedicated_subscription(node: Node, msg_type: type, topic: str, callback: Callable[[Any], None],

@@ -243,7 +243,7 @@ def estimate_from_msg(msg: InertiaStamped) -> PayloadEstimate:
     if vals[0] < 0.0:
         raise MessageError(f"payload estimate has negative mass {vals[0]:g} kg")
     inertia = None if not np.any(vals[4:]) else vals[4:].copy()
-    return PayloadEstimate(float(vals[0]), vals[1:4].copy(), inertia, frame=msg.header.frame_id or "last_link",
+    return PayloadEstimate(float(vals[0]), vals[1:4].copy(), inertia, frame=msg.header.frame_id,
                            method="message")
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -35,7 +35,7 @@ def mission_client(joint_names: Sequence[str], monitors: Sequence[str] = ("colli
     """rclpy initialised, a :class:`MissionClient` spinning in a background executor; all torn down after."""
     rclpy.init()
     client = MissionClient(joint_names, monitors, name)
-    executor = MultiThreadedExecutor(num_threads=3)
+    executor = SingleThreadedExecutor()
     executor.add_node(client)
     threading.Thread(target=executor.spin, daemon=True).start()
     try:

@@ -2,28 +2,38 @@
 
 Interface (relative names, remappable):
 
-- subscribes ``joint_states`` (sensor_msgs/JointState), ``payload/estimate``
+- subscribes ``joint_states`` (sensor_msgs/JointState, on a thread of its own), ``payload/estimate``
   (geometry_msgs/InertiaStamped, transient local), ``joint_trajectory`` (to learn the active
-  trajectory for resuming) and ``payload_sampler/active`` (std_msgs/Bool, transient local);
+  trajectory for resuming), ``payload_sampler/active`` (std_msgs/Bool, transient local) and, with an
+  empty ``robot`` parameter, ``robot_description``;
 - publishes ``~/residual`` (sensor_msgs/JointState, effort = r in N m, same joint names),
-  ``~/collision`` (std_msgs/Bool, transient local, published on every change), ``~/status``
-  (diagnostic_msgs/DiagnosticArray), and on a stop a hold trajectory on ``joint_trajectory``.
+  ``~/collision`` (std_msgs/Bool, transient local, published on every change), ``~/status`` and
+  ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, on events and every second), on a stop a
+  hold trajectory on ``joint_trajectory``, and ~10 ms after each detection the estimated contact
+  (:class:`collision.contact.ContactLocator`): ``~/contact_wrench`` (geometry_msgs/WrenchStamped in the
+  contact link's frame: force N, torque about its origin N m) and ``~/contact_marker``
+  (visualization_msgs/Marker arrow for RViz; orange when the link or force is ambiguous).
 
-While a payload sampler is active the payload is not yet known: on the sampler's rising edge the
-monitor takes a *provisional* payload from the static residual at the pick configuration (the
-min-norm least-squares p_L,g with Y_L,g(q0) p = r; the CoM component along gravity is unobservable
-from one pose and small over ±7°), so the new load does not read as a collision. A published
-estimate replaces it immediately; an estimate of 0 kg (estimator reset) returns to unloaded.
+The per-sample work is :class:`collision.monitor.CollisionMonitor` (observer, detector with the
+speed- and noise-dependent envelope, contact tracker); this node adds the ROS I/O, the reaction,
+the provisional payload while sampling and the checks of what feeds the model.
 
-Parameters: ``robot``, ``joint_names``, ``gains`` (K_I, 1/s), ``thresholds`` (N m, one or n),
-``release_fraction``, ``confirm_samples``, ``sampling_threshold_factor`` (thresholds x this while the
-payload sampler is active and the payload only provisionally known), ``policy`` (none | stop | stop_and_resume),
-``resume_delay`` (s), ``hold_time`` (s, minimum time_from_start of the stop point),
-``stop_deceleration`` (rad/s^2: the stop ramps the current velocity down, motion.poses.stop_point),
-``residual_decimation`` (publish every k-th residual), ``velocity_scale``/``min_duration`` (re-timing
-of a resumed trajectory's first segment), ``payload_as_point_mass`` (default true: a gravity-only
-estimate also enters M̂ and Ĉ as a point mass at its CoM; false = paper 000 eq. 48, ĝ only — the
-payload's inertial torques then show in r during fast moves).
+Never silently blind: the status goes to ERROR when there is no robot model, no joint_states yet,
+or none for ``joint_state_timeout`` s of wall time (also under ``use_sim_time``), and back to OK
+when they return. Time faults (a stamp far ahead, a step back, a stream that starts over: see
+:class:`stream.StampGuard`) are held out of the observer, counted and logged; a restart
+re-initialises observer, detector and reaction from the new samples and keeps the payload (the
+object is still in the gripper). Estimates on ``payload/estimate`` outside ``max_payload`` /
+``max_com_radius``, or in another frame than the model's payload frame, are refused with a warning
+and the previous payload kept.
+
+While a payload sampler is active the payload is not yet known: from the sampler's rising edge on,
+the monitor learns a *provisional* payload from the static torques at every rest pose
+(:class:`collision.provisional.ProvisionalPayload`), so the new load does not read as a collision,
+and its thresholds are ``sampling_threshold_factor`` x the configured ones plus 3 sigma of the torque
+of the payload it does not know yet (large only while the mass is undetermined, e.g. before the
+first move from the stretched-up pose). A published estimate replaces the provisional payload;
+0 kg returns to unloaded.
 """
 
 from __future__ import annotations
@@ -32,37 +42,94 @@ import functools
 import sys
 import threading
 from array import array
+from dataclasses import replace
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import InertiaStamped
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import InertiaStamped, Point, WrenchStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker
 
-from ..collision.detector import CollisionDetector
-from ..collision.observer import MomentumObserver
-from ..collision.provisional import provisional_payload
-from ..collision.reaction import Action, ReactionStateMachine
+from ..collision.contact import ContactEstimate
+from ..collision.monitor import CollisionMonitor, MonitorConfig
+from ..collision.provisional import ProvisionalPayload
+from ..collision.reaction import POLICIES, Action, ReactionState, ReactionStateMachine
 from ..identification.estimate import PayloadEstimate
 from ..model.dynamics import RigidBodyDynamics
-from ..model.robot_file import load_robot
 from ..motion.poses import move_duration, stop_point
+from ..stream import StampVerdict
 from .dedicated_subscription import create_dedicated_subscription
-from .messages import (
-    JointStateConverter,
-    MessageError,
-    estimate_from_msg,
-    joint_state_msg,
-    trajectory_from_msg,
-    trajectory_msg,
+from .messages import MessageError, estimate_from_msg, joint_state_msg, trajectory_from_msg, trajectory_msg
+from .node_support import (
+    LIMIT_PARAMS,
+    ROBOT_PARAMS,
+    STREAM_PARAMS,
+    THROTTLE_S,
+    JointStateInput,
+    RobotModelSource,
+    StatusReporter,
+    joint_names_for,
+    steady_timer,
 )
+from .parameters import Param, ParameterError, ParameterTable
 from .qos import COMMAND_QOS, EVENT_QOS, LATCHED_QOS, SENSOR_QOS
 
-THROTTLE_S = 2.0
 HOLD_MARK = "collision_monitor/hold"
 """header.frame_id of the monitor's own trajectories (so it does not learn them as 'active')."""
+
+WATCHDOG_PERIOD = 0.1
+"""s between wall-clock checks of the joint_states stream."""
+
+PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
+    Param("gains", [150.0], "observer gain K_I (1/s), one value or one per joint (docs/collision.md)", low=0.0,
+          high=1000.0, low_open=True, min_items=1, applies="next sample (after a collision is released)"),
+    Param("thresholds", [6.0], "N m (paper: 6 N m), one value or one per joint", low=0.0, high=200.0,
+          low_open=True, min_items=1, applies="next sample (after a collision is released)"),
+    Param("threshold_margin", [0.0], "N m, model-error envelope at rest: th_j = max(thresholds_j, margin_j + "
+          "speed_j |dq_j| + n_sigma sigma_r,j), one value or one per joint", low=0.0, high=200.0, min_items=1,
+          applies="next sample (after a collision is released)"),
+    Param("threshold_speed", [0.0], "N m s/rad, speed-dependent part of that envelope", low=0.0, high=1000.0,
+          min_items=1, applies="next sample (after a collision is released)"),
+    Param("n_sigma", 5.0, "standard deviations of the residual noise in the envelope", low=0.0, high=20.0,
+          applies="next sample (after a collision is released)"),
+    Param("sensor_torque_noise", [0.0], "N m, torque sensor noise std (0: not modelled)", low=0.0, high=100.0,
+          min_items=1, applies="next sample (after a collision is released)"),
+    Param("sensor_velocity_noise", [0.0], "rad/s, velocity noise std (0: not modelled)", low=0.0, high=10.0,
+          min_items=1, applies="next sample (after a collision is released)"),
+    Param("quadrature", "trapezoid", "observer integration of the torque over a step (hold: sample-and-hold "
+          "torques, e.g. a simulator)", choices=("trapezoid", "hold"), applies="next sample (after a collision is "
+          "released)"),
+    Param("contact_estimation", True, "estimate the contact link, force and point after each detection "
+          "(~/contact_wrench, ~/contact_marker)", applies="next sample (after a collision is released)"),
+    Param("sampling_threshold_factor", 1.5, "thresholds x this while the payload sampler is active (payload only "
+          "provisionally known), plus 3 sigma of the torque of the payload not yet known", low=1.0, high=10.0,
+          applies="next sampling run"),
+    Param("release_fraction", 0.5, "a collision is released below this fraction of the threshold", low=0.0,
+          high=1.0, low_open=True, applies="next sample (after a collision is released)"),
+    Param("confirm_samples", 3, "consecutive samples above a threshold for a detection", low=1, high=1000,
+          applies="next sample (after a collision is released)"),
+    Param("policy", "stop_and_resume", "reaction to a collision", choices=POLICIES,
+          applies="next sample (after a stop has ended)"),
+    Param("resume_delay", 2.0, "s after the release before resuming (paper: 2 s)", low=0.0, high=600.0,
+          applies="next sample (after a stop has ended)"),
+    Param("hold_time", 0.2, "s, minimum time_from_start of the stop point (tolerates stale state)", low=0.0,
+          high=10.0, low_open=True),
+    Param("stop_deceleration", 10.0, "rad/s^2: the stop ramps the current joint velocities down", low=0.0,
+          high=1000.0, low_open=True),
+    Param("residual_decimation", 1, "publish every k-th residual", low=1, high=1000),
+    Param("resume_velocity_scale", 0.5, "peak speed of a resumed trajectory's first segment as a fraction of "
+          "the velocity limit", low=0.0, high=1.0, low_open=True),
+    Param("resume_min_duration", 0.5, "s, shortest first segment of a resumed trajectory", low=0.0, high=10.0,
+          low_open=True),
+    Param("payload_as_point_mass", True, "a gravity-only estimate also enters M and C as a point mass at its CoM "
+          "(false: paper 000 eq. 48, gravity only)", applies="next estimate"),
+])
+MONITOR_KEYS = {"gains", "thresholds", "release_fraction", "confirm_samples", "threshold_margin", "threshold_speed",
+                "n_sigma", "sensor_torque_noise", "sensor_velocity_noise", "quadrature", "contact_estimation"}
+REACTION_KEYS = {"policy", "resume_delay"}
 
 
 def _locked(method):
@@ -76,122 +143,205 @@ def _locked(method):
     return wrapper
 
 
+def _per_joint_check(n: int | None):
+    def check(values: dict) -> str | None:
+        if n is None:
+            return None
+        for k in ("gains", "thresholds", "threshold_margin", "threshold_speed", "sensor_torque_noise",
+                  "sensor_velocity_noise"):
+            if len(values[k]) not in (1, n):
+                return f"{k}: give one value or {n} (one per joint), got {len(values[k])}"
+        return None
+
+    return check
+
+
 class CollisionMonitorNode(Node):
     """Thin node: messages -> MomentumObserver -> CollisionDetector -> ReactionStateMachine."""
 
     def __init__(self, **kwargs):
         super().__init__("collision_monitor", **kwargs)
-        dp = self.declare_parameter
-        dp("robot", "lwr4")
-        dp("joint_names", [""])
-        dp("gains", [25.0])
-        dp("sampling_threshold_factor", 1.5)
-        dp("thresholds", [6.0])
-        dp("release_fraction", 0.5)
-        dp("confirm_samples", 3)
-        dp("policy", "stop_and_resume")
-        dp("resume_delay", 2.0)
-        dp("hold_time", 0.2)
-        dp("stop_deceleration", 10.0)
-        dp("residual_decimation", 1)
-        dp("velocity_scale", 0.5)
-        dp("min_duration", 0.5)
-        dp("payload_as_point_mass", True)
-        p = lambda k: self.get_parameter(k).value  # noqa: E731
-        self.desc = load_robot(p("robot"))
-        self.dyn = RigidBodyDynamics(self.desc)
-        n = self.desc.n
-        names = [x for x in p("joint_names") if x]
-        if names and len(names) != n:
-            raise ValueError(f"joint_names has {len(names)} names, robot {self.desc.name} has {n} joints")
-        self.joint_names = tuple(names) if names else self.desc.joint_names
-        gains = np.asarray(p("gains"), float)
-        th = np.asarray(p("thresholds"), float)
-        self.observer = MomentumObserver(self.dyn, gains[0] if gains.size == 1 else gains)
-        self._min_gain = float(np.min(gains))
-        self.sampling_threshold_factor = float(p("sampling_threshold_factor"))
-        self.detector = CollisionDetector(n, th[0] if th.size == 1 else th,
-                                          release_fraction=float(p("release_fraction")),
-                                          confirm_samples=int(p("confirm_samples")))
-        self.reaction = ReactionStateMachine(str(p("policy")), float(p("resume_delay")))
-        self.hold_time = float(p("hold_time"))
-        self.stop_deceleration = float(p("stop_deceleration"))
-        self.decimation = max(1, int(p("residual_decimation")))
-        self.velocity_scale = float(p("velocity_scale"))
-        self.min_duration = float(p("min_duration"))
-        self.point_mass = bool(p("payload_as_point_mass"))
-        self.frame = self.desc.payload_frame_name
-
-        self._conv = JointStateConverter(self.joint_names)
+        self._state_lock = threading.RLock()  # status snapshots are taken inside locked callbacks too
+        self._n: int | None = None
+        self.values = PARAMS.declare(self, check=lambda v: _per_joint_check(self._n)(v), on_change=self._on_params)
+        self.dyn: RigidBodyDynamics | None = None
+        self.mon: CollisionMonitor | None = None
+        self.reaction = ReactionStateMachine(self.values["policy"], float(self.values["resume_delay"]))
+        self.input: JointStateInput | None = None
+        self.joint_names: tuple[str, ...] = ()
+        self.frame = ""
+        self._pending_changes: set[str] = set()
         self._count = 0
-        self._q = None
-        self._r = np.zeros(n)
+        self._r = None
         self._collision = False
         self._sampling = False
-        self._provisional_at: float | None = None  # sample time from which to fit the provisional payload
+        self._learning = False  # fitting the provisional payload at rest poses (sampler active, no estimate yet)
+        self.provisional: ProvisionalPayload | None = None
         self._t_last = -np.inf  # stamp of the last processed joint_states sample (s)
         self._payload: PayloadEstimate | None = None
+        self._estimates_refused = 0
+        self._last_refusal = ""
         self._active: tuple[float, np.ndarray, np.ndarray] | None = None  # (start s, t (m,), q (m, n))
         self._remainder: tuple[np.ndarray, np.ndarray] | None = None
+        self._blind_logged = False
+        self._joint_states = None
 
         self.pub_residual = self.create_publisher(JointState, "~/residual", EVENT_QOS)
-        self._residual_msg = joint_state_msg(self.joint_names, tau=np.zeros(n))  # reused: only stamp and effort change
         self.pub_collision = self.create_publisher(Bool, "~/collision", LATCHED_QOS)
-        self.pub_status = self.create_publisher(DiagnosticArray, "~/status", LATCHED_QOS)
         self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
-        self._state_lock = threading.Lock()
+        self.pub_wrench = self.create_publisher(WrenchStamped, "~/contact_wrench", EVENT_QOS)
+        self.pub_marker = self.create_publisher(Marker, "~/contact_marker", EVENT_QOS)
+        self._contact: ContactEstimate | None = None
+        self.status = StatusReporter(self, "collision", self._snapshot)
         self.create_subscription(InertiaStamped, "payload/estimate", self._on_estimate, LATCHED_QOS)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
         self.create_subscription(Bool, "payload_sampler/active", self._on_sampling, LATCHED_QOS)
         self.pub_collision.publish(Bool(data=False))
-        self._status("monitoring (unloaded)")
-        # joint_states (1 kHz) is served by its own thread, not the executor: see dedicated_subscription.py
-        self._joint_states = create_dedicated_subscription(self, JointState, "joint_states", self._on_joint_states,
-                                                           SENSOR_QOS, self._state_lock)
-        self.get_logger().info(f"collision_monitor ready: robot {self.desc.name}, thresholds {th.tolist()} N m, "
-                               f"policy {self.reaction.policy}")
+        self.model = RobotModelSource(self, self.values, self._on_model)
+        steady_timer(self, WATCHDOG_PERIOD, self._watchdog)
+        self.status.publish()
 
-    def destroy_node(self) -> None:
-        if self._joint_states is not None:
-            self._joint_states.destroy()
-        super().destroy_node()
+    # ------------------------------------------------------------------ configuration
+    def _on_model(self, desc) -> None:
+        names = joint_names_for(desc, self.values["joint_names"])
+        err = _per_joint_check(desc.n)(self.values)
+        if err:
+            raise ParameterError(err)
+        with self._state_lock:
+            self.dyn = RigidBodyDynamics(desc)
+            self._n = desc.n
+            self.joint_names = names
+            self.frame = desc.payload_frame_name
+            self.input = JointStateInput(self, names, self.values)
+            self.mon = self._new_monitor()
+            self.provisional = ProvisionalPayload(self.dyn, self.frame)
+            self._r = np.zeros(desc.n)
+            self._residual_msg = joint_state_msg(names, tau=np.zeros(desc.n))  # reused: stamp and effort change
+            self._apply_payload(self._payload)
+            self.status.hardware_id = desc.name
+        if self._joint_states is None:
+            # joint_states (1 kHz) is served by its own thread, not the executor: see dedicated_subscription.py
+            self._joint_states = create_dedicated_subscription(self, JointState, "joint_states",
+                                                               self._on_joint_states, SENSOR_QOS, self._state_lock)
+        self.get_logger().info(f"collision_monitor ready: robot {desc.name}, thresholds {self.values['thresholds']} "
+                               f"N m, policy {self.reaction.policy}")
 
-    def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
+    def _new_monitor(self) -> CollisionMonitor:
+        """Observer, detector and contact tracker from the current parameters (core: collision.monitor)."""
+        v = self.values
+
+        def vec(k):
+            a = np.asarray(v[k], float)
+            return float(a[0]) if a.size == 1 else tuple(a.tolist())
+
+        self._base_th = np.broadcast_to(np.asarray(v["thresholds"], float), (self._n,)).copy()
+        cfg = MonitorConfig(gains=vec("gains"), thresholds=vec("thresholds"), margin=vec("threshold_margin"),
+                            speed=vec("threshold_speed"), n_sigma=float(v["n_sigma"]),
+                            torque_noise=vec("sensor_torque_noise"), velocity_noise=vec("sensor_velocity_noise"),
+                            release_fraction=float(v["release_fraction"]), confirm_samples=int(v["confirm_samples"]),
+                            quadrature=v["quadrature"])
+        if not v["contact_estimation"]:
+            cfg = replace(cfg, contact=None)
+        desc = self.dyn.desc
+        mon = CollisionMonitor(self.dyn, cfg, link_names=tuple(desc.link_frame_name(k) for k in range(1, desc.n + 1)))
+        mon.detector.scale_thresholds(float(v["sampling_threshold_factor"]) if self._sampling else 1.0)
+        payload = self._payload
+        if payload is not None:
+            mon.set_payload(*payload.observer_model(bool(v["payload_as_point_mass"])))
+        return mon
+
+    @_locked
+    def _on_params(self, names: set[str]) -> None:
+        self.values.update(PARAMS.values(self, names))
+        if self.input is not None and names & set(STREAM_PARAMS.by_name):
+            self.input.configure(self.values)
+        self._pending_changes |= names
+        self._apply_changes()
+        self.get_logger().info(f"parameters changed: {sorted(names)}"
+                               + (f" ({sorted(self._pending_changes)} wait for a safe point)"
+                                  if self._pending_changes else ""))
+
+    def _apply_changes(self) -> None:
+        """Apply changed parameters that are safe to apply now (under the state lock)."""
+        todo = self._pending_changes
+        if self.dyn is None:
+            return
+        if todo & MONITOR_KEYS and not self.mon.detector.in_collision:
+            self.mon = self._new_monitor()
+            todo -= MONITOR_KEYS
+        if todo & REACTION_KEYS and self.reaction.state is ReactionState.MOVING:
+            self.reaction = ReactionStateMachine(self.values["policy"], float(self.values["resume_delay"]))
+            if self.reaction.policy == "none":
+                self.get_logger().warning("collision reaction disabled (policy none): collisions are only reported")
+            todo -= REACTION_KEYS
+        if "payload_as_point_mass" in todo:
+            self._apply_payload(self._payload)
+        todo -= {k for k in todo if k not in MONITOR_KEYS | REACTION_KEYS}
 
     # ------------------------------------------------------------------ 1 kHz path
     def _on_joint_states(self, msg: JointState) -> None:
-        got = self._conv.receive(msg, self, THROTTLE_S)
+        if self.input is None:
+            return
+        got = self.input.receive(msg)
         if got is None:
             return
-        t, s = got
-        r = self.observer.update(t, s.q, s.dq, s.tau)
-        self._q, self._r, self._t_last = s.q, r, t
-        if self._provisional_at is not None and t >= self._provisional_at:
-            self._provisional_at = None
-            prov = provisional_payload(self.dyn, s.q, r, self._payload, self.frame)
-            self._set_payload(prov if prov.mass > 0 else None, "provisional")
+        verdict, t, s = got
+        if verdict is StampVerdict.HOLD:
+            return
+        if verdict is StampVerdict.RESTART:
+            self._restart()
+        if self._pending_changes:
+            self._apply_changes()
+        step = self.mon.update(t, s.q, s.dq, s.tau)
+        r = step.residual
+        self._r, self._t_last = r, t
+        if self._learning and s.dq is not None:
+            prov = self.provisional.update(t, s.q, s.dq, s.tau)
+            if prov is not None:
+                self._set_payload(prov, "provisional")
+            # thresholds x sampling_threshold_factor plus 3 sigma of the torque of the payload not yet known
+            bound = self.provisional.torque_bound(s.q, t, settle=5.0 / float(np.min(self.values["gains"])))
+            self.mon.detector.scale_thresholds(float(self.values["sampling_threshold_factor"])
+                                               + bound / self._base_th)
         self._count += 1
-        if self._count % self.decimation == 0:
+        if self._count % int(self.values["residual_decimation"]) == 0:
             out = self._residual_msg
             out.header.stamp = msg.header.stamp
             out.effort = array("d", r)  # array.array skips the generated setter's per-element checks
             self.pub_residual.publish(out)
-        ev = self.detector.update(t, r)
-        if ev is not None:
-            self._on_event(ev)
-        action = self.reaction.update(t, self.detector.in_collision)
+        if step.event is not None:
+            self._on_event(step.event)
+        if step.contact is not None:
+            self._on_contact(step.contact, msg.header.stamp)
+        action = self.reaction.update(t, self.mon.detector.in_collision)
         if action is Action.HOLD_POSITION:
             self._hold(s.q, s.dq, max(0.0, self._now() - t))
         elif action is Action.RESUME:
             self._resume(s.q)
 
+    def _restart(self) -> None:
+        """The stream started over: re-initialise from its new samples, keep the payload."""
+        self.mon.reset(keep_residual=True)  # a load or contact still there stays visible
+        self.mon.detector.reset()
+        self.reaction.reset()
+        self._active = self._remainder = None
+        if self._learning:
+            self.provisional.start()
+        if self._collision:
+            self._collision = False
+            self.pub_collision.publish(Bool(data=False))
+        self.status.publish()
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
     # ------------------------------------------------------------------ events
     def _on_event(self, ev) -> None:
         flag = ev.active
         if flag:
+            self._contact = None
             self.get_logger().warning(
-                f"collision detected at t={ev.detection_time:.3f} s: link {ev.link_name} (contact on it or beyond), "
+                f"collision detected at t={ev.detection_time:.3f} s: on link {ev.link_name} or beyond, "
                 f"peak |r| {ev.peak_max:.2f} N m at joint {self.joint_names[ev.peak_joint]}")
         else:
             self.get_logger().info(f"collision released at t={ev.release_time:.3f} s (link {ev.link_name}, "
@@ -199,7 +349,29 @@ class CollisionMonitorNode(Node):
         if flag != self._collision:
             self._collision = flag
             self.pub_collision.publish(Bool(data=flag))
-            self._status(("collision on " + ev.link_name) if flag else "monitoring", ev)
+            self.status.publish()
+
+    def _on_contact(self, c: ContactEstimate, stamp) -> None:
+        """The contact estimate of the active event: ~/contact_wrench and ~/contact_marker in the contact link's
+        frame (force N, torque about the frame origin N m), the log and the status."""
+        self._contact = c
+        force = "ambiguous" if c.force_ambiguous or c.force is None else f"{c.force_norm:.1f} N"
+        self.get_logger().warning(
+            f"contact on {c.link_name}{' (ambiguous)' if c.link_ambiguous else ''}: force {force}"
+            + ("" if c.point is None else f", point {np.round(c.point, 3).tolist()} m (base frame)")
+            + f", fit residual {c.fit_residual:.2f} N m")
+        point = c.point_link if c.point_link is not None else c.best_point_link
+        if c.force_link is None or point is None:  # no link explains the torque: nothing to show
+            self.status.publish()
+            return
+        w = WrenchStamped()  # the best fit, also when ambiguous (the status and the marker's colour say so)
+        w.header.stamp, w.header.frame_id = stamp, c.link_name
+        f, m = c.force_link, np.cross(point, c.force_link)
+        w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(x) for x in f)
+        w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = (float(x) for x in m)
+        self.pub_wrench.publish(w)
+        self.pub_marker.publish(contact_marker(c, stamp))
+        self.status.publish()
 
     def _hold(self, q: np.ndarray, dq: np.ndarray, lead: float) -> None:
         now = self._now()
@@ -210,7 +382,8 @@ class CollisionMonitorNode(Node):
             if keep.any():
                 self._remainder = (t[keep] - (now - start), qs[keep])
         self._active = None
-        q_stop, t_stop = stop_point(self.desc, q, dq, self.stop_deceleration, self.hold_time, min(lead, 0.2))
+        q_stop, t_stop = stop_point(self.dyn.desc, q, dq, float(self.values["stop_deceleration"]),
+                                    float(self.values["hold_time"]), min(lead, 0.2))
         msg = trajectory_msg(self.joint_names, q_stop[None, :], [t_stop], velocities=np.zeros((1, q.size)))
         msg.header.frame_id = HOLD_MARK
         self.pub_traj.publish(msg)
@@ -223,8 +396,9 @@ class CollisionMonitorNode(Node):
             return
         t, qs = self._remainder
         self._remainder = None
-        first = max(float(t[0]), move_duration(q, qs[0], self.desc.limits.velocity, self.velocity_scale,
-                                               self.min_duration))
+        first = max(float(t[0]), move_duration(q, qs[0], self.dyn.desc.limits.velocity,
+                                               float(self.values["resume_velocity_scale"]),
+                                               float(self.values["resume_min_duration"])))
         t = t - t[0] + first
         msg = trajectory_msg(self.joint_names, qs, t)
         msg.header.frame_id = HOLD_MARK
@@ -235,7 +409,7 @@ class CollisionMonitorNode(Node):
     # ------------------------------------------------------------------ other inputs
     @_locked
     def _on_trajectory(self, msg: JointTrajectory) -> None:
-        if msg.header.frame_id == HOLD_MARK:
+        if msg.header.frame_id == HOLD_MARK or self.dyn is None:
             return
         try:
             t, q = trajectory_from_msg(msg, self.joint_names)
@@ -249,49 +423,138 @@ class CollisionMonitorNode(Node):
         try:
             est = estimate_from_msg(msg)
         except MessageError as e:
-            self.get_logger().error(f"ignoring payload/estimate: {e}", throttle_duration_sec=THROTTLE_S)
-            return
-        self._set_payload(None if est.mass == 0.0 else est, "estimate")
+            return self._refuse_estimate(str(e))
+        if self.dyn is None:
+            return self._refuse_estimate("no robot model yet")
+        if est.mass == 0.0:
+            self._learning = False
+            return self._set_payload(None, "estimate")
+        if msg.header.frame_id != self.frame:
+            return self._refuse_estimate(f"frame '{msg.header.frame_id}' is not this model's payload frame "
+                                         f"'{self.frame}'")
+        limit, radius = float(self.values["max_payload"]), float(self.values["max_com_radius"])
+        if est.mass > limit:
+            return self._refuse_estimate(f"mass {est.mass:.3f} kg is above max_payload {limit:g} kg")
+        r = float(np.linalg.norm(est.com))
+        if r > radius:
+            return self._refuse_estimate(f"CoM {1e3 * r:.0f} mm from the payload frame is beyond max_com_radius "
+                                         f"{1e3 * radius:.0f} mm")
+        self._learning = False  # an estimate replaces the provisional payload
+        if self._sampling:
+            self.mon.detector.scale_thresholds(float(self.values["sampling_threshold_factor"]))
+        self._set_payload(est, "estimate")
+
+    def _refuse_estimate(self, why: str) -> None:
+        self._estimates_refused += 1
+        self._last_refusal = why
+        kept = "unloaded" if self._payload is None else f"{self._payload.mass:.3f} kg"
+        self.get_logger().warning(f"refusing payload/estimate: {why}; the previous payload model ({kept}) is kept")
+        self.status.publish()
 
     @_locked
     def _on_sampling(self, msg: Bool) -> None:
         active = bool(msg.data)
         if active != self._sampling:
             self.get_logger().info(f"payload sampler {'active' if active else 'idle'}")
-        if active and not self._sampling:
-            # Fit the provisional payload from a settled residual: 5 observer time constants of samples
-            # after the last one processed here (this node may lag the stream on a loaded machine), not
-            # from a residual that may still be converging.
-            self._provisional_at = self._t_last + 5.0 / self._min_gain
+        if active and not self._sampling and self.provisional is not None:
+            # learn the grasped load from the static torques at each rest pose of the run
+            self.provisional.start()
+            self._learning = True
         elif not active:
-            self._provisional_at = None
-        if active != self._sampling:
+            self._learning = False
+        if active != self._sampling and self.mon is not None:
             # the payload is only provisionally known while sampling: a wider margin until the estimate
-            self.detector.scale_thresholds(self.sampling_threshold_factor if active else 1.0)
+            self.mon.detector.scale_thresholds(float(self.values["sampling_threshold_factor"]) if active else 1.0)
         self._sampling = active
 
     def _set_payload(self, est: PayloadEstimate | None, source: str) -> None:
-        self.observer.set_payload(est.as_point_mass() if est is not None and self.point_mass else est)
         self._payload = est
-        text = "unloaded" if est is None else (f"{source} payload {est.mass:.3f} kg, CoM "
+        self._apply_payload(est)
+        what = est.method if est is not None and source == "provisional" else source
+        text = "unloaded" if est is None else (f"{what} payload {est.mass:.3f} kg, CoM "
                                                f"{np.round(np.asarray(est.com) * 1e3, 1).tolist()} mm")
-        self.get_logger().info(f"observer gravity model: {text}")
-        self._status(f"monitoring ({text})")
+        self.get_logger().info(f"observer model: {text}")
+        self.status.publish()
 
-    def _status(self, text: str, ev=None) -> None:
-        level = DiagnosticStatus.WARN if self._collision else DiagnosticStatus.OK
-        st = DiagnosticStatus(level=level, name=f"{self.get_name()}: collision", message=text,
-                              hardware_id=self.desc.name)
-        p = self._payload
-        vals = {"payload_mass": 0.0 if p is None else p.mass, "payload_source": "none" if p is None else p.method,
-                "collision": self._collision, "reaction_state": self.reaction.state.value,
-                "events": len(self.detector.events), "sampling": self._sampling}
-        if ev is not None:
-            vals.update({"link": ev.link_name, "peak": ev.peak_max})
-        st.values = [KeyValue(key=k, value=str(v)) for k, v in vals.items()]
-        arr = DiagnosticArray(status=[st])
-        arr.header.stamp = self.get_clock().now().to_msg()
-        self.pub_status.publish(arr)
+    def _apply_payload(self, est: PayloadEstimate | None) -> None:
+        if self.mon is not None:
+            self.mon.set_payload(*(est.observer_model(bool(self.values["payload_as_point_mass"]))
+                                   if est is not None else (None, False)))
+
+    # ------------------------------------------------------------------ status
+    def _watchdog(self) -> None:
+        if self.input is None:
+            return
+        lost = self.input.lost()
+        if lost and not self._blind_logged:
+            self._blind_logged = True
+            age = self.input.age()
+            self.get_logger().error("no joint_states received yet: not monitoring" if age is None else
+                                    f"joint_states lost for {age:.2f} s: collision detection is blind")
+            self.status.publish()
+        elif not lost and self._blind_logged:
+            self._blind_logged = False
+            self.get_logger().info("joint_states back: monitoring")
+            self.status.publish()
+
+    def _snapshot(self) -> tuple[int, str, dict]:
+        with self._state_lock:
+            p = self._payload
+            payload = "unloaded" if p is None else f"{p.method} payload {p.mass:.3f} kg"
+            if self.dyn is None:
+                level, text = DiagnosticStatus.ERROR, f"not monitoring: no robot model ({self.model.error})"
+            elif self.input.age() is None:
+                level, text = DiagnosticStatus.ERROR, "not monitoring: no joint_states received yet"
+            elif self.input.lost():
+                level, text = (DiagnosticStatus.ERROR, f"not monitoring: joint_states lost for "
+                               f"{self.input.age():.2f} s (collision detection is blind)")
+            elif self._collision:
+                ev = self.mon.detector.current
+                level, text = DiagnosticStatus.WARN, f"collision on {ev.link_name if ev else '?'}"
+            else:
+                level, text = DiagnosticStatus.OK, f"monitoring ({payload})"
+            if self.reaction.policy == "none" and level == DiagnosticStatus.OK:
+                text += "; reaction disabled (policy none)"
+            vals = {"payload_mass": 0.0 if p is None else p.mass, "payload_source": "none" if p is None else p.method,
+                    "collision": self._collision, "reaction_state": self.reaction.state.value,
+                    "policy": self.reaction.policy, "sampling": self._sampling,
+                    "estimates_refused": self._estimates_refused, "last_refusal": self._last_refusal,
+                    "pending_parameters": ",".join(sorted(self._pending_changes))}
+            if self.mon is not None:
+                det, obs = self.mon.detector, self.mon.observer
+                vals["events"] = len(det.events)
+                ev = det.current
+                if ev is not None:
+                    vals.update({"link": ev.link_name, "peak": ev.peak_max})
+                c = self._contact
+                if c is not None:
+                    vals.update({"contact_link": c.link_name, "link_ambiguous": c.link_ambiguous,
+                                 "force_norm": c.force_norm, "force_ambiguous": c.force_ambiguous,
+                                 "fit_residual": c.fit_residual})
+                vals.update({"observer_gaps": obs.gaps, "samples_skipped": obs.skipped})
+            if self.input is not None:
+                vals.update(self.input.counters())
+        return level, text, vals
+
+    def destroy_node(self) -> None:
+        if self._joint_states is not None:
+            self._joint_states.destroy()
+        super().destroy_node()
+
+
+def contact_marker(c: ContactEstimate, stamp, scale: float = 0.01) -> Marker:
+    """An RViz arrow ending at the contact point, along the force (``scale`` m per N), in the link frame."""
+    m = Marker()
+    m.header.stamp, m.header.frame_id = stamp, c.link_name
+    m.ns, m.id, m.type, m.action = "contact", 0, Marker.ARROW, Marker.ADD
+    tip = np.asarray(c.point_link if c.point_link is not None else c.best_point_link, float)
+    tail = tip - scale * np.asarray(c.force_link, float)
+    m.points = [Point(x=float(a), y=float(b), z=float(z)) for a, b, z in (tail, tip)]
+    m.scale.x, m.scale.y, m.scale.z = 0.01, 0.02, 0.03  # shaft and head diameters, head length (m)
+    m.color.r, m.color.a = 1.0, 1.0
+    m.color.g = 0.6 if c.force_ambiguous or c.link_ambiguous else 0.0  # orange: ambiguous
+    m.lifetime.sec = 5
+    return m
 
 
 def main(args=None) -> int:

@@ -16,6 +16,10 @@ Subscribes
   force and torque are given in that link frame's axes (ROS convention), converted to base axes when
   applied, at the link frame origin for ``contact_duration`` s; applied on arrival, or at
   ``header.stamp`` (sim time) when that lies in the future, so scripted contacts have exact times.
+  ``robot_description`` (std_msgs/String, transient-local) with the URDF it simulates when the ``robot``
+  parameter names one (a URDF file's own text; a DH robot as :func:`model.urdf.to_urdf`), so the other
+  nodes can take their model from the topic as on a real robot; with an empty ``robot`` it subscribes
+  to ``robot_description`` instead and simulates what arrives there.
 Services
   ``~/attach_payload`` / ``~/detach_payload`` (std_srvs/Trigger): the ``payload_*`` parameters
   (mass kg, CoM m and inertia about the CoM [xx, xy, xz, yy, yz, zz] kg m^2 in the payload frame);
@@ -31,23 +35,26 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
-import rclpy
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..model.joint_vectors import per_joint
 from ..model.parameters import BodyInertia, sym_from_vec6
-from ..model.robot_file import load_robot
+from ..model.urdf import to_urdf
 from ..sim import SensorConfig, SimConfig, SimulatedArm
 from .messages import MessageError, sec_to_time, time_to_sec, trajectory_from_msg
+from .node_support import RobotModelSource, StatusReporter
+from .parameters import Param, ParameterError, ParameterTable
 from .qos import COMMAND_QOS, LATCHED_QOS
 
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -55,64 +62,60 @@ STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=Re
 
 
 
+PARAMS = ParameterTable([
+    Param("robot", "lwr4", "robot to simulate: a shipped robot (lwr4, iiwa14), a robot YAML or URDF file (its "
+          "description is published on robot_description); empty = simulate what arrives on robot_description",
+          read_only=True),
+    Param("base_link", "", "first link of the chain in a URDF (empty: the root)", read_only=True),
+    Param("tip_link", "", "last link of the chain in a URDF = payload frame (empty: the unique tip)", read_only=True),
+    Param("joint_names", [""], "joint names to publish, in model order ([\"\"]: the model's)", read_only=True),
+    Param("rate_hz", 1000.0, "joint_states rate (Hz of sim time)", low=0.0, high=10000.0, low_open=True,
+          read_only=True),
+    Param("clock_rate_hz", 250.0, "/clock rate (Hz of sim time)", low=0.0, high=10000.0, low_open=True,
+          read_only=True),
+    Param("real_time_factor", 1.0, "sim time per wall time (0: as fast as possible)", low=0.0, high=100.0,
+          read_only=True),
+    Param("dt", 0.001, "physics step (s)", low=0.0, high=0.01, low_open=True, read_only=True),
+    Param("noise_std", [0.0], "N m, torque sensor noise (one value or one per joint)", low=0.0, high=100.0,
+          min_items=1, read_only=True),
+    Param("offset", [0.0], "N m, torque sensor offsets (one value or one per joint)", low=-1000.0, high=1000.0,
+          min_items=1, read_only=True),
+    Param("lowpass_hz", 0.0, "Hz, first-order low-pass of the torque sensor (0: none)", low=0.0, high=10000.0,
+          read_only=True),
+    Param("viscous", [0.0], "N m s/rad, viscous joint friction (motor side)", low=0.0, high=1000.0, min_items=1,
+          read_only=True),
+    Param("coulomb", [0.0], "N m, Coulomb joint friction (motor side)", low=0.0, high=1000.0, min_items=1,
+          read_only=True),
+    Param("sensor_sees_friction", False, "the torque sensor reads the friction too", read_only=True),
+    Param("seed", 0, "random seed of noise and model error", low=0, high=2**31 - 1, read_only=True),
+    Param("model_error", 0.0, "relative link-parameter error of the simulated (true) robot vs the model",
+          low=0.0, high=0.5, read_only=True),
+    Param("initial_positions", [0.0], "rad, start configuration ([0.0]: zeros clipped to the limits)",
+          read_only=True),
+    Param("payload_mass", 1.0, "kg, payload of ~/attach_payload", low=0.0, high=1000.0, low_open=True,
+          applies="next ~/attach_payload"),
+    Param("payload_com", [0.0, 0.0, 0.05], "m, its CoM in the payload frame", low=-10.0, high=10.0, min_items=3,
+          applies="next ~/attach_payload"),
+    Param("payload_inertia", [1e-3, 0.0, 0.0, 1e-3, 0.0, 1e-3], "kg m^2, its inertia about the CoM "
+          "[xx, xy, xz, yy, yz, zz]", low=-100.0, high=100.0, min_items=6, applies="next ~/attach_payload"),
+    Param("payload_attached", False, "start with the payload attached", read_only=True),
+    Param("contact_duration", 0.2, "s, duration of an ~/apply_wrench contact", low=0.0, high=3600.0, low_open=True),
+])
+
+
 class SimNode(Node):
     """Simulated arm node; see the module docstring for the interface."""
 
     def __init__(self, node_name: str = "sim_node", **kwargs):
         super().__init__(node_name, **kwargs)
-        robot = self.declare_parameter("robot", "lwr4").value
-        self.desc = load_robot(robot)
-        n = self.desc.n
-        p = self.declare_parameter
-        rate_hz = float(p("rate_hz", 1000.0).value)
-        clock_rate_hz = float(p("clock_rate_hz", 250.0).value)
-        self.real_time_factor = float(p("real_time_factor", 1.0).value)
-        dt = float(p("dt", 0.001).value)
-        sensor = SensorConfig(
-            noise_std=per_joint(p("noise_std", [0.0]).value, n, "parameter 'noise_std'"),
-            offset=per_joint(p("offset", [0.0]).value, n, "parameter 'offset'"),
-            lowpass_hz=(lambda f: f if f > 0 else None)(float(p("lowpass_hz", 0.0).value)),
-            viscous=per_joint(p("viscous", [0.0]).value, n, "parameter 'viscous'"),
-            coulomb=per_joint(p("coulomb", [0.0]).value, n, "parameter 'coulomb'"),
-            sensor_sees_friction=bool(p("sensor_sees_friction", False).value),
-        )
-        cfg = SimConfig(dt=dt, seed=int(p("seed", 0).value), model_error=float(p("model_error", 0.0).value),
-                        sensor=sensor)
-        q0 = np.clip(np.zeros(n), self.desc.limits.position[:, 0], self.desc.limits.position[:, 1])
-        q0 = np.asarray(p("initial_positions", q0.tolist()).value, dtype=float)
-        self.payload_mass = float(p("payload_mass", 1.0).value)
-        self.payload_com = np.asarray(p("payload_com", [0.0, 0.0, 0.05]).value, dtype=float)
-        self.payload_inertia = np.asarray(p("payload_inertia", [1e-3, 0.0, 0.0, 1e-3, 0.0, 1e-3]).value, dtype=float)
-        self.contact_duration = float(p("contact_duration", 0.2).value)
-        payload_attached = bool(p("payload_attached", False).value)
-        names = [s for s in p("joint_names", [""]).value if s]
-        if not names:
-            names = list(self.desc.joint_names)
-        if len(names) != n or len(set(names)) != n:
-            raise ValueError(f"parameter 'joint_names': need {n} distinct names for robot '{robot}', got {names}")
-        self.joint_names = names
-        if not (rate_hz > 0 and np.isfinite(rate_hz)):
-            raise ValueError(f"parameter 'rate_hz' must be > 0, got {rate_hz}")
-        if not clock_rate_hz > 0:
-            raise ValueError(f"parameter 'clock_rate_hz' must be > 0, got {clock_rate_hz}")
-        self.clock_period = 1.0 / clock_rate_hz
-        if not (self.real_time_factor >= 0 and np.isfinite(self.real_time_factor)):
-            raise ValueError(f"parameter 'real_time_factor' must be >= 0, got {self.real_time_factor}")
-        if self.payload_com.shape != (3,) or self.payload_inertia.shape != (6,):
-            raise ValueError("parameters 'payload_com' (3 values, m) and 'payload_inertia' (xx, xy, xz, yy, yz, zz "
-                             "about the CoM, kg m^2) have the wrong length")
-        self.steps_per_message = max(1, int(round(1.0 / (rate_hz * dt))))
-
-        self.arm = SimulatedArm(self.desc, cfg)
-        if payload_attached:
-            self.arm.attach_payload(self._payload_body())
-        self.arm.reset(q0)
-        self._next_clock = -np.inf
+        self.values = PARAMS.declare(self, on_change=lambda names: self.values.update(PARAMS.values(self, names)))
+        self.arm: SimulatedArm | None = None
+        self.desc = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         self._pending: list[tuple[float, str, np.ndarray, np.ndarray]] = []  # scheduled contacts
         self.published = 0
-
         self.pub_state = self.create_publisher(JointState, "joint_states", STATE_QOS)
         self.pub_clock = self.create_publisher(Clock, "/clock", STATE_QOS)
         self.pub_payload = self.create_publisher(InertiaStamped, "~/true_payload", LATCHED_QOS)
@@ -120,14 +123,71 @@ class SimNode(Node):
         self.create_subscription(WrenchStamped, "~/apply_wrench", self._on_wrench, COMMAND_QOS)
         self.create_service(Trigger, "~/attach_payload", self._on_attach)
         self.create_service(Trigger, "~/detach_payload", self._on_detach)
-        self._publish_payload()
+        robot = self.values["robot"]
+        if robot:
+            self.pub_description = self.create_publisher(String, "robot_description", LATCHED_QOS)
+        self.status = StatusReporter(self, "simulation", self._snapshot)
+        self.model = RobotModelSource(self, self.values, self._start)
+        if robot:  # the model this node simulates, for nodes that take it from the topic
+            path = Path(robot)
+            text = path.read_text() if path.suffix.lower() in (".urdf", ".xml") else to_urdf(self.desc)
+            self.pub_description.publish(String(data=text))
+
+    def _start(self, desc) -> None:
+        """Build the simulated arm for ``desc`` and start the physics thread (once)."""
+        if self.arm is not None:
+            raise ParameterError("sim_node simulates the first robot model it got; restart it for another one")
+        v, n = self.values, desc.n
+        sensor = SensorConfig(
+            noise_std=per_joint(v["noise_std"], n, "parameter 'noise_std'"),
+            offset=per_joint(v["offset"], n, "parameter 'offset'"),
+            lowpass_hz=float(v["lowpass_hz"]) or None,
+            viscous=per_joint(v["viscous"], n, "parameter 'viscous'"),
+            coulomb=per_joint(v["coulomb"], n, "parameter 'coulomb'"),
+            sensor_sees_friction=bool(v["sensor_sees_friction"]))
+        dt = float(v["dt"])
+        cfg = SimConfig(dt=dt, seed=int(v["seed"]), model_error=float(v["model_error"]), sensor=sensor)
+        q0 = np.asarray(v["initial_positions"], dtype=float)
+        if q0.size == 1 and q0[0] == 0.0:
+            q0 = np.clip(np.zeros(n), desc.limits.position[:, 0], desc.limits.position[:, 1])
+        names = [s for s in v["joint_names"] if s] or list(desc.joint_names)
+        if len(names) != n or len(set(names)) != n:
+            raise ParameterError(f"joint_names: need {n} distinct names for robot '{desc.name}', got {names}")
+        if self._payload_body_shape_error():
+            raise ParameterError(self._payload_body_shape_error())
+        self.joint_names = names
+        self.real_time_factor = float(v["real_time_factor"])
+        self.clock_period = 1.0 / float(v["clock_rate_hz"])
+        self.steps_per_message = max(1, int(round(1.0 / (float(v["rate_hz"]) * dt))))
+        self.contact_duration = float(v["contact_duration"])
+        arm = SimulatedArm(desc, cfg)
+        if v["payload_attached"]:
+            arm.attach_payload(self._payload_body())
+        arm.reset(q0)
+        self.desc, self.arm = desc, arm
+        self._next_clock = -np.inf
         self._msg = JointState()
         self._msg.name = list(self.joint_names)
+        self._publish_payload()
         self._thread = threading.Thread(target=self._run, name="sim_physics", daemon=True)
         self._thread.start()
         self.get_logger().info(
-            f"simulating '{self.desc.name}' ({n} joints {self.joint_names}) dt={dt} s, joint_states at "
+            f"simulating '{desc.name}' ({n} joints {self.joint_names}) dt={dt} s, joint_states at "
             f"{1.0 / (self.steps_per_message * dt):.0f} Hz (sim time), real_time_factor={self.real_time_factor}")
+
+    def _snapshot(self) -> tuple[int, str, dict]:
+        if self.arm is None:
+            return DiagnosticStatus.ERROR, f"not simulating: no robot model ({self.model.error})", {}
+        body = self.arm.true_payload
+        return DiagnosticStatus.OK, f"simulating {self.desc.name}", {
+            "sim_time_s": self.arm.time, "published": self.published,
+            "payload_mass": 0.0 if body is None else body.mass, "pending_contacts": len(self._pending)}
+
+    def _payload_body_shape_error(self) -> str:
+        if len(self.values["payload_com"]) != 3 or len(self.values["payload_inertia"]) != 6:
+            return ("parameters 'payload_com' (3 values, m) and 'payload_inertia' (xx, xy, xz, yy, yz, zz about the "
+                    "CoM, kg m^2) have the wrong length")
+        return ""
 
     # --- physics loop ------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -183,6 +243,10 @@ class SimNode(Node):
 
     # --- callbacks ---------------------------------------------------------------------------------
     def _on_trajectory(self, msg: JointTrajectory) -> None:
+        if self.arm is None:
+            self.get_logger().error(f"joint_trajectory rejected: no robot model ({self.model.error})",
+                                    throttle_duration_sec=2.0)
+            return
         try:
             times, positions = trajectory_from_msg(msg, self.joint_names)
             velocities = _velocities_by_name(msg, self.joint_names)
@@ -200,6 +264,9 @@ class SimNode(Node):
         link = msg.header.frame_id
         f = np.array([msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z])
         mu = np.array([msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z])
+        if self.arm is None:
+            self.get_logger().error(f"apply_wrench rejected: no robot model ({self.model.error})")
+            return
         if link not in self.arm.link_names:
             self.get_logger().error(f"apply_wrench rejected: unknown link '{link}' (use one of {self.arm.link_names})")
             return
@@ -224,9 +291,14 @@ class SimNode(Node):
                                f"torque {mu} N m (link axes)")
 
     def _payload_body(self) -> BodyInertia:
-        return BodyInertia(self.payload_mass, self.payload_com, sym_from_vec6(self.payload_inertia))
+        v = self.values
+        return BodyInertia(float(v["payload_mass"]), np.asarray(v["payload_com"], float),
+                           sym_from_vec6(np.asarray(v["payload_inertia"], float)))
 
     def _on_attach(self, request, response):
+        if self.arm is None:
+            response.success, response.message = False, f"no robot model ({self.model.error})"
+            return response
         try:
             with self._lock:
                 self.arm.attach_payload(self._payload_body())
@@ -236,12 +308,15 @@ class SimNode(Node):
             return response
         self._publish_payload()
         response.success = True
-        response.message = (f"attached {self.payload_mass} kg, CoM {self.payload_com.tolist()} m in "
-                            f"{self.desc.payload_frame_name}")
+        body = self._payload_body()
+        response.message = (f"attached {body.mass} kg, CoM {body.com.tolist()} m in {self.desc.payload_frame_name}")
         self.get_logger().info(response.message)
         return response
 
     def _on_detach(self, request, response):
+        if self.arm is None:
+            response.success, response.message = False, f"no robot model ({self.model.error})"
+            return response
         with self._lock:
             had = self.arm.true_payload is not None
             self.arm.detach_payload()
@@ -266,8 +341,9 @@ class SimNode(Node):
     def stop(self) -> None:
         """Stop the physics thread (no more joint_states); idempotent."""
         self._stop.set()
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout=2.0)
+        t = self._thread
+        if t is not None and t.is_alive() and threading.current_thread() is not t:
+            t.join(timeout=2.0)
 
     def destroy_node(self) -> None:
         try:
@@ -298,22 +374,9 @@ def _velocities_by_name(msg: JointTrajectory, joint_names) -> np.ndarray | None:
 
 
 def main(argv=None) -> int:
-    rclpy.init(args=sys.argv if argv is None else argv)
-    node = None
-    try:
-        node = SimNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        try:
-            if node is not None:
-                node.destroy_node()
-        except KeyboardInterrupt:  # a second Ctrl-C, or rclpy's re-raised SIGINT
-            pass
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
+    from .bringup import run_node
+
+    return run_node(SimNode, argv)
 
 
 __all__ = ["SimNode", "SimArmNode", "STATE_QOS", "main"]

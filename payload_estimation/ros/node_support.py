@@ -1,0 +1,272 @@
+"""What every node of the package shares: its robot model, its joint_states input, its status.
+
+- :class:`RobotModelSource` — the model from the ``robot`` parameter (a shipped name or a file), or,
+  when that is empty, from the ``robot_description`` topic (std_msgs/String, reliable +
+  transient-local, in the node's namespace: what robot_state_publisher offers). Until a model is
+  there the node says so and refuses its services with that reason.
+- :class:`JointStateInput` — joint_states mapped by name onto the model, with the stamp guard
+  (:class:`stream.StampGuard`: future stamps, steps back, restarts) and the wall-clock watchdog;
+  everything it drops is counted and logged (rate-limited).
+- :class:`StatusReporter` — ``~/status`` (latched) and ``/diagnostics``, on every event and
+  periodically (1 Hz, steady clock: also while ``/clock`` stands still).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock, ClockType
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+from ..model.description import RobotDescription
+from ..model.robot_file import load_robot, robot_from_description
+from ..stream import StampGuard, StampVerdict, StreamWatchdog
+from .messages import JointSample, JointStateConverter
+from .parameters import Param, ParameterError, ParameterTable
+from .qos import LATCHED_QOS
+
+THROTTLE_S = 2.0
+"""s between repeats of the same warning."""
+
+STATUS_PERIOD = 1.0
+"""s between periodic status messages."""
+
+LEVEL_NAMES = {DiagnosticStatus.OK: "OK", DiagnosticStatus.WARN: "WARN", DiagnosticStatus.ERROR: "ERROR",
+               DiagnosticStatus.STALE: "STALE"}
+
+ROBOT_PARAMS = ParameterTable([
+    Param("robot", "lwr4", "robot model: a shipped robot (lwr4, iiwa14), a robot YAML or URDF file; empty = "
+          "take the URDF from the robot_description topic", read_only=True),
+    Param("base_link", "", "first link of the chain in a URDF (empty: the root)", read_only=True),
+    Param("tip_link", "", "last link of the chain in a URDF = payload frame (empty: the unique leaf reached "
+          "through moving joints)", read_only=True),
+    Param("joint_names", [""], "names in joint_states / joint_trajectory, in model order ([\"\"]: the model's)",
+          read_only=True),
+])
+"""Parameters of the robot model, shared by every node."""
+
+STREAM_PARAMS = ParameterTable([
+    Param("joint_state_timeout", 0.5, "s without joint_states (wall clock, also under use_sim_time) after which "
+          "the stream counts as lost", low=0.0, high=10.0, low_open=True),
+    Param("max_stamp_jump", 1.0, "s a joint_states stamp may run ahead of the wall clock since the previous "
+          "sample; further ahead, or not after it, is a time fault (held out, counted)", low=0.0, high=3600.0,
+          low_open=True),
+    Param("restart_samples", 20, "consecutive consistent samples after a time fault that make a stream restart "
+          "(the node re-initialises from them)", low=1, high=10000),
+])
+"""Parameters of the joint_states input, shared by every node."""
+
+
+def steady_timer(node, period: float, callback: Callable[[], None]):
+    """A timer on the steady (wall) clock: it fires while sim time stands still."""
+    return node.create_timer(period, callback, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+
+def joint_names_for(desc: RobotDescription, names: list[str]) -> tuple[str, ...]:
+    """The message joint names in model order: the ``joint_names`` parameter or the model's own."""
+    names = [x for x in names if x]
+    if names and len(names) != desc.n:
+        raise ParameterError(f"joint_names has {len(names)} names, robot {desc.name} has {desc.n} joints")
+    return tuple(names) if names else desc.joint_names
+
+
+class RobotModelSource:
+    """The node's robot model, now (``robot`` set) or once ``robot_description`` arrives.
+
+    ``on_model(desc)`` runs for every model taken; ``busy()`` returning True defers a new
+    description (e.g. while sampling) until :meth:`retry` is called when idle.
+    """
+
+    def __init__(self, node, values: dict, on_model: Callable[[RobotDescription], None],
+                 busy: Callable[[], bool] = lambda: False):
+        self.node = node
+        self.on_model = on_model
+        self.busy = busy
+        self.base_link = values.get("base_link") or None
+        self.tip_link = values.get("tip_link") or None
+        self.desc: RobotDescription | None = None
+        self.source = ""
+        self.error = ""
+        self._deferred: str | None = None
+        robot = values.get("robot", "")
+        if robot:
+            try:
+                desc = load_robot(robot, self.base_link, self.tip_link)
+            except (OSError, ValueError) as e:
+                raise ParameterError(f"robot {robot!r}: {e}") from e
+            self._take(desc, f"robot parameter ({robot})")
+        else:
+            node.create_subscription(String, "robot_description", self._on_description, LATCHED_QOS)
+            self.error = f"waiting for the robot model on {node.resolve_topic_name('robot_description')}"
+            node.get_logger().warning(self.error)
+
+    @property
+    def ready(self) -> bool:
+        return self.desc is not None
+
+    def _on_description(self, msg: String) -> None:
+        if self.busy():
+            self._deferred = msg.data
+            self.node.get_logger().warning("robot_description changed while busy: taken when idle")
+            return
+        self._load_text(msg.data)
+
+    def retry(self) -> None:
+        """Take a description deferred while busy (call when idle)."""
+        if self._deferred is not None:
+            text, self._deferred = self._deferred, None
+            self._load_text(text)
+
+    def _load_text(self, text: str) -> None:
+        try:
+            desc = robot_from_description(text, self.base_link, self.tip_link,
+                                          source=self.node.resolve_topic_name("robot_description"))
+        except ValueError as e:
+            self.error = f"robot_description rejected: {e}"
+            self.node.get_logger().error(self.error)
+            return
+        if self.desc is not None and desc == self.desc:
+            return
+        self._take(desc, "robot_description topic")
+
+    def _take(self, desc: RobotDescription, source: str) -> None:
+        changed = self.desc is not None
+        self.on_model(desc)  # may raise ParameterError (e.g. joint_names) before anything is replaced
+        self.desc, self.source, self.error = desc, source, ""
+        self.node.get_logger().info(f"robot model {'replaced' if changed else 'loaded'}: {desc.name}, {desc.n} "
+                                    f"joints, payload frame {desc.payload_frame_name} (from the {source})")
+
+
+class JointStateInput:
+    """joint_states -> (verdict, t, sample) in model order; counts and logs what it drops."""
+
+    def __init__(self, node, joint_names, values: dict, require_velocity: bool = True,
+                 require_effort: bool = True):
+        self.node = node
+        self.converter = JointStateConverter(joint_names, require_velocity, require_effort)
+        self.guard = StampGuard(float(values["max_stamp_jump"]), int(values["restart_samples"]))
+        self.watchdog = StreamWatchdog(float(values["joint_state_timeout"]))
+        self.bad_messages = 0
+
+    def configure(self, values: dict) -> None:
+        """Apply changed STREAM_PARAMS values (from the next sample on)."""
+        self.guard.max_jump = float(values["max_stamp_jump"])
+        self.guard.confirm = int(values["restart_samples"])
+        self.watchdog.timeout = float(values["joint_state_timeout"])
+
+    def receive(self, msg: JointState) -> tuple[StampVerdict, float, JointSample] | None:
+        """A message in; None if it cannot be used (logged). HOLD: a time fault, held out of use."""
+        wall = time.monotonic()
+        got = self.converter.receive(msg, self.node, THROTTLE_S)
+        if got is None:
+            self.bad_messages += 1
+            return None
+        if self.watchdog.feed(wall):
+            self.node.get_logger().info("joint_states are back")
+        t, s = got
+        verdict = self.guard.check(t, wall)
+        if verdict is StampVerdict.HOLD:
+            self.node.get_logger().warning(
+                f"joint_states time fault, sample held out: {self.guard.counters.last_fault}",
+                throttle_duration_sec=THROTTLE_S)
+        elif verdict is StampVerdict.RESTART:
+            self.node.get_logger().warning(f"joint_states {self.guard.counters.last_fault}: re-initialising")
+        return verdict, t, s
+
+    def lost(self) -> bool:
+        """True once no joint_states arrived for ``joint_state_timeout`` s of wall time."""
+        return self.watchdog.lost(time.monotonic())
+
+    def age(self) -> float | None:
+        """Wall s since the newest joint_states (None: none yet)."""
+        return self.watchdog.age(time.monotonic())
+
+    def counters(self) -> dict[str, object]:
+        c = self.guard.counters
+        return {"joint_states_age_s": self.age(), "joint_states_losses": self.watchdog.losses,
+                "bad_messages": self.bad_messages, "stamp_faults_held": c.held,
+                "stamp_faults_rejected": c.rejected, "stream_restarts": c.restarts,
+                "last_time_fault": c.last_fault}
+
+
+class StatusReporter:
+    """``~/status`` (latched) and ``/diagnostics``: ``snapshot()`` -> (level, message, values)."""
+
+    def __init__(self, node, name: str, snapshot: Callable[[], tuple[int, str, dict]],
+                 period: float = STATUS_PERIOD):
+        self.node = node
+        self.name = f"{node.get_name()}: {name}"
+        self.snapshot = snapshot
+        self.pub_status = node.create_publisher(DiagnosticArray, "~/status", LATCHED_QOS)
+        self.pub_diag = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.hardware_id = ""
+        self.last_level: int | None = None
+        self._timer = steady_timer(node, period, self.publish)
+
+    def publish(self) -> None:
+        level, message, values = self.snapshot()
+        st = DiagnosticStatus(level=level, name=self.name, message=message, hardware_id=self.hardware_id)
+        st.values = [KeyValue(key=k, value=_text(v)) for k, v in values.items()]
+        arr = DiagnosticArray(status=[st])
+        arr.header.stamp = self.node.get_clock().now().to_msg()
+        self.pub_status.publish(arr)
+        self.pub_diag.publish(arr)
+        self.last_level = level
+
+
+def _text(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.9g}"
+    if v is None:
+        return ""
+    return str(v)
+
+
+
+SETTLE_PARAMS = ParameterTable([
+    Param("window", 0.12, "s of joint_states checked for a static capture", low=0.0, high=5.0, low_open=True,
+          applies="next capture"),
+    Param("max_velocity", 0.005, "rad/s, RMS velocity per joint for 'static'", low=0.0, high=1.0, low_open=True,
+          applies="next capture"),
+    Param("max_position_spread", 5e-4, "rad, max - min per joint over the window", low=0.0, high=0.1,
+          low_open=True, applies="next capture"),
+    Param("max_torque_std", 0.5, "N m, torque standard deviation per joint over the window", low=0.0, high=50.0,
+          low_open=True, applies="next capture"),
+    Param("max_torque_drift", 0.1, "N m, |mean of 2nd half - mean of 1st half| per joint, plus ...", low=0.0,
+          high=50.0, low_open=True, applies="next capture"),
+    Param("torque_drift_relative", 0.005, "... this fraction of |mean torque| of that joint", low=0.0, high=1.0,
+          applies="next capture"),
+    Param("min_average_samples", 30, "fewer samples in the window (a thinned stream): reach back for them ...",
+          low=1, high=100000, applies="next capture"),
+    Param("max_window", 0.4, "... at most this many s (all static tests apply to the longer window)", low=0.0,
+          high=10.0, low_open=True, applies="next capture"),
+])
+"""The static test (motion.settle): the estimator decides, the sampler pre-checks with the same values."""
+
+
+def settle_config(values: dict):
+    """motion.settle.SettleConfig from the SETTLE_PARAMS values."""
+    from ..motion.settle import SettleConfig
+
+    return SettleConfig(window=float(values["window"]), max_velocity=float(values["max_velocity"]),
+                        max_position_spread=float(values["max_position_spread"]),
+                        max_torque_std=float(values["max_torque_std"]),
+                        max_torque_drift=float(values["max_torque_drift"]),
+                        torque_drift_relative=float(values["torque_drift_relative"]),
+                        min_average_samples=int(values["min_average_samples"]), max_window=float(values["max_window"]))
+
+
+LIMIT_PARAMS = ParameterTable([
+    Param("max_payload", 15.0, "kg; a heavier estimate is rejected by the estimator and refused by the monitor",
+          low=0.0, high=1000.0, low_open=True, applies="next estimate"),
+    Param("max_com_radius", 0.5, "m, largest CoM distance from the payload frame origin (same rule)", low=0.0,
+          high=10.0, low_open=True, applies="next estimate"),
+])
+"""What counts as a plausible payload: shared by the estimator (rejects) and the monitor (refuses)."""
+
+
+__all__ = ["RobotModelSource", "JointStateInput", "StatusReporter", "ROBOT_PARAMS", "STREAM_PARAMS", "SETTLE_PARAMS",
+           "LIMIT_PARAMS", "settle_config", "steady_timer", "joint_names_for", "LEVEL_NAMES", "THROTTLE_S"]

@@ -1,0 +1,141 @@
+"""Node parameters: one table per node, descriptors, refusals with a reason, run-time changes, one doc copy."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+import rclpy
+from rcl_interfaces.srv import DescribeParameters, SetParameters
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from payload_estimation.ros.estimator_node import PayloadEstimatorNode
+from payload_estimation.ros.interface import DOCS, PARAMS_FILE, render_all
+from payload_estimation.ros.monitor_node import CollisionMonitorNode
+from payload_estimation.ros.parameters import Param, ParameterError
+from payload_estimation.ros.sampler_node import PayloadSamplerNode
+
+ROOT = Path(__file__).resolve().parents[1]
+NS = f"/param{os.getpid()}"
+
+
+def test_param_checks_bounds_choices_and_lists():
+    p = Param("amplitude_deg", 7.0, "deg", low=0.0, high=10.0, low_open=True)
+    assert p.check(10.0) is None and p.check(0.1) is None
+    assert "out of range" in p.check(0.0) and "(0, 10]" in p.check(90.0)
+    assert p.check(float("nan")) is not None and p.check(float("inf")) is not None
+    c = Param("method", "one-shot", "how", choices=("one-shot", "differential"))
+    assert c.check("differential") is None and "one-shot, differential" in c.check("bogus")
+    a = Param("thresholds", [6.0], "N m", low=0.0, high=200.0, low_open=True, min_items=1)
+    assert a.check([6.0, 7.0]) is None and a.check([6.0, -1.0]) is not None and a.check([]) is not None
+    d = p.descriptor()
+    assert d.floating_point_range[0].from_value == 0.0 and d.floating_point_range[0].to_value == 10.0
+    assert "(0, 10]" in d.additional_constraints
+
+
+def test_docs_and_the_package_parameter_file_are_generated_from_the_tables():
+    docs, params = render_all((ROOT / DOCS).read_text())
+    assert docs == (ROOT / DOCS).read_text(), "docs/ros_interface.md is stale: run tools/gen_ros_docs.py"
+    assert params == (ROOT / PARAMS_FILE).read_text(), f"{PARAMS_FILE} is stale: run tools/gen_ros_docs.py"
+
+
+@pytest.fixture(scope="module")
+def ros():
+    rclpy.init(args=["--ros-args", "-r", f"__ns:={NS}"])
+    yield
+    rclpy.shutdown()
+
+
+@pytest.fixture
+def spin(ros):
+    ex = SingleThreadedExecutor()
+    client = Node("param_client")
+    ex.add_node(client)
+    th = threading.Thread(target=ex.spin, daemon=True)
+    th.start()
+    nodes = []
+
+    def add(node):
+        nodes.append(node)
+        ex.add_node(node)
+        return node
+
+    yield client, add
+    ex.shutdown()
+    th.join(timeout=5)
+    for n in [client, *nodes]:
+        n.destroy_node()
+
+
+def call(client, srv_type, name, request, timeout=10.0):
+    cli = client.create_client(srv_type, name)
+    try:
+        assert cli.wait_for_service(timeout_sec=5.0), name
+        fut = cli.call_async(request)
+        ev = threading.Event()
+        fut.add_done_callback(lambda f: ev.set())
+        assert ev.wait(timeout), f"{name} did not answer"
+        return fut.result()
+    finally:
+        client.destroy_client(cli)
+
+
+def set_params(client, node: str, **values):
+    """``ros2 param set`` through the node's own parameter service: [(successful, reason)]."""
+    req = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
+    res = call(client, SetParameters, f"{NS}/{node}/set_parameters", req)
+    return [(r.successful, r.reason) for r in res.results]
+
+
+def test_unsafe_values_are_refused_with_a_reason_and_safe_ones_applied(spin):
+    client, add = spin
+    sampler = add(PayloadSamplerNode())
+    monitor = add(CollisionMonitorNode())
+    estimator = add(PayloadEstimatorNode())
+    for key, bad in (("amplitude_deg", 90.0), ("velocity_scale", 5.0), ("n_poses", 0), ("amplitude_deg", 0.0)):
+        [(ok, why)] = set_params(client, "payload_sampler", **{key: bad})
+        assert not ok and key in why and ("allowed" in why or "range" in why), (key, why)
+    assert sampler.values["amplitude_deg"] == 7.0 and sampler.get_parameter("amplitude_deg").value == 7.0
+    for key, bad in (("thresholds", [1000.0]), ("thresholds", [-1.0]), ("gains", [float("nan")]),
+                     ("thresholds", [6.0, 6.0]), ("policy", "bogus")):
+        [(ok, why)] = set_params(client, "collision_monitor", **{key: bad})
+        assert not ok and key in why, (key, why)
+    [(ok, why)] = set_params(client, "payload_estimator", max_payload=1e6)
+    assert not ok and "max_payload" in why
+    [(ok, _)] = set_params(client, "payload_estimator", robot="iiwa14")
+    assert not ok  # read-only: fixed at start-up
+    # safe values take effect: the sampler's next run, the monitor's detector and reaction now
+    assert set_params(client, "payload_sampler", amplitude_deg=5.0, n_poses=6) == [(True, ""), (True, "")]
+    plan, _, _ = sampler._configs()
+    assert plan.amplitude_deg == 5.0 and plan.n_poses == 6
+    assert set_params(client, "collision_monitor", thresholds=[8.0], policy="none") == [(True, ""), (True, "")]
+    assert monitor.mon.detector.thresholds.tolist() == [8.0] * 7 and monitor.reaction.policy == "none"
+    assert set_params(client, "payload_estimator", method="differential")[0][0]
+    assert estimator.values["method"] == "differential"
+
+
+def test_descriptors_tell_units_ranges_and_read_only(spin):
+    client, add = spin
+    add(PayloadSamplerNode())
+    res = call(client, DescribeParameters, f"{NS}/payload_sampler/describe_parameters",
+               DescribeParameters.Request(names=["amplitude_deg", "robot"]))
+    amp, robot = res.descriptors
+    assert "deg" in amp.description and amp.floating_point_range[0].to_value == 10.0 and not amp.read_only
+    assert robot.read_only
+
+
+@pytest.mark.parametrize("override,words", [
+    (Parameter("method", value="bogus"), ["method", "one-shot, differential"]),
+    (Parameter("amplitude_deg", value=90.0), ["amplitude_deg", "(0, 10]"]),
+    (Parameter("robot", value="/no/such/robot.yaml"), ["robot", "/no/such/robot.yaml"]),
+])
+def test_bad_start_up_values_fail_with_one_line_naming_the_parameter(ros, override, words):
+    cls = PayloadSamplerNode if override.name == "amplitude_deg" else PayloadEstimatorNode
+    with pytest.raises(ParameterError) as exc:
+        cls(parameter_overrides=[override])
+    text = str(exc.value)
+    assert "\n" not in text and all(w in text for w in words), text
