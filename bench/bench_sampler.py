@@ -17,7 +17,6 @@ import argparse
 import datetime
 import os
 import sys
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -46,6 +45,7 @@ def ros_run(robot: str, seed: int, ns: str) -> dict:
     from payload_estimation.ros.monitor_node import CollisionMonitorNode
     from payload_estimation.ros.sampler_node import PayloadSamplerNode
     from payload_estimation.ros.sim_node import SimNode
+    from payload_estimation.ros.spin_thread import SpinThread
 
     def params(d):
         return [Parameter(k, value=v) for k, v in d.items()]
@@ -61,11 +61,7 @@ def ros_run(robot: str, seed: int, ns: str) -> dict:
     monitor = CollisionMonitorNode(parameter_overrides=common + sim_time)
     probe = Node("bench_probe", parameter_overrides=sim_time)
     nodes = [sim, est, sampler, monitor, probe]
-    ex = SingleThreadedExecutor()
-    for n in nodes:
-        ex.add_node(n)
-    th = threading.Thread(target=ex.spin, daemon=True)
-    th.start()
+    spin = SpinThread(SingleThreadedExecutor(), *nodes)
     try:
         res, wall = grasp_and_sample(probe, discovery=5.0, timeout=90.0)
         if not res.success:
@@ -77,7 +73,7 @@ def ros_run(robot: str, seed: int, ns: str) -> dict:
                 "com_err_mm": 1e3 * float(np.linalg.norm(com - COM))}
     finally:
         sim.stop()
-        ex.shutdown()
+        spin.stop()
         for n in nodes:
             n.destroy_node()
 
@@ -119,6 +115,7 @@ def process_run(robot: str, seed: int, ns: str, workdir: Path) -> dict:
     from payload_estimation.ros.bringup import config_file, ros_args, start_processes, stop_processes
     from payload_estimation.ros.messages import estimate_from_msg
     from payload_estimation.ros.qos import LATCHED_QOS
+    from payload_estimation.ros.spin_thread import SpinThread
 
     sim_params = [f"robot:={robot}", f"initial_positions:={Q0[robot].tolist()}", f"seed:={seed}",
                   f"noise_std:={[NOISE]}", f"model_error:={MODEL_ERROR}", "real_time_factor:=1.0", "rate_hz:=1000.0",
@@ -134,10 +131,7 @@ def process_run(robot: str, seed: int, ns: str, workdir: Path) -> dict:
     probe.create_subscription(DiagnosticArray, "payload_sampler/status", lambda m: got.__setitem__("status", m),
                               LATCHED_QOS)
     probe.create_subscription(InertiaStamped, "payload/estimate", lambda m: got.__setitem__("est", m), LATCHED_QOS)
-    ex = SingleThreadedExecutor()
-    ex.add_node(probe)
-    th = threading.Thread(target=ex.spin, daemon=True)
-    th.start()
+    spin = SpinThread(SingleThreadedExecutor(), probe)
     try:
         sim_sleep(probe, 0.5)  # processes start slowly: let the simulator run first
         res, wall = grasp_and_sample(probe, discovery=60.0, timeout=120.0)
@@ -155,7 +149,7 @@ def process_run(robot: str, seed: int, ns: str, workdir: Path) -> dict:
         return {"ok": True, "sim_s": float(vals["last_duration_s"]), "wall_s": wall, "phases": phases,
                 "mass_err_pct": 100 * (e.mass - MASS) / MASS, "com_err_mm": 1e3 * float(np.linalg.norm(e.com - COM))}
     finally:
-        ex.shutdown()
+        spin.stop()
         probe.destroy_node()
         stop_processes(procs)
 

@@ -18,7 +18,6 @@ import datetime
 import os
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -87,6 +86,7 @@ def node_rtf(rate_hz: float, seconds: float, subscriber: str) -> tuple[float, fl
     from sensor_msgs.msg import JointState
 
     from payload_estimation.ros.sim_node import SimNode
+    from payload_estimation.ros.spin_thread import SpinThread
 
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     proc = None
@@ -104,11 +104,7 @@ def node_rtf(rate_hz: float, seconds: float, subscriber: str) -> tuple[float, fl
         probe = Node("bench_probe", context=ctx)
         probe.create_subscription(JointState, "joint_states", lambda m: count.__setitem__(0, count[0] + 1), 100)
         nodes.append(probe)
-    ex = SingleThreadedExecutor(context=ctx)
-    for n in nodes:
-        ex.add_node(n)
-    th = threading.Thread(target=ex.spin, daemon=True)
-    th.start()
+    spin = SpinThread(SingleThreadedExecutor(context=ctx), *nodes)
     time.sleep(0.3)
     if proc is not None:  # wait until the other process receives, then measure over its window
         while sim.pub_state.get_subscription_count() == 0:
@@ -121,10 +117,7 @@ def node_rtf(rate_hz: float, seconds: float, subscriber: str) -> tuple[float, fl
     if proc is not None:
         out, _ = proc.communicate(timeout=60)
         rate = float(out.strip().splitlines()[-1])
-    for n in nodes:
-        ex.remove_node(n)
-    ex.shutdown()
-    th.join(timeout=5)
+    spin.stop()
     for n in nodes:
         n.destroy_node()
     rclpy.shutdown(context=ctx)

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from payload_estimation.ros.monitor_node import CollisionMonitorNode
 from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from payload_estimation.ros.sampler_node import PayloadSamplerNode
 from payload_estimation.ros.sim_node import SimNode
+from payload_estimation.ros.spin_thread import SpinThread
 
 # Real DDS, real processes, wall-clock timeouts: on a loaded 2-core machine a run can miss a deadline;
 # a failure that repeats twice more is real.
@@ -284,19 +284,14 @@ def _in_process(robot: str):
 def test_pick_estimate_and_move_in_process(ros_ctx, robot):
     nodes = _in_process(robot)
     probe = Probe()
-    ex = SingleThreadedExecutor()
-    for n in [*nodes, probe]:
-        ex.add_node(n)
-    th = threading.Thread(target=ex.spin, daemon=True)
-    th.start()
+    spin = SpinThread(SingleThreadedExecutor(), *nodes, probe)
     report: dict = {}
     try:
         run_pick_estimate_and_move(probe, robot, report, quiet_probe=True)
     finally:
         print(f"[{robot}] report: {report}")
         nodes[0].stop()  # the simulator's physics thread publishes outside the executor
-        ex.shutdown()
-        th.join(timeout=5.0)  # the spin loop may still be building a wait set from the nodes
+        spin.stop()
         for n in [*nodes, probe]:
             n.destroy_node()
 
@@ -324,10 +319,7 @@ def test_pick_estimate_and_move_separate_processes(ros_ctx, tmp_path, robot):
     procs = start_processes(["sim"], sim_args, env) + start_processes(["estimator", "sampler", "monitor"],
                                                                        node_args, env)
     probe = Probe()
-    ex = SingleThreadedExecutor()
-    ex.add_node(probe)
-    th = threading.Thread(target=ex.spin, daemon=True)
-    th.start()
+    spin = SpinThread(SingleThreadedExecutor(), probe)
     report: dict = {}
     try:
         # Five processes on this 2-core machine (shared with other test runs) lag the 1 kHz stream more
@@ -336,8 +328,7 @@ def test_pick_estimate_and_move_separate_processes(ros_ctx, tmp_path, robot):
         assert all(p.poll() is None for p in procs), "a node process died"
     finally:
         print(f"[{robot}, processes] report: {report}")
-        ex.shutdown()
-        th.join(timeout=5.0)
+        spin.stop()
         probe.destroy_node()
         stop_processes(procs)
     assert all(p.returncode in (0, -2, 130) for p in procs), [p.returncode for p in procs]

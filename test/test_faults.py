@@ -34,6 +34,7 @@ from payload_estimation.model.robot_file import load_robot
 from payload_estimation.ros.bringup import override_file, ros_args, start_processes, stop_processes
 from payload_estimation.ros.messages import joint_state_msg, sec_to_time
 from payload_estimation.ros.qos import LATCHED_QOS, SENSOR_QOS
+from payload_estimation.ros.spin_thread import SpinThread
 
 # Real processes and wall-clock bounds on a shared 2-core machine: a miss that repeats twice is real.
 pytestmark = pytest.mark.flaky(reruns=2, reruns_delay=2)
@@ -131,10 +132,7 @@ def ros():
 @pytest.fixture
 def rig(ros, dyn):
     probe = Probe()
-    ex = SingleThreadedExecutor()
-    ex.add_node(probe)
-    th = threading.Thread(target=ex.spin, daemon=True)
-    th.start()
+    spin = SpinThread(SingleThreadedExecutor(), probe)
     feed = Feed(probe, dyn)
     procs: list[subprocess.Popen] = []
 
@@ -145,8 +143,7 @@ def rig(ros, dyn):
     yield probe, feed, start
     feed.close()
     stop_processes(procs)
-    ex.shutdown()
-    th.join(5.0)
+    spin.stop()
     probe.destroy_node()
 
 
@@ -295,10 +292,7 @@ def test_a_dying_child_is_reported_and_the_others_stopped(ros):
 
 def test_overrides_win_and_bad_values_stop_start_up_with_one_line(ros, tmp_path):
     probe = Node("override_probe")
-    ex = SingleThreadedExecutor()
-    ex.add_node(probe)
-    th = threading.Thread(target=ex.spin, daemon=True)
-    th.start()
+    spin = SpinThread(SingleThreadedExecutor(), probe)
     got: list = []
     probe.create_subscription(DiagnosticArray, f"{NS}/payload_estimator/status",
                               lambda m: got.append({kv.key: kv.value for kv in m.status[0].values}), LATCHED_QOS)
@@ -308,8 +302,7 @@ def test_overrides_win_and_bad_values_stop_start_up_with_one_line(ros, tmp_path)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=15)
-        ex.shutdown()
-        th.join(5.0)
+        spin.stop()
         probe.destroy_node()
     proc = _bringup("--nodes", "estimator", "-p", "method:=bogus")
     out, err = proc.communicate(timeout=30)

@@ -35,6 +35,7 @@ from payload_estimation.ros.messages import joint_state_msg, trajectory_from_msg
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
 from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from payload_estimation.ros.sampler_node import PayloadSamplerNode
+from payload_estimation.ros.spin_thread import SpinThread
 
 # Real DDS, real processes, wall-clock timeouts: on a loaded 2-core machine a run can miss a deadline;
 # a failure that repeats twice more is real.
@@ -115,8 +116,7 @@ class Rig:
         self.nodes: list[Node] = []
         self.client_node = Node("test_client")
         self.add(self.client_node)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        self.spin = SpinThread(self.executor)
 
     def add(self, node: Node) -> Node:
         self.nodes.append(node)
@@ -156,8 +156,7 @@ class Rig:
         for n in self.nodes:
             if isinstance(n, StaticArm):
                 n.stop()
-        self.executor.shutdown()
-        self.thread.join(timeout=5.0)  # the spin loop may still be building a wait set from the nodes
+        self.spin.stop()
         for n in list(self.nodes):
             n.destroy_node()
 

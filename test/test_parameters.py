@@ -18,6 +18,7 @@ from payload_estimation.ros.interface import DOCS, PARAMS_FILE, render_all
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
 from payload_estimation.ros.parameters import Param, ParameterError
 from payload_estimation.ros.sampler_node import PayloadSamplerNode
+from payload_estimation.ros.spin_thread import SpinThread
 
 ROOT = Path(__file__).resolve().parents[1]
 NS = f"/param{os.getpid()}"
@@ -54,9 +55,7 @@ def ros():
 def spin(ros):
     ex = SingleThreadedExecutor()
     client = Node("param_client")
-    ex.add_node(client)
-    th = threading.Thread(target=ex.spin, daemon=True)
-    th.start()
+    spin = SpinThread(ex, client)
     nodes = []
 
     def add(node):
@@ -65,8 +64,7 @@ def spin(ros):
         return node
 
     yield client, add
-    ex.shutdown()
-    th.join(timeout=5)
+    spin.stop()
     for n in [client, *nodes]:
         n.destroy_node()
 

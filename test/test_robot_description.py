@@ -8,7 +8,6 @@ static arm of that model, in that robot's tip frame. sim_node publishes the desc
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import numpy as np
@@ -30,6 +29,7 @@ from payload_estimation.motion.poses import PosePlanConfig, plan_poses
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
 from payload_estimation.ros.qos import LATCHED_QOS
 from payload_estimation.ros.sim_node import SimNode
+from payload_estimation.ros.spin_thread import SpinThread
 
 pytestmark = [pytest.mark.flaky(reruns=2, reruns_delay=2),
               pytest.mark.skipif(not URDF_DIR.is_dir() and not os.environ.get("CI"),
@@ -55,14 +55,12 @@ def spin(ros):
         return node
 
     client = add(Node("rd_client"))
-    th = threading.Thread(target=ex.spin, daemon=True)
-    th.start()
+    spin = SpinThread(ex)
     yield client, add
     for n in nodes:
         if isinstance(n, StaticArm):
             n.stop()
-    ex.shutdown()
-    th.join(5.0)
+    spin.stop()
     for n in nodes:
         n.destroy_node()
 

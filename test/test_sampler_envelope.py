@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 
 import numpy as np
@@ -32,6 +31,7 @@ from payload_estimation.ros.bringup import override_file, ros_args, start_proces
 from payload_estimation.ros.messages import trajectory_from_msg, trajectory_msg
 from payload_estimation.ros.monitor_node import HOLD_MARK
 from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+from payload_estimation.ros.spin_thread import SpinThread
 
 pytestmark = pytest.mark.flaky(reruns=1, reruns_delay=2)
 
@@ -85,17 +85,13 @@ def system():
     nodes = start_processes(["estimator", "sampler", "monitor"],
                             ros_args(None, NS, True, clock) + ["--params-file", str(over)])
     probe = Probe(desc.joint_names)
-    ex = SingleThreadedExecutor()
-    ex.add_node(probe)
-    th = threading.Thread(target=ex.spin, daemon=True)
-    th.start()
+    spin = SpinThread(SingleThreadedExecutor(), probe)
     try:
         assert wait_for(lambda: probe.q is not None, 30.0)
         assert wait_for(lambda: probe.values().get("busy") == "False", 30.0)
         yield desc, probe
     finally:
-        ex.shutdown()
-        th.join(5.0)
+        spin.stop()
         probe.destroy_node()
         stop_processes(nodes + sim)
         over.unlink(missing_ok=True)

@@ -22,6 +22,7 @@ from payload_estimation.model.parameters import BodyInertia, sym_from_vec6
 from payload_estimation.ros.messages import sec_to_duration, sec_to_time, time_to_sec
 from payload_estimation.ros.qos import LATCHED_QOS
 from payload_estimation.ros.sim_node import SimNode
+from payload_estimation.ros.spin_thread import SpinThread
 
 # Real DDS, real processes, wall-clock timeouts: on a loaded 2-core machine a run can miss a deadline;
 # a failure that repeats twice more is real.
@@ -97,18 +98,12 @@ def ros():
     ])
     probe = Probe(context)
     executor = SingleThreadedExecutor(context=context)
-    executor.add_node(sim)
-    executor.add_node(probe)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
+    spin = SpinThread(executor, sim, probe)
     wait_for(lambda: len(probe.states) > 5, what="joint_states")
     yield sim, probe
     sim.stop()
     time.sleep(0.1)
-    executor.remove_node(sim)
-    executor.remove_node(probe)
-    executor.shutdown()
-    thread.join(timeout=5)
+    spin.stop()
     sim.destroy_node()
     probe.destroy_node()
     rclpy.shutdown(context=context)

@@ -27,6 +27,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from .messages import estimate_from_msg, sec_to_time, time_to_sec, trajectory_msg
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+from .spin_thread import SpinThread
 
 
 @contextmanager
@@ -35,13 +36,11 @@ def mission_client(joint_names: Sequence[str], monitors: Sequence[str] = ("colli
     """rclpy initialised, a :class:`MissionClient` spinning in a background executor; all torn down after."""
     rclpy.init()
     client = MissionClient(joint_names, monitors, name)
-    executor = SingleThreadedExecutor()
-    executor.add_node(client)
-    threading.Thread(target=executor.spin, daemon=True).start()
+    spin = SpinThread(SingleThreadedExecutor(), client)
     try:
         yield client
     finally:
-        executor.shutdown()
+        spin.stop()
         client.destroy_node()
         rclpy.try_shutdown()
 
