@@ -31,10 +31,10 @@ def rest(prov, dyn_loaded, q, t0, seconds=0.1, dt=1e-3, noise=0.0, rng=None):
 
 def test_one_rest_pose_explains_the_load_there_and_more_poses_give_the_payload(dyn):
     loaded = dyn.with_payload(TRUE)
-    prov = ProvisionalPayload(dyn, "frame")
+    prov = ProvisionalPayload(dyn)
     prov.start()
     est = rest(prov, loaded, Q0, 0.0)
-    assert est is not None and est.samples == 1
+    assert est is not None and est.poses == 1
     y = dyn.payload_gravity_regressor(Q0)
     truth = np.r_[TRUE.mass, TRUE.mass * TRUE.com]
     # at one pose: the load's torque is explained (to the prior's pull, well below the noise level)
@@ -43,7 +43,7 @@ def test_one_rest_pose_explains_the_load_there_and_more_poses_give_the_payload(d
     rng = np.random.default_rng(0)
     for k, q in enumerate(plan_poses(dyn, Q0, PosePlanConfig(n_poses=6)).poses[1:]):
         est = rest(prov, loaded, q, 2.0 + k, noise=0.1, rng=rng) or est
-    assert est.samples == 6
+    assert est.poses == 6
     assert est.mass == pytest.approx(TRUE.mass, abs=0.05)
     np.testing.assert_allclose(est.com, TRUE.com, atol=0.01)
 
@@ -53,10 +53,10 @@ def test_at_the_stretched_up_pose_the_mass_stays_unknown_not_invented(dyn):
     and the posterior says the mass is unknown, so the sampler slows its first move."""
     up = np.zeros(dyn.n)
     loaded = dyn.with_payload(BodyInertia(5.0, np.array([0, 0, 0.05]), np.eye(3) * 1e-3))
-    prov = ProvisionalPayload(dyn, "frame")
+    prov = ProvisionalPayload(dyn)
     prov.start()
     est = rest(prov, loaded, up, 0.0)
-    assert est.mass < 0.1 and est.std["mass"] > 5.0
+    assert est.mass < 0.1 and est.mass_std > 5.0
     _, cov = payload_gravity_posterior(dyn, Q0[None])
     assert np.sqrt(cov[0, 0]) < 0.2  # a bent pose determines the mass
     tilt = up.copy()
@@ -66,7 +66,7 @@ def test_at_the_stretched_up_pose_the_mass_stays_unknown_not_invented(dyn):
 
 
 def test_motion_resets_the_rest_window(dyn):
-    prov = ProvisionalPayload(dyn, "frame")
+    prov = ProvisionalPayload(dyn)
     prov.start()
     z = np.zeros(dyn.n)
     moving = np.full(dyn.n, 0.05)

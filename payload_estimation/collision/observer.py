@@ -203,7 +203,7 @@ class MomentumObserver:
         The momentum reference is re-initialised at the next sample (the model's momentum jumps),
         the residual value is kept.
 
-        A :class:`~payload_estimation.identification.estimate.PayloadEstimate` is converted by the
+        An estimate record (identification) is converted by the
         caller: ``estimate.body()`` (zero inertia if only gravity was estimated), or
         ``estimate.as_point_mass().body()``.
         """

@@ -21,8 +21,33 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..identification.estimate import PayloadEstimate
 from ..model.dynamics import RigidBodyDynamics
+from ..model.parameters import BodyInertia
+
+
+@dataclass(frozen=True)
+class ProvisionalFit:
+    """The payload learnt so far: mass (kg), CoM (m, payload frame), the mass's posterior standard
+    deviation (kg) and the number of rest poses it comes from. A caller that needs an estimate record
+    (the monitor node) converts it; this layer does not depend on identification/."""
+
+    mass: float
+    com: np.ndarray
+    mass_std: float
+    poses: int
+
+    @property
+    def method(self) -> str:
+        return f"provisional ({self.poses} rest pose(s))"
+
+    def gravity_params(self) -> np.ndarray:
+        """p_L,g = (m, m cx, m cy, m cz) in the payload frame."""
+        return np.concatenate([[self.mass], self.mass * np.asarray(self.com, float)])
+
+    def observer_model(self, point_mass: bool = True) -> tuple[BodyInertia, bool]:
+        """(body, gravity_only) for :meth:`MomentumObserver.set_payload`, as an estimate gives it: a
+        point mass at the CoM in M and C too, or (``point_mass`` False) gravity only."""
+        return BodyInertia(self.mass, np.asarray(self.com, float), np.zeros((3, 3))), not point_mass
 
 
 @dataclass(frozen=True)
@@ -56,13 +81,12 @@ def payload_gravity_posterior(dyn: RigidBodyDynamics, qs: np.ndarray, e: np.ndar
 class ProvisionalPayload:
     """Learns the payload from rest poses while sampling (see the module docstring); one per monitor."""
 
-    def __init__(self, dyn: RigidBodyDynamics, frame: str, config: ProvisionalConfig | None = None):
+    def __init__(self, dyn: RigidBodyDynamics, config: ProvisionalConfig | None = None):
         self.dyn = dyn
-        self.frame = frame
         self.cfg = config or ProvisionalConfig()
         self.poses: list[np.ndarray] = []
         self.mismatch: list[np.ndarray] = []
-        self.estimate: PayloadEstimate | None = None
+        self.estimate: ProvisionalFit | None = None
         self._prior_cov = np.diag(np.array([self.cfg.prior_mass, *[self.cfg.prior_moment] * 3]) ** 2)
         self.cov = self._prior_cov
         self._cov_before: np.ndarray | None = None
@@ -97,7 +121,7 @@ class ProvisionalPayload:
         self._sum_e[:] = 0.0
         self._count = 0
 
-    def update(self, t: float, q: np.ndarray, dq: np.ndarray, tau: np.ndarray) -> PayloadEstimate | None:
+    def update(self, t: float, q: np.ndarray, dq: np.ndarray, tau: np.ndarray) -> ProvisionalFit | None:
         """Feed one sample (s, rad, rad/s, N m); returns a new provisional payload when a rest pose completes."""
         if np.max(np.abs(dq)) > self.cfg.rest_velocity:
             self._reset_window()
@@ -118,10 +142,8 @@ class ProvisionalPayload:
         self._cov_before, self.cov, self._t_fit = self.cov, cov, t
         m = float(mean[0])
         com = mean[1:] / m if m > 1e-3 else np.zeros(3)
-        std = {"mass": float(np.sqrt(cov[0, 0]))}
-        self.estimate = PayloadEstimate(max(m, 0.0), com, None, self.frame, std=std, samples=len(self.poses),
-                                        method=f"provisional ({len(self.poses)} rest pose(s))")
+        self.estimate = ProvisionalFit(max(m, 0.0), com, float(np.sqrt(cov[0, 0])), len(self.poses))
         return self.estimate
 
 
-__all__ = ["ProvisionalPayload", "ProvisionalConfig", "payload_gravity_posterior"]
+__all__ = ["ProvisionalFit", "ProvisionalPayload", "ProvisionalConfig", "payload_gravity_posterior"]

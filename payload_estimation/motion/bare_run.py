@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..collision.monitor import CollisionMonitor, MonitorConfig
-from ..collision.provisional import ProvisionalPayload
+from ..collision.provisional import ProvisionalFit, ProvisionalPayload
 from ..identification.estimate import PayloadEstimate
 from ..identification.payload import (
     PayloadLimits,
@@ -81,13 +81,13 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
     monitor = CollisionMonitor(dyn, mon)
     detector = monitor.detector
     gain = float(np.min(mon.gains))
-    provisional = ProvisionalPayload(dyn, desc.payload_frame_name)
+    provisional = ProvisionalPayload(dyn)
     # the monitor's state: payload model, sampling flag, provisional learning until the estimate arrives,
     # and from when the residual counts (the grasp's own residual before the first fit is a legitimate
     # detection that the run's collision gate handles)
     state = {"payload": None, "active": False, "learning": False, "collisions": 0, "peak": 0.0, "count_from": None}
 
-    def set_payload(est: PayloadEstimate | None) -> None:
+    def set_payload(est: PayloadEstimate | ProvisionalFit | None) -> None:
         state["payload"] = est
         monitor.set_payload(*(est.observer_model(cfg.payload_as_point_mass) if est is not None else (None, False)))
 

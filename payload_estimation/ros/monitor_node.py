@@ -55,7 +55,7 @@ from visualization_msgs.msg import Marker
 
 from ..collision.contact import ContactEstimate
 from ..collision.monitor import CollisionMonitor, MonitorConfig
-from ..collision.provisional import ProvisionalPayload
+from ..collision.provisional import ProvisionalFit, ProvisionalPayload
 from ..collision.reaction import POLICIES, Action, ReactionState, ReactionStateMachine
 from ..identification.estimate import PayloadEstimate
 from ..model.dynamics import RigidBodyDynamics
@@ -178,7 +178,7 @@ class CollisionMonitorNode(Node):
         self._learning = False  # fitting the provisional payload at rest poses (sampler active, no estimate yet)
         self.provisional: ProvisionalPayload | None = None
         self._t_last = -np.inf  # stamp of the last processed joint_states sample (s)
-        self._payload: PayloadEstimate | None = None
+        self._payload: PayloadEstimate | ProvisionalFit | None = None
         self._estimates_refused = 0
         self._last_refusal = ""
         self._active: tuple[float, np.ndarray, np.ndarray] | None = None  # (start s, t (m,), q (m, n))
@@ -214,7 +214,7 @@ class CollisionMonitorNode(Node):
             self.frame = desc.payload_frame_name
             self.input = JointStateInput(self, names, self.values)
             self.mon = self._new_monitor()
-            self.provisional = ProvisionalPayload(self.dyn, self.frame)
+            self.provisional = ProvisionalPayload(self.dyn)
             self._r = np.zeros(desc.n)
             self._residual_msg = joint_state_msg(names, tau=np.zeros(desc.n))  # reused: stamp and effort change
             self._apply_payload(self._payload)
@@ -467,7 +467,7 @@ class CollisionMonitorNode(Node):
             self.mon.detector.scale_thresholds(float(self.values["sampling_threshold_factor"]) if active else 1.0)
         self._sampling = active
 
-    def _set_payload(self, est: PayloadEstimate | None, source: str) -> None:
+    def _set_payload(self, est: PayloadEstimate | ProvisionalFit | None, source: str) -> None:
         self._payload = est
         self._apply_payload(est)
         what = est.method if est is not None and source == "provisional" else source
@@ -476,7 +476,7 @@ class CollisionMonitorNode(Node):
         self.get_logger().info(f"observer model: {text}")
         self.status.publish()
 
-    def _apply_payload(self, est: PayloadEstimate | None) -> None:
+    def _apply_payload(self, est: PayloadEstimate | ProvisionalFit | None) -> None:
         if self.mon is not None:
             self.mon.set_payload(*(est.observer_model(bool(self.values["payload_as_point_mass"]))
                                    if est is not None else (None, False)))
