@@ -22,6 +22,7 @@ COMMANDS = {
     "demo": "demo",
     "report": "report",
     "export-csv": "export_csv",
+    "export": "export",
     "bench": "bench",
 }
 

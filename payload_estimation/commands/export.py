@@ -1,0 +1,46 @@
+"""`payload-estimation export`: a payload estimate in the formats controllers take.
+
+Reads the estimate JSON that ``estimate --json`` prints (or the estimator node writes with its
+``export_dir`` parameter) and writes a URDF ``<link>``/``<inertial>`` snippet, a YAML record, KUKA load
+data (KRL ``$LOAD`` and the Sunrise dialog's values) and franka ``set_load`` arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HELP = "write a payload estimate as URDF <inertial>, YAML, KUKA load data and franka set_load arguments"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--estimate", required=True, type=Path,
+                        help="estimate JSON (`payload-estimation estimate ... --json > est.json`), or - for stdin")
+    parser.add_argument("--format", choices=("all", "urdf", "yaml", "kuka", "franka"), default="all",
+                        help="which format (default: all)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="directory to write payload.<ext> files into (default: print to stdout)")
+    parser.add_argument("--parent", default=None, help="URDF: the link the payload is fixed to (default: its frame)")
+    parser.add_argument("--model", default="", help="YAML: name of the gravity model the estimate used")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..identification.estimate import PayloadEstimate
+    from ..identification.export import FORMATS, ExportError, render, write_exports
+
+    text = sys.stdin.read() if str(args.estimate) == "-" else args.estimate.read_text()
+    try:
+        est = PayloadEstimate.from_dict(json.loads(text))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ExportError(f"{args.estimate}: not an estimate JSON ({exc}); write one with "
+                          "`payload-estimation estimate ... --json > est.json`") from exc
+    formats = FORMATS if args.format == "all" else (args.format,)
+    if args.out is None:
+        for fmt in formats:
+            print(render(est, fmt, args.model, args.parent))
+        return 0
+    for path in write_exports(est, args.out, formats, args.model, args.parent):
+        print(f"wrote {path}")
+    return 0

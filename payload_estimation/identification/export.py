@@ -1,0 +1,187 @@
+"""A payload estimate in the formats robot controllers take.
+
+All formats describe the payload in the payload frame (the robot's tip/flange link, ``est.frame``):
+
+- :func:`urdf_snippet` — a ``<link>`` with the ``<inertial>`` (mass kg, CoM m as ``origin xyz``,
+  inertia about the CoM in kg m²) and the fixed ``<joint>`` that attaches it to the payload frame;
+- :func:`yaml_record` — mass, CoM, inertia about the CoM, frame, standard deviations, method, model;
+- :func:`kuka_load_data` — KUKA load data as the KRC ``$LOAD`` / Sunrise "Load data" dialog take it:
+  mass M (kg), centre of mass X, Y, Z (mm) and the orientation A, B, C (deg; A about Z, then B about
+  the new Y, then C about the new X) of the principal inertia axes, principal moments JX, JY, JZ
+  (kg m²) about the CoM;
+- :func:`franka_set_load` — the arguments of libfranka's ``Robot::setLoad`` / franka_ros2's
+  ``set_load`` service: ``mass`` (kg), ``F_x_Cload`` (m, flange frame), ``load_inertia`` (3x3 about the
+  CoM, kg m², column-major).
+
+A gravity-only estimate has no inertia: every format then carries zeros (a point mass) and says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..model.parameters import sym_from_vec6
+from .estimate import PayloadEstimate
+
+FORMATS = ("urdf", "yaml", "kuka", "franka")
+EXTENSIONS = {"urdf": "urdf", "yaml": "yaml", "kuka": "kuka.txt", "franka": "franka.yaml"}
+
+
+class ExportError(ValueError):
+    """An estimate that cannot be exported (not finite, negative mass, no frame for a URDF joint)."""
+
+
+def _inertia(est: PayloadEstimate) -> np.ndarray:
+    """Inertia about the CoM, 3x3 kg m² (zeros when not estimated)."""
+    return np.zeros((3, 3)) if est.inertia is None else sym_from_vec6(np.asarray(est.inertia, float))
+
+
+def _check(est: PayloadEstimate) -> None:
+    values = np.r_[est.mass, est.com, _inertia(est).ravel()]
+    if not np.all(np.isfinite(values)):
+        raise ExportError("the estimate has non-finite values; nothing exported")
+    if est.mass < 0:
+        raise ExportError(f"the estimate's mass {est.mass:g} kg is negative; nothing exported")
+
+
+def urdf_snippet(est: PayloadEstimate, parent: str | None = None, name: str = "payload") -> str:
+    """A URDF link ``name`` carrying the payload, fixed to ``parent`` (default: the estimate's frame)."""
+    _check(est)
+    parent = parent or est.frame
+    if not parent:
+        raise ExportError("the estimate names no frame: give the parent link of the payload")
+    i = _inertia(est)
+    cx, cy, cz = (float(x) for x in est.com)
+    note = "" if est.inertia is not None else "    <!-- inertia not estimated: point mass (zeros) -->\n"
+    return (f'<link name="{name}">\n'
+            f"  <inertial>\n{note}"
+            f'    <origin xyz="{cx:.6g} {cy:.6g} {cz:.6g}" rpy="0 0 0"/>\n'
+            f'    <mass value="{est.mass:.6g}"/>\n'
+            f'    <inertia ixx="{i[0, 0]:.6g}" ixy="{i[0, 1]:.6g}" ixz="{i[0, 2]:.6g}" '
+            f'iyy="{i[1, 1]:.6g}" iyz="{i[1, 2]:.6g}" izz="{i[2, 2]:.6g}"/>\n'
+            f"  </inertial>\n</link>\n"
+            f'<joint name="{name}_joint" type="fixed">\n'
+            f'  <parent link="{parent}"/>\n  <child link="{name}"/>\n'
+            f'  <origin xyz="0 0 0" rpy="0 0 0"/>\n</joint>\n')
+
+
+def yaml_record(est: PayloadEstimate, model: str = "") -> str:
+    """The estimate as a small YAML document (SI units; inertia about the CoM, frame axes)."""
+    _check(est)
+    i = _inertia(est)
+    std = "".join(f"  {k}: {v:.6g}\n" for k, v in est.std.items()) or "  {}\n"
+    inertia = ("null  # not estimated\n" if est.inertia is None else
+               "{" + ", ".join(f"{k}: {v:.6g}" for k, v in zip(("xx", "xy", "xz", "yy", "yz", "zz"),
+                                                             (i[0, 0], i[0, 1], i[0, 2], i[1, 1], i[1, 2],
+                                                              i[2, 2]))) + "}\n")
+    frame = est.frame or '""'
+    return (f"# payload estimate: mass kg, com m, inertia kg m^2 about the CoM in the frame's axes\n"
+            f"frame: {frame}\n"
+            f"mass: {est.mass:.6g}\n"
+            f"com: [{', '.join(f'{x:.6g}' for x in est.com)}]\n"
+            f"inertia: {inertia}"
+            f"std:\n{std}"
+            f"method: \"{est.method}\"\n"
+            f"model: \"{model}\"\n")
+
+
+@dataclass(frozen=True)
+class KukaLoadData:
+    """KUKA load data: M kg; X, Y, Z mm; A, B, C deg (principal axes, ZYX); JX, JY, JZ kg m² (about the CoM)."""
+
+    mass: float
+    xyz_mm: tuple[float, float, float]
+    abc_deg: tuple[float, float, float]
+    j_principal: tuple[float, float, float]
+    inertia_estimated: bool
+
+    def krl(self) -> str:
+        """The KRL ``$LOAD`` aggregate, e.g. ``$LOAD={M 3.0,CM {X 30.0,...},J {X 0.012,...}}``."""
+        x, y, z = self.xyz_mm
+        a, b, c = self.abc_deg
+        jx, jy, jz = self.j_principal
+        return (f"$LOAD={{M {self.mass:.4f},CM {{X {x:.2f},Y {y:.2f},Z {z:.2f},A {a:.2f},B {b:.2f},C {c:.2f}}},"
+                f"J {{X {jx:.6f},Y {jy:.6f},Z {jz:.6f}}}}}")
+
+    def text(self) -> str:
+        note = "" if self.inertia_estimated else "; inertia not estimated: J = 0 (enter a value from CAD if known)"
+        return (f"; KUKA load data (flange frame){note}\n{self.krl()}\n"
+                f"; Sunrise load data: mass {self.mass:.4f} kg; MS X {self.xyz_mm[0]:.2f} Y {self.xyz_mm[1]:.2f} "
+                f"Z {self.xyz_mm[2]:.2f} mm; A {self.abc_deg[0]:.2f} B {self.abc_deg[1]:.2f} "
+                f"C {self.abc_deg[2]:.2f} deg; JX {self.j_principal[0]:.6f} JY {self.j_principal[1]:.6f} "
+                f"JZ {self.j_principal[2]:.6f} kg m^2\n")
+
+
+def principal_axes(inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(moments (3,), rotation R (3x3, det +1)) with ``inertia = R diag(moments) Rᵀ``; R's columns are the
+    principal axes in the frame, ordered so that R is closest to the identity (a diagonal inertia gives R = I)."""
+    w, v = np.linalg.eigh(inertia)
+    order = [int(np.argmax(np.abs(v[k, :]))) for k in range(3)]
+    if len(set(order)) == 3:  # each frame axis has its own principal axis: keep the frame's ordering
+        w, v = w[order], v[:, order]
+    v = v * np.where(np.diag(v) < 0, -1.0, 1.0)
+    if np.linalg.det(v) < 0:
+        v[:, 2] *= -1.0
+    return w, v
+
+
+def euler_zyx_deg(r: np.ndarray) -> tuple[float, float, float]:
+    """(A, B, C) deg with ``r = Rz(A) Ry(B) Rx(C)`` (KUKA's convention)."""
+    a = math.atan2(r[1, 0], r[0, 0])
+    b = math.atan2(-r[2, 0], math.hypot(r[0, 0], r[1, 0]))
+    c = math.atan2(r[2, 1], r[2, 2])
+    return tuple(float(math.degrees(x)) for x in (a, b, c))  # type: ignore[return-value]
+
+
+def kuka_load_data(est: PayloadEstimate) -> KukaLoadData:
+    """KUKA load data of the estimate (payload frame = the flange)."""
+    _check(est)
+    moments, r = principal_axes(_inertia(est))
+    return KukaLoadData(float(est.mass), tuple(float(1e3 * x) for x in est.com), euler_zyx_deg(r),
+                        tuple(float(max(x, 0.0)) for x in moments), est.inertia is not None)
+
+
+def franka_set_load(est: PayloadEstimate) -> dict:
+    """``{"mass", "F_x_Cload", "load_inertia"}`` for libfranka ``setLoad`` (column-major inertia)."""
+    _check(est)
+    return {"mass": float(est.mass), "F_x_Cload": [float(x) for x in est.com],
+            "load_inertia": [float(x) for x in _inertia(est).ravel(order="F")]}
+
+
+def franka_yaml(est: PayloadEstimate) -> str:
+    d = franka_set_load(est)
+    note = "" if est.inertia is not None else "  # inertia not estimated: zeros"
+    return ("# franka_ros2 set_load / libfranka Robot::setLoad (flange frame; inertia about the CoM, column-major)\n"
+            f"mass: {d['mass']:.6g}\n"
+            f"F_x_Cload: [{', '.join(f'{x:.6g}' for x in d['F_x_Cload'])}]\n"
+            f"load_inertia: [{', '.join(f'{x:.6g}' for x in d['load_inertia'])}]{note}\n")
+
+
+def render(est: PayloadEstimate, fmt: str, model: str = "", parent: str | None = None) -> str:
+    """The text of one format (``urdf``, ``yaml``, ``kuka``, ``franka``)."""
+    if fmt == "urdf":
+        return urdf_snippet(est, parent)
+    if fmt == "yaml":
+        return yaml_record(est, model)
+    if fmt == "kuka":
+        return kuka_load_data(est).text()
+    if fmt == "franka":
+        return franka_yaml(est)
+    raise ExportError(f"unknown export format {fmt!r}; one of: {', '.join(FORMATS)}")
+
+
+def write_exports(est: PayloadEstimate, directory: str | Path, formats: tuple[str, ...] = FORMATS, model: str = "",
+                  parent: str | None = None, stem: str = "payload") -> list[Path]:
+    """Write ``stem.<ext>`` per format into ``directory`` (created); the paths written."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        path = out / f"{stem}.{EXTENSIONS[fmt]}"
+        path.write_text(render(est, fmt, model, parent))
+        paths.append(path)
+    return paths
