@@ -522,11 +522,11 @@ def test_cli_full_from_dynamic_csv(tmp_path, capsys):
     assert main(["estimate", "--robot", "lwr4", "--samples", str(tmp_path / "l.csv"), "--unloaded",
                  str(tmp_path / "u.csv"), "--full", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["method"] == "full differential" and d["inertia"] is not None
+    assert d["method"] == "motion differential" and d["inertia"] is not None and d["kind"] == "motion"
     np.testing.assert_allclose(d["inertia"], [0.02, 0, 0, 0.021, 0, 0.006], atol=4 * max(d["std"]["Ixx"], 1e-4))
     save_csv(Samples(q, _torques(loaded, q, dq, ddq, 0.02, rng)), tmp_path / "static_only.csv")
     assert main(["estimate", "--robot", "lwr4", "--samples", str(tmp_path / "static_only.csv"), "--full"]) == 1
-    assert "--full needs velocity and acceleration columns" in capsys.readouterr().err
+    assert "a motion needs time stamps" in capsys.readouterr().err
 
 
 def test_anchored_differential_cancels_a_local_model_error_with_one_unloaded_capture():

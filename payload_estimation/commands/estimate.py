@@ -1,55 +1,75 @@
-"""`payload-estimation estimate`: payload mass and CoM (and inertia with --full) from recorded samples."""
+"""`payload-estimation estimate`: payload mass and CoM (and, where a motion determines it, inertia) from
+recordings as they are: static captures or any motion; against an unloaded recording of the same
+poses/motion (aligned automatically), an identified model with its friction (--model), or the nominal
+description. The work is done by :mod:`payload_estimation.identification.payload_recordings`."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
-
-import numpy as np
 
 from .robot_option import add_robot_arguments, robot_from_args
 
-HELP = "estimate the payload (mass, CoM[, inertia]) from loaded (and unloaded) joint samples"
+HELP = "estimate the payload (mass, CoM[, inertia]) from a loaded recording and an unloaded one or a model"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_robot_arguments(parser)
     parser.add_argument("--samples", required=True, type=Path,
-                        help="loaded samples: CSV (q1..qn, tau1..taun[, dq*, ddq*, t]), rosbag2 directory or "
-                             ".db3/.mcap file")
-    parser.add_argument("--unloaded", type=Path,
-                        help="unloaded samples at the same poses/trajectory (differential method); "
-                             "without it the unloaded torque comes from the robot model (one-shot)")
+                        help="loaded recording: CSV (t, q1..qn, tau1..taun[, dq*, ddq*]), rosbag2 directory or "
+                             ".db3/.mcap file; static captures or any motion")
+    ref = parser.add_mutually_exclusive_group()
+    ref.add_argument("--unloaded", type=Path,
+                     help="unloaded recording of the same poses (static) or the same motion (any start time and "
+                          "length: aligned automatically) -- the differential method")
+    ref.add_argument("--model", metavar="FILE",
+                     help="unloaded torque model: a PARAMS.yaml written by `identify --out` (with its friction and "
+                          "offsets) or a robot YAML/URDF with friction; default: the nominal description")
     parser.add_argument("--topic", default="joint_states", help="JointState topic when reading a rosbag")
     parser.add_argument("--full", action="store_true",
-                        help="estimate all 10 parameters from dynamic samples (needs dq and ddq columns)")
-    parser.add_argument("--offsets", action="store_true", help="also fit constant joint-torque offsets (one-shot)")
+                        help="treat the recording as a motion even if it is slow (a motion is detected "
+                             "automatically: some joint faster than --max-speed)")
+    parser.add_argument("--torque-gain", metavar="G[,G2,..]",
+                        help="the effort column is motor current: multiply by G (N m per unit; one value for all "
+                             "joints or one per joint)")
+    parser.add_argument("--offsets", action="store_true",
+                        help="also fit constant joint-torque offsets (static captures against a model)")
     parser.add_argument("--max-payload", type=float, default=50.0, metavar="KG",
                         help="reject estimates heavier than this (default 50 kg)")
     parser.add_argument("--max-com-radius", type=float, default=1.0, metavar="M",
                         help="reject CoM farther than this from the payload frame (default 1 m)")
     parser.add_argument("--max-speed", type=float, default=0.02, metavar="RAD_S",
-                        help="static samples must move slower than this (default 0.02 rad/s)")
+                        help="a recording whose joints all stay slower than this is static captures (default 0.02)")
+    parser.add_argument("--cutoff", type=float, default=6.0, metavar="HZ",
+                        help="motion: zero-phase low-pass of q and tau before differentiation (default 6 Hz)")
+    parser.add_argument("--velocity", choices=("auto", "positions", "recorded"), default="auto",
+                        help="motion: velocities from the recorded dq (auto: when present) or differentiated q")
+    parser.add_argument("--rate", type=float, default=None, metavar="HZ",
+                        help="motion: resample to this rate (default: the loaded recording's median rate)")
+    parser.add_argument("--max-gap", type=float, default=0.05, metavar="S",
+                        help="motion: longest gap bridged by interpolation; longer ones split the data (default 0.05)")
+    parser.add_argument("--max-mismatch", type=float, default=0.02, metavar="RAD",
+                        help="largest RMS joint-position difference of the aligned loaded and unloaded runs "
+                             "(default 0.02 rad); more is not the same motion and is refused")
     parser.add_argument("--json", action="store_true", help="print the estimate as JSON")
 
 
-def _load(path: Path, desc, topic: str, quiet: bool = False):
-    """Samples of any recording; what loading found (repeats dropped, rate, gaps) is printed
-    (on stderr when stdout carries JSON)."""
-    import sys
-
+def _load(path: Path, desc, topic: str, out):
+    """Samples of any recording; what loading found (repeats dropped, rate, gaps) is printed."""
     from ..identification.recording import load_recording
 
     rec = load_recording(path, desc, topic)
-    print("\n".join(rec.report.lines()), file=sys.stderr if quiet else sys.stdout)
+    print("\n".join(rec.report.lines()), file=out)
     return rec.samples
 
 
-def _table(est) -> str:
+def _table(result) -> str:
+    est = result.estimate
     s = est.std
     lines = [
-        f"payload estimate ({est.method}, frame {est.frame}, {est.samples} samples)",
+        f"payload estimate ({est.method}, {result.reference}, frame {est.frame}, {est.samples} samples)",
         f"  mass          {est.mass:10.4f} kg   +- {s.get('mass', float('nan')):.2g}",
     ]
     for i, ax in enumerate("xyz"):
@@ -57,46 +77,58 @@ def _table(est) -> str:
     if est.inertia is not None:
         for i, nm in enumerate(("Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")):
             lines.append(f"  {nm} (CoM)     {est.inertia[i]:10.5f} kg m^2 +- {s.get(nm, float('nan')):.2g}")
+    elif est.undetermined:
+        lines.append(f"  inertia       not determined ({', '.join(est.undetermined)})")
+    else:
+        lines.append("  inertia       not estimated (static captures: gravity only)")
     if est.offsets is not None:
         lines.append("  offsets       " + " ".join(f"{o:.3f}" for o in est.offsets) + " N m")
     lines.append(f"  residual RMS  {est.residual_rms:.4g} N m, condition number {est.condition_number:.4g}")
+    lines += [f"  note: {n}" for n in est.notes]
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..identification.data import check_static
-    from ..identification.payload import PayloadLimits, estimate_payload_full, estimate_payload_gravity
+    from ..identification.payload import PayloadLimits
+    from ..identification.payload_recordings import (
+        CURRENT_WARNING,
+        PayloadOptions,
+        apply_torque_gain,
+        estimate_payload_recordings,
+        torque_gains,
+    )
     from ..model.dynamics import RigidBodyDynamics
 
     desc = robot_from_args(args)
     dyn = RigidBodyDynamics(desc)
-    loaded = _load(args.samples, desc, args.topic, args.json)
-    unloaded = _load(args.unloaded, desc, args.topic, args.json) if args.unloaded else None
-    limits = PayloadLimits(max_payload=args.max_payload, max_com_radius=args.max_com_radius)
-    if args.full:
-        for s, name in ((loaded, args.samples), (unloaded, args.unloaded)):
-            if s is not None and (s.dq is None or s.ddq is None):
-                raise ValueError(f"{name}: --full needs velocity and acceleration columns dq1.., ddq1..")
-        if unloaded is not None and unloaded.n_samples != loaded.n_samples:
-            raise ValueError(f"{args.unloaded}: {unloaded.n_samples} samples, the loaded file has {loaded.n_samples}")
-        est = estimate_payload_full(dyn, loaded.q, loaded.dq, loaded.ddq, loaded.tau,
-                                    None if unloaded is None else unloaded.tau, limits=limits)
+    info = sys.stderr if args.json else sys.stdout
+    gain = torque_gains(args.torque_gain, desc.n, desc.joint_names) if args.torque_gain else None
+    loaded = _load(args.samples, desc, args.topic, info)
+    unloaded = _load(args.unloaded, desc, args.topic, info) if args.unloaded else None
+    if gain is not None:
+        loaded = apply_torque_gain(loaded, gain)
+        unloaded = apply_torque_gain(unloaded, gain) if unloaded is not None else None
+        print("torque gain " + ", ".join(f"{g:g}" for g in gain) + f" N m per unit applied; warning: {CURRENT_WARNING}",
+              file=sys.stderr)
+    model = None
+    if args.model:
+        from ..identification.torque_models import load_torque_model
+
+        model = load_torque_model(args.model, desc)
+        model.check_robot(desc)
+    opts = PayloadOptions(cutoff=args.cutoff, velocity=args.velocity, rate=args.rate, max_gap=args.max_gap,
+                          max_speed=args.max_speed, motion=args.full, max_mismatch=args.max_mismatch,
+                          offsets=args.offsets,
+                          limits=PayloadLimits(max_payload=args.max_payload, max_com_radius=args.max_com_radius))
+    try:
+        result = estimate_payload_recordings(dyn, loaded, unloaded, model, opts,
+                                             model_label=f"model {args.model}" if args.model else "model")
+    except ValueError as exc:
+        files = str(args.samples) + (f" and {args.unloaded}" if args.unloaded else "")
+        raise ValueError(f"{files}: {exc}") from exc
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
     else:
-        check_static(loaded, args.max_speed)
-        tau_u = None
-        if unloaded is not None:
-            check_static(unloaded, args.max_speed)
-            if unloaded.n_samples != loaded.n_samples:
-                raise ValueError(
-                    f"{args.unloaded}: {unloaded.n_samples} samples but {args.samples} has {loaded.n_samples}; "
-                    "the differential method needs the same poses"
-                )
-            gap = np.abs(unloaded.q - loaded.q).max()
-            if gap > 1e-2:
-                raise ValueError(f"unloaded poses differ from the loaded ones by up to {gap:.3g} rad; "
-                                 "record both at the same poses")
-            tau_u = unloaded.tau
-        est = estimate_payload_gravity(dyn, loaded.q, loaded.tau, tau_u, estimate_offsets=args.offsets,
-                                       limits=limits)
-    print(json.dumps(est.to_dict(), indent=2) if args.json else _table(est))
+        print("\n".join(result.lines))
+        print(_table(result))
     return 0

@@ -21,7 +21,10 @@ class PayloadEstimate:
     deviation of every estimated quantity by name (``mass``, ``cx``.., ``Ixx``..); fit quality.
     ``params``: the identified linear parameters by name (``m``, ``mcx``.., ``Jxx``.. about the
     payload-frame origin, ``offset_<joint>``); ``offsets``: constant joint-torque offsets (N m) when
-    they were estimated, else None.
+    they were estimated, else None. ``undetermined``: quantities the data did not determine (e.g. the
+    inertia components ``Ixx``.. of a slow motion; they are then absent: ``inertia`` is None);
+    ``notes``: what the estimator found worth saying (inertia not determined and why, std scaling,
+    alignment), one line each.
     """
 
     mass: float
@@ -35,6 +38,8 @@ class PayloadEstimate:
     method: str = ""
     params: dict[str, float] = field(default_factory=dict)
     offsets: np.ndarray | None = None
+    undetermined: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     def body(self) -> BodyInertia:
         """The payload as a rigid body in the payload frame (zero inertia if not estimated)."""
@@ -68,6 +73,8 @@ class PayloadEstimate:
             "method": self.method,
             "params": {k: float(v) for k, v in self.params.items()},
             "offsets": None if self.offsets is None else [float(x) for x in self.offsets],
+            "undetermined": list(self.undetermined),
+            "notes": list(self.notes),
         }
 
     @classmethod
@@ -86,6 +93,8 @@ class PayloadEstimate:
             method=str(d.get("method", "")),
             params={k: float(v) for k, v in (d.get("params") or {}).items()},
             offsets=None if d.get("offsets") is None else np.asarray(d["offsets"], dtype=float),
+            undetermined=tuple(str(x) for x in d.get("undetermined") or ()),
+            notes=tuple(str(x) for x in d.get("notes") or ()),
         )
 
     @classmethod

@@ -31,7 +31,7 @@ from ..model.parameters import BodyInertia, check_consistency, sym_from_vec6, ve
 from ..model.transforms import skew
 from .data import Samples, check_static
 from .estimate import PayloadEstimate
-from .least_squares import LSResult, full_rank_columns, solve_least_squares, stack_rows
+from .least_squares import LSResult, RankDeficientError, full_rank_columns, solve_least_squares, stack_rows
 
 PAYLOAD_NAMES = ("m", "mcx", "mcy", "mcz", "Jxx", "Jxy", "Jxz", "Jyy", "Jyz", "Jzz")
 GRAVITY_NAMES = PAYLOAD_NAMES[:4]
@@ -256,9 +256,9 @@ def _build_estimate(p: np.ndarray, cov: np.ndarray, identified: np.ndarray, name
                 f"max_com_radius {limits.max_com_radius} m: the data do not describe a held payload"
             )
         if inertia is not None:
-            rep = check_consistency(BodyInertia(m, com, sym_from_vec6(inertia)))
-            if not rep.ok:
-                raise PayloadRejected("estimated payload inertia is physically impossible: " + "; ".join(rep.problems))
+            problem = inertia_problem(m, com, inertia)
+            if problem:
+                raise PayloadRejected(f"estimated payload inertia is physically impossible: {problem}")
     params = {names[i]: float(p[i]) for i in range(k) if identified[i]}
     off = None
     if offsets is not None:
@@ -273,6 +273,24 @@ def _build_estimate(p: np.ndarray, cov: np.ndarray, identified: np.ndarray, name
     )
 
 
+def inertia_problem(mass: float, com: np.ndarray, inertia: np.ndarray, tol: float = 1e-12) -> str:
+    """'' if the inertia about the CoM [xx, xy, xz, yy, yz, zz] (kg m^2) is physically consistent,
+    else one phrase naming the principal moments once and every violated condition."""
+    rep = check_consistency(BodyInertia(float(mass), np.asarray(com, float), sym_from_vec6(inertia)), tol)
+    if rep.ok:
+        return ""
+    mom = np.asarray(rep.principal_moments, float)
+    if not np.all(np.isfinite(mom)):
+        return "; ".join(rep.problems)
+    what = []
+    if mom[0] <= tol:
+        what.append("not positive definite")
+    if mom[0] + mom[1] < mom[2] - tol:
+        what.append("violates the triangle inequality")
+    return (f"principal moments about the CoM {np.array2string(mom, precision=4)} kg m^2 "
+            f"({' and '.join(what) or '; '.join(rep.problems)})")
+
+
 def _frame_name(dyn: RigidBodyDynamics) -> str:
     return dyn.desc.payload_frame_name
 
@@ -284,6 +302,65 @@ def _limits(limits: PayloadLimits | None, check: bool) -> PayloadLimits | None:
 
 
 # ------------------------------------------------------------------------------------ static gravity
+
+POSE_RANK_RTOL = 2e-3
+"""Relative singular-value threshold on the column-normalised payload gravity regressor below which
+the poses do not determine mass and CoM: about 0.25 deg of tilt of the last link (the sampler's
++-7 deg poses give 0.1; one pose with sensor jitter 2e-5)."""
+DISTINCT_POSE = 0.005
+"""rad: samples closer than this in every joint count as one pose (in messages)."""
+
+
+def distinct_poses(q: np.ndarray, tol: float = DISTINCT_POSE) -> np.ndarray:
+    """Indices of one representative per distinct pose of ``q`` (N, n) (greedy, max-norm ``tol`` rad)."""
+    q = np.asarray(q, float)
+    reps: list[int] = []
+    for k in range(q.shape[0]):
+        if not reps or np.min(np.max(np.abs(q[reps] - q[k]), axis=1)) > tol:
+            reps.append(k)
+    return np.asarray(reps, int)
+
+
+def _scaled_rank(y: np.ndarray, rtol: float) -> tuple[int, np.ndarray]:
+    norms = np.linalg.norm(y, axis=0)
+    ys = y / np.where(norms > 0, norms, 1.0)
+    _, sv, vt = np.linalg.svd(ys, full_matrices=False)
+    rank = int(np.sum(sv > rtol * sv[0])) if sv.size and sv[0] > 0 else 0
+    return rank, vt
+
+
+def check_pose_rank(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray | None = None,
+                    rtol: float = POSE_RANK_RTOL) -> None:
+    """Raise :class:`~.least_squares.RankDeficientError` unless the poses ``q`` (N, n) determine the
+    four gravity parameters (m, m cx, m cy, m cz); the message says how many distinct poses there are,
+    which parameters are missing and the minimum number of poses needed -- ceil(4 / r1), r1 the rank
+    one pose gives (3 for a 6- or 7-joint arm: one orientation cannot tell where along gravity the CoM
+    lies). ``y``: the stacked payload gravity regressor if already computed (first 4 columns used)."""
+    q = _arr2(q, "q", dyn.n)
+    y = payload_gravity_rows(dyn, q) if y is None else np.asarray(y, float)[:, :4]
+    rank, vt = _scaled_rank(y, rtol)
+    if rank >= 4:
+        return
+    weak = tuple(GRAVITY_NAMES[i] for i in range(4) if np.max(np.abs(vt[rank:, i])) > 0.3) or GRAVITY_NAMES
+    reps = distinct_poses(q)
+    r1 = max(_scaled_rank(dyn.payload_gravity_regressor(q[k]), rtol)[0] for k in reps)
+    need = int(np.ceil(4 / r1)) if r1 else 0
+    k = reps.size
+    poses = f"{k} distinct pose{'s' if k != 1 else ''} ({q.shape[0]} samples)"
+    if r1 == 0:
+        advice = "the payload's weight does not load any joint in these poses (gravity along every joint axis)"
+    elif k < need:
+        advice = (f"{'one pose cannot' if k == 1 else f'{k} poses cannot'} determine the CoM: capture at least {need} "
+                  "poses with different orientations of the last link (tilted by a few degrees, e.g. the ±7° "
+                  "sampler poses; more poses average the noise)")
+    else:
+        advice = (f"these poses hardly change the orientation of the last link relative to gravity (less than about "
+                  f"0.25°; turning about a vertical axis does not count): capture at least {need} poses that tilt it "
+                  "by a few degrees")
+    raise RankDeficientError(
+        f"the poses are rank deficient for the payload: {poses} determine only {rank} of the 4 gravity parameters "
+        f"(m, m cx, m cy, m cz; not determined: {', '.join(weak)}); {advice}", weak)
+
 
 def estimate_payload_gravity(
     dyn: RigidBodyDynamics,
@@ -335,6 +412,7 @@ def estimate_payload_gravity(
         ref = np.array([np.asarray(gfun(qk), dtype=float).reshape(n) for qk in q])
     dtau = (tau_l - ref).reshape(-1)
     y = payload_gravity_rows(dyn, q)
+    check_pose_rank(dyn, q, y)
     names: list[str] = list(GRAVITY_NAMES)
     if estimate_offsets:
         y = np.hstack([y, np.tile(np.eye(n), (n_s, 1))])
@@ -572,6 +650,179 @@ def estimate_payload_full(
     )
 
 
+INERTIA_RSD = 0.25
+"""An inertia component about the CoM counts as determined when its std is at most this fraction of
+its own magnitude (moments Ixx, Iyy, Izz) or of the largest moment (products Ixy, Ixz, Iyz)."""
+
+
+def residual_correlation(resid: np.ndarray) -> float:
+    """Variance inflation for serially correlated residuals (N, n): the integrated autocorrelation
+    time 1 + 2 sum_k rho_k per joint (summed while rho_k > 0, initial positive sequence), averaged over
+    the joints weighted by their residual variance; >= 1. Least squares assumes independent rows;
+    filtered signals and unmodelled dynamics (friction, model error) leave residuals correlated over
+    many samples, and the parameter variance is then larger by about this factor."""
+    r = np.asarray(resid, float)
+    if r.ndim == 1:
+        r = r[:, None]
+    n_s = r.shape[0]
+    if n_s < 20:
+        return 1.0
+    r = r - r.mean(axis=0)
+    var = np.mean(r ** 2, axis=0)
+    nfft = 1 << int(np.ceil(np.log2(2 * n_s)))
+    spec = np.fft.rfft(r, nfft, axis=0)
+    ac = np.fft.irfft(np.abs(spec) ** 2, nfft, axis=0)[: n_s // 4]
+    taus = np.ones(r.shape[1])
+    for j in range(r.shape[1]):
+        if ac[0, j] <= 0:
+            continue
+        rho = ac[1:, j] / ac[0, j]
+        stop = int(np.argmax(rho <= 0)) if np.any(rho <= 0) else rho.size
+        taus[j] = 1.0 + 2.0 * float(np.sum(rho[:stop]))
+    total = float(np.sum(var))
+    return max(1.0, float(np.sum(var * taus) / total)) if total > 0 else 1.0
+
+
+JACKKNIFE_BLOCKS = 10
+"""Contiguous stretches of a motion left out one at a time by :func:`block_jackknife_covariance`."""
+
+
+def block_jackknife_covariance(y: np.ndarray, rhs: np.ndarray, w: np.ndarray, n: int,
+                               blocks: int = JACKKNIFE_BLOCKS) -> np.ndarray | None:
+    """Delete-one-block jackknife covariance of the weighted least-squares fit ``rhs ~ y p`` whose rows
+    come ``n`` per sample in time order: the samples are cut into ``blocks`` contiguous stretches, each
+    left out once, and (B - 1) / B sum (p_b - mean p)^2 is returned -- it sees residual structure
+    (model error, friction) correlated over whole stretches of the motion, which the row-independent
+    covariance does not. None when there are too few samples per block."""
+    n_s = y.shape[0] // n
+    if n_s < 20 * blocks:
+        return None
+    sw = np.sqrt(w)
+    est = []
+    for part in np.array_split(np.arange(n_s), blocks):
+        keep = np.ones(n_s, bool)
+        keep[part] = False
+        rows = np.repeat(keep, n)
+        sol, *_ = np.linalg.lstsq(y[rows] * sw[rows, None], rhs[rows] * sw[rows], rcond=None)
+        est.append(sol)
+    est = np.array(est)
+    d = est - est.mean(axis=0)
+    return (blocks - 1) / blocks * (d.T @ d)
+
+
+def _inertia_determined(p10: np.ndarray, cov10: np.ndarray, rsd: float) -> tuple[list[str], str]:
+    """(undetermined I_c components, reason) of a 10-parameter fit; ([], '') when all are determined."""
+    derived = _derived(p10)
+    jac = _numeric_jacobian(_derived, p10)
+    std = np.sqrt(np.clip(np.diag(jac @ cov10 @ jac.T), 0.0, None))[3:]
+    inertia = derived[3:]
+    problem = inertia_problem(p10[0], derived[:3], inertia)
+    diag = np.array([0, 3, 5])
+    scale = float(np.max(np.abs(inertia[diag])))
+    bad = []
+    for i, nm in enumerate(_ICOM):
+        ref = abs(inertia[i]) if i in diag else scale
+        if not std[i] <= rsd * ref:
+            bad.append(nm)
+    detail = ", ".join(f"{nm} {inertia[i]:.3g} +- {std[i]:.2g}" for i, nm in enumerate(_ICOM))
+    if problem:
+        return list(_ICOM), f"the fitted inertia is not physical ({problem}; {detail} kg m^2)"
+    if bad:
+        return bad, (f"std above {rsd:.0%} of the moment for {', '.join(bad)} ({detail} kg m^2)")
+    return [], ""
+
+
+def estimate_payload_motion(
+    dyn: RigidBodyDynamics,
+    q: np.ndarray,
+    dq: np.ndarray,
+    ddq: np.ndarray,
+    dtau: np.ndarray,
+    *,
+    weights: np.ndarray | None = None,
+    method: str = "motion",
+    limits: PayloadLimits | None = None,
+    inertia_rsd: float = INERTIA_RSD,
+    correlated: bool = True,
+    reference_rows: np.ndarray | None = None,
+    reference_covariance: np.ndarray | None = None,
+) -> PayloadEstimate:
+    """Payload from a motion: ``Y_L(q, dq, ddq) p_L = dtau`` (N, n each; dtau = loaded torque minus
+    the unloaded reference: a measured unloaded run of the same motion, or a model's prediction).
+
+    Mass and CoM never depend on whether the motion also determines the inertia: all ten parameters
+    are fitted when the regressor has full rank (the mass and CoM std then include the inertia's
+    uncertainty), otherwise the four gravity parameters with the inertia columns the data do not see
+    left out. The inertia about the CoM is reported only when it is physically consistent and every
+    component is determined (std <= ``inertia_rsd`` of its scale, see :data:`INERTIA_RSD`); otherwise
+    ``inertia`` is None, ``undetermined`` names the components and ``notes`` says why (and which are
+    determined). Honest std: with ``correlated`` every variance is the larger of the least-squares one
+    scaled by :func:`residual_correlation` and the :func:`block_jackknife_covariance` one (said in
+    ``notes``); a model reference's own uncertainty is added when given -- ``reference_rows`` (N n x k),
+    the rows of the model's regressor, and ``reference_covariance`` (k x k) of its coefficients. A model
+    error common to the whole motion (a wrong nominal description) biases the fit beyond any of these.
+    Raises :class:`~.least_squares.RankDeficientError` (with the poses needed) when not even
+    mass and CoM are determined, :class:`PayloadRejected` for an impossible mass or CoM.
+    """
+    n = dyn.n
+    q = _arr2(q, "q", n)
+    n_s = q.shape[0]
+    dq, ddq = _arr2(dq, "dq", n, n_s), _arr2(ddq, "ddq", n, n_s)
+    rhs = _arr2(dtau, "dtau", n, n_s).reshape(-1)
+    y = stack_rows([dyn.payload_regressor(a, b, c) for a, b, c in zip(q, dq, ddq)])
+    w = _row_weights(weights, n_s, n)
+    w = np.ones(y.shape[0]) if w is None else w
+    sw = np.sqrt(w)
+    check_pose_rank(dyn, q, y[:, :4] * sw[:, None])
+    keep = full_rank_columns(y * sw[:, None])
+    inertia_cols = [int(c) for c in keep if c >= 4]
+    cols = [0, 1, 2, 3] + inertia_cols
+    res = solve_least_squares(y[:, cols], rhs, w, [PAYLOAD_NAMES[c] for c in cols])
+    resid = (rhs - y[:, cols] @ res.params).reshape(n_s, n)
+    notes: list[str] = []
+    cov = res.covariance
+    if correlated:
+        factor = residual_correlation(np.where(w.reshape(n_s, n) > 0, resid, 0.0))
+        scale = np.full(len(cols), factor)
+        jk = block_jackknife_covariance(y[:, cols], rhs, w, n)
+        if jk is not None:
+            scale = np.maximum(scale, np.diag(jk) / np.maximum(np.diag(cov), 1e-300))
+        if scale.max() > 1.5:
+            d = np.sqrt(scale)
+            cov = cov * np.outer(d, d)
+            notes.append(f"fit residuals show structure (correlated over ~{factor:.0f} samples; leaving out each of "
+                         f"{JACKKNIFE_BLOCKS} stretches of the motion moves the estimate by more than noise): std "
+                         f"scaled by {d[:4].min():.2g}..{d[:4].max():.2g} for mass and CoM")
+    if reference_rows is not None and reference_covariance is not None:
+        yc = y[:, cols] * w[:, None]
+        sens = np.linalg.solve(y[:, cols].T @ yc, yc.T @ np.asarray(reference_rows, float))
+        cov = cov + sens @ np.asarray(reference_covariance, float) @ sens.T
+        notes.append("std includes the reference model's own coefficient uncertainty")
+    p10 = np.zeros(10)
+    p10[cols] = res.params
+    cov10 = np.zeros((10, 10))
+    cov10[np.ix_(cols, cols)] = cov
+    if len(inertia_cols) == 6:
+        undetermined, why = _inertia_determined(p10, cov10, inertia_rsd)
+    else:
+        undetermined = list(_ICOM)
+        missing = [PAYLOAD_NAMES[c] for c in range(4, 10) if c not in inertia_cols]
+        why = f"the motion does not excite {', '.join(missing)} (about the payload-frame origin) at all"
+    common = dict(frame=_frame_name(dyn), samples=n_s, residual_rms=float(np.sqrt(np.mean(resid ** 2))),
+                  condition_number=res.condition_number, limits=_limits(limits, True))
+    if not undetermined:
+        return replace(_build_estimate(p10, cov10, np.ones(10, bool), PAYLOAD_NAMES, method=method, **common),
+                       notes=tuple(notes))
+    determined = [nm for nm in _ICOM if nm not in undetermined]
+    notes.append("inertia not determined by this motion: " + why
+                 + (f"; determined: {', '.join(determined)}" if determined else "")
+                 + " -- mass and CoM do not depend on it; for the inertia use a faster, more varied motion "
+                   "(e.g. an excitation trajectory)")
+    est = _build_estimate(p10[:4], cov10[:4, :4], np.ones(4, bool), GRAVITY_NAMES,
+                          method=method + " (inertia not determined)", **common)
+    return replace(est, undetermined=tuple(undetermined), notes=tuple(notes))
+
+
 def cramer_rao_std(dyn: RigidBodyDynamics, q: np.ndarray, sigma: float, differential: bool = False) -> np.ndarray:
     """Lower bound on the std of (m, m cx, m cy, m cz) for i.i.d. torque noise ``sigma`` (N m):
     sqrt(diag(sigma^2 (Y^T Y)^-1)) of the static design ``q``; differential doubles the variance."""
@@ -582,20 +833,28 @@ def cramer_rao_std(dyn: RigidBodyDynamics, q: np.ndarray, sigma: float, differen
 
 __all__ = [
     "GRAVITY_NAMES",
+    "INERTIA_RSD",
     "InertiaNotExcited",
     "PAYLOAD_NAMES",
     "PayloadDataError",
     "PayloadLimits",
     "PayloadRejected",
+    "POSE_RANK_RTOL",
     "anchored_gravity",
+    "block_jackknife_covariance",
+    "check_pose_rank",
     "cramer_rao_std",
+    "distinct_poses",
     "estimate_payload_anchored",
     "estimate_payload_full",
     "estimate_payload_gravity",
+    "estimate_payload_motion",
+    "residual_correlation",
     "estimate_payload_two_stage",
     "estimate_payload_two_stage_from_data",
     "gravity_from_coefficients",
     "gravity_joint_weights",
     "identify_coefficients",
+    "inertia_problem",
     "payload_gravity_rows",
 ]
