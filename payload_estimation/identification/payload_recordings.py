@@ -86,10 +86,15 @@ def torque_gains(gain, n: int, joint_names: tuple[str, ...] = ()) -> np.ndarray:
     return g
 
 
+def effort_to_torque(effort: np.ndarray, gains: np.ndarray) -> np.ndarray:
+    """Joint torque (N m) from a recorded effort (n,) or (N, n) and per-joint gains from :func:`torque_gains`."""
+    return np.asarray(effort, dtype=float) * gains
+
+
 def apply_torque_gain(samples: Samples, gain) -> Samples:
     """``samples`` with tau = G * effort per joint (see :func:`torque_gains`)."""
     g = torque_gains(gain, samples.n_joints, samples.joint_names)
-    return samples if np.all(g == 1.0) else replace(samples, tau=samples.tau * g)
+    return samples if np.all(g == 1.0) else replace(samples, tau=effort_to_torque(samples.tau, g))
 
 
 # -------------------------------------------------------------------------------------- alignment
@@ -512,6 +517,7 @@ __all__ = [
     "PayloadResult",
     "align_recordings",
     "apply_torque_gain",
+    "effort_to_torque",
     "estimate_payload_recordings",
     "find_time_shift",
     "is_motion",

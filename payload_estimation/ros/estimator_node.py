@@ -28,6 +28,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
+from ..identification.data import SampleDataError
 from ..identification.estimate import NO_PAYLOAD, PayloadEstimate
 from ..identification.payload import (
     PayloadLimits,
@@ -35,6 +36,7 @@ from ..identification.payload import (
     estimate_payload_gravity,
     gravity_joint_weights,
 )
+from ..identification.payload_recordings import CURRENT_WARNING, effort_to_torque, torque_gains
 from ..model.dynamics import RigidBodyDynamics
 from ..motion.settle import SampleWindow, SettleConfig, check_static
 from ..stream import StampVerdict
@@ -51,7 +53,7 @@ from .node_support import (
     joint_names_for,
     settle_config,
 )
-from .parameters import Param, ParameterTable
+from .parameters import Param, ParameterError, ParameterTable
 from .qos import LATCHED_QOS, SENSOR_LATEST_QOS
 
 METHODS = ("one-shot", "differential")
@@ -67,6 +69,10 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           high=10.0, low_open=True, applies="next estimate"),
     Param("gravity_model_uncertainty", 0.005, "relative error of the unloaded gravity model left after anchoring "
           "(fit weights)", low=0.0, high=1.0, applies="next estimate"),
+    Param("torque_gain", [1.0], "N m per unit of joint_states effort, one value for all joints or one per joint: "
+          "set it when the drive reports motor current ([1.0]: effort is torque in N m; a ROS list parameter "
+          "cannot default to empty). Current-based torque includes the drive's friction, which grows with the "
+          "load: prefer method differential", low=0.0, low_open=True, min_items=1, applies="next sample"),
 ])
 
 
@@ -86,9 +92,10 @@ class PayloadEstimatorNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__("payload_estimator", **kwargs)
-        self.values = PARAMS.declare(self, on_change=self._on_params)
-        self._lock = threading.Lock()
         self.dyn: RigidBodyDynamics | None = None
+        self.gain = np.ones(1)
+        self.values = PARAMS.declare(self, check=self._check_params, on_change=self._on_params)
+        self._lock = threading.Lock()
         self.joint_names: tuple[str, ...] = ()
         self.input: JointStateInput | None = None
         self._window: SampleWindow | None = None
@@ -114,8 +121,29 @@ class PayloadEstimatorNode(Node):
         self.status.publish()
 
     # ------------------------------------------------------------------ configuration
+    def _check_params(self, values: dict) -> str | None:
+        if self.dyn is None:
+            return None
+        try:
+            torque_gains(values["torque_gain"], self.dyn.n, self.dyn.desc.joint_names)
+        except SampleDataError as e:
+            return f"torque_gain: {e}"
+        return None
+
+    def _set_gain(self, desc) -> None:
+        """Per-joint effort-to-torque gains (core :func:`torque_gains`); warn when effort is not torque."""
+        try:
+            gain = torque_gains(self.values["torque_gain"], desc.n, desc.joint_names)
+        except SampleDataError as e:
+            raise ParameterError(f"torque_gain: {e}") from e
+        self.gain = gain
+        if np.any(gain != 1.0):
+            self.get_logger().warning(f"torque_gain {gain.tolist()} N m per unit applied to joint_states effort; "
+                                      f"{CURRENT_WARNING}")
+
     def _on_model(self, desc) -> None:
         names = joint_names_for(desc, self.values["joint_names"])
+        self._set_gain(desc)
         with self._lock:
             self.dyn = RigidBodyDynamics(desc)
             self.joint_names = names
@@ -144,6 +172,8 @@ class PayloadEstimatorNode(Node):
         self.values.update(PARAMS.values(self, names))
         if self.input is not None and names & set(STREAM_PARAMS.by_name):
             self.input.configure(self.values)
+        if self.dyn is not None and "torque_gain" in names:
+            self._set_gain(self.dyn.desc)
         if self.dyn is not None and names & (set(SETTLE_PARAMS.by_name) | {"anchor_window"}):
             with self._lock:
                 self._new_window()
@@ -162,7 +192,7 @@ class PayloadEstimatorNode(Node):
         with self._lock:
             if verdict is StampVerdict.RESTART:
                 self._window.clear()
-            self._window.append(t, s.q, s.dq, s.tau)
+            self._window.append(t, s.q, s.dq, effort_to_torque(s.tau, self.gain))
 
     # ------------------------------------------------------------------ services
     def _unavailable(self) -> str | None:
