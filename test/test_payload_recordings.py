@@ -281,3 +281,16 @@ def test_estimator_node_torque_gain_parameter():
             PayloadEstimatorNode(parameter_overrides=[Parameter("torque_gain", value=[1.0, 2.0, 3.0])])
     finally:
         rclpy.shutdown()
+
+
+def test_raised_max_speed_does_not_turn_two_logged_runs_into_unpaired_captures(runs):
+    """Issue 16: with a larger --max-speed the logged runs counted as static captures of different
+    lengths and were refused; two logged streams are now aligned in time whatever --max-speed says."""
+    from payload_estimation.identification.payload_recordings import PayloadOptions
+
+    dyn = RigidBodyDynamics(runs["desc"])
+    slow = runs["slow"]
+    lo, un = _log(slow["l"], LATE, 20.0, 4), _log(slow["u"], 0.0, 50.0, 5)
+    res = estimate_payload_recordings(dyn, lo, un, options=PayloadOptions(max_speed=10.0))
+    assert res.kind == "motion" and res.alignment.shift == pytest.approx(SHIFT, abs=5e-3)
+    assert abs(res.estimate.mass - PAYLOAD.mass) / PAYLOAD.mass < 0.01

@@ -25,7 +25,14 @@ import scipy.optimize
 import scipy.signal
 
 from ..model.dynamics import RigidBodyDynamics
-from .data import SampleDataError, Samples, check_static, near_zero_velocity_mask, position_speeds
+from .data import (
+    STREAM_MAX_STEP,
+    SampleDataError,
+    Samples,
+    check_static,
+    near_zero_velocity_mask,
+    position_speeds,
+)
 from .estimate import PayloadEstimate
 from .payload import (
     INERTIA_RSD,
@@ -364,6 +371,11 @@ def is_motion(samples: Samples, max_speed: float) -> bool:
     return bool(np.any(position_speeds(samples)[0] > max_speed))
 
 
+def _stream(samples: Samples) -> bool:
+    """Time-stamped samples logged as a stream (median step below data.STREAM_MAX_STEP), not captures."""
+    return samples.t is not None and samples.n_samples >= 4 and stamp_report(samples.t).median_step <= STREAM_MAX_STEP
+
+
 def _model_reference(model, dyn: RigidBodyDynamics, q, dq=None, ddq=None) -> np.ndarray:
     if getattr(model, "kind", "full") == "gravity":
         if dq is not None and np.any(np.abs(dq) > 0):
@@ -415,8 +427,14 @@ def estimate_payload_recordings(dyn: RigidBodyDynamics, loaded: Samples, unloade
     ref = "unloaded recording" if unloaded is not None else (model_label if model is not None else "nominal model")
     moving = opt.motion or is_motion(loaded, opt.max_speed) or (unloaded is not None
                                                                 and is_motion(unloaded, opt.max_speed))
+    if not moving and unloaded is not None and unloaded.n_samples != loaded.n_samples and _stream(loaded) \
+            and _stream(unloaded):
+        moving = True  # two logged streams of different length cannot be paired row by row: align them in time
     if not moving:
         return _static(dyn, loaded, unloaded, model, opt, ref)
+    if opt.offsets:
+        raise SampleDataError("--offsets applies to static captures; in a motion, offsets cancel against an unloaded "
+                              "run or come with the model (identify --friction ...+offset)")
     lines: list[str] = []
     alignment = None
     if loaded.t is None:
