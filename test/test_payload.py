@@ -566,3 +566,17 @@ def test_gravity_joint_weights_trust_heavily_loaded_joints_less():
     np.testing.assert_allclose(w, 1 / (0.05 ** 2 + (0.005 * g) ** 2))
     with pytest.raises(PayloadDataError):
         gravity_joint_weights(dyn, q, 0.0, 0.005)
+
+
+def test_no_payload_is_a_zero_result_and_an_undetermined_mass_is_still_refused():
+    """Empty gripper: the fitted mass is noise around 0 and its CoM noise / ~0 (metres away). Confidently
+    below PayloadLimits.no_payload_below it is 'no payload' (0 kg, with the note), not a rejection; a
+    mass the poses hardly see (large std) is refused, never reported as 0."""
+    dyn = RigidBodyDynamics(load_robot("lwr4"))
+    rng = np.random.default_rng(11)
+    q = pick_poses(dyn)
+    est = estimate_payload_gravity(dyn, q, _static(dyn, q, 0.05, rng))
+    assert est.mass == 0.0 and est.method.endswith("(no payload)") and "no payload detected" in est.notes[0]
+    assert 0 < est.std["mass"] < 0.02
+    with pytest.raises(PayloadRejected):
+        estimate_payload_gravity(dyn, q, _static(dyn, q, 5.0, rng))  # 5 N m noise: mass not determined

@@ -59,11 +59,17 @@ class InertiaNotExcited(PayloadRejected):
 @dataclass(frozen=True)
 class PayloadLimits:
     """Plausibility limits: mass in (min_mass, max_payload] kg, |CoM| <= max_com_radius m from the
-    payload-frame origin, inertia about the CoM positive definite with the triangle inequality."""
+    payload-frame origin, inertia about the CoM positive definite with the triangle inequality.
+
+    ``no_payload_below`` (kg): a mass within this of zero even at 3 standard deviations (|m| + 3 σ_m
+    below it) is "no payload held" — a 0 kg result with that note, not an error (its CoM would be noise
+    divided by a near-zero mass). A mass that is merely not determined (large σ_m) or clearly negative
+    (loaded and unloaded data swapped) is still refused."""
 
     max_payload: float = 50.0
     max_com_radius: float = 1.0
     min_mass: float = 0.0
+    no_payload_below: float = 0.05
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -214,6 +220,9 @@ def _build_estimate(p: np.ndarray, cov: np.ndarray, identified: np.ndarray, name
     has_inertia = k == 10 and bool(identified[4:10].all())
     if not np.all(np.isfinite(p)):
         raise PayloadRejected(f"estimate is not finite: {dict(zip(names, p.tolist()))}")
+    if limits is not None and abs(m) + 3.0 * std["m"] < limits.no_payload_below:
+        return _no_payload(m, std, method=method, frame=frame, samples=samples, condition_number=condition_number,
+                           residual_rms=residual_rms, below=limits.no_payload_below)
     if limits is not None:
         if m <= limits.min_mass:
             raise PayloadRejected(
@@ -271,6 +280,17 @@ def _build_estimate(p: np.ndarray, cov: np.ndarray, identified: np.ndarray, name
         residual_rms=float(residual_rms), samples=int(samples), method=method, frame=frame,
         params=params, offsets=off,
     )
+
+
+def _no_payload(m: float, std: dict[str, float], *, method: str, frame: str, samples: int, condition_number: float,
+                residual_rms: float, below: float) -> PayloadEstimate:
+    """The 0 kg result of a fit whose mass is confidently below ``below`` kg (see :class:`PayloadLimits`)."""
+    note = (f"no payload detected: mass {m:+.4f} ± {std['m']:.4f} kg (1 σ) is within {below:g} kg of 0 at 3 σ; "
+            "the result is 0 kg (unloaded)")
+    return PayloadEstimate(mass=0.0, com=np.zeros(3), inertia=None, frame=frame, std={"mass": std["m"], "m": std["m"]},
+                           condition_number=float(condition_number), residual_rms=float(residual_rms),
+                           samples=int(samples), method=f"{method} (no payload)", undetermined=("cx", "cy", "cz"),
+                           notes=(note,))
 
 
 def inertia_problem(mass: float, com: np.ndarray, inertia: np.ndarray, tol: float = 1e-12) -> str:

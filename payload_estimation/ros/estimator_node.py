@@ -84,7 +84,7 @@ def format_estimate(est: PayloadEstimate) -> str:
     return (f"mass {est.mass:.4f} kg (std {s.get('mass', float('nan')):.4f}), CoM [{com_mm[0]:.1f}, {com_mm[1]:.1f}, "
             f"{com_mm[2]:.1f}] mm (std [{std_com[0]:.1f}, {std_com[1]:.1f}, {std_com[2]:.1f}]) in {est.frame}, "
             f"cond {est.condition_number:.3g}, residual RMS {est.residual_rms:.3g} N m, {est.samples} samples, "
-            f"method {est.method}")
+            f"method {est.method}" + "".join(f"; {note}" for note in est.notes))
 
 
 class PayloadEstimatorNode(Node):
