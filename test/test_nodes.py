@@ -16,10 +16,12 @@ import time
 import numpy as np
 import pytest
 import rclpy
+import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from ros_helpers import call_trigger, wait_for
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
@@ -202,9 +204,9 @@ def latest_estimate(rig, predicate=lambda m: m.inertia.m > 0) -> InertiaStamped:
     return rig.latest(InertiaStamped, "payload/estimate", predicate=predicate)
 
 
-def test_estimator_captures_estimates_and_resets(rig, dyn):
+def test_estimator_captures_estimates_and_resets(rig, dyn, tmp_path):
     arm = rig.add(StaticArm(dyn, Q0))
-    rig.add(PayloadEstimatorNode())
+    rig.add(PayloadEstimatorNode(parameter_overrides=[Parameter("export_dir", value=str(tmp_path / "exports"))]))
     assert wait_for(lambda: rig.call("payload_estimator/capture").success, 3.0)
     # static kinematic arm, exact model: poses around Q0 give the payload back
     for pose in plan_poses(dyn, Q0, PosePlanConfig(n_poses=6)).poses[1:]:
@@ -220,6 +222,10 @@ def test_estimator_captures_estimates_and_resets(rig, dyn):
     st = status_values(rig, "payload_estimator/status", lambda v: float(v.get("mass", 0)) > 0)
     assert float(st["mass"]) == pytest.approx(est.inertia.m, rel=1e-5) and float(st["std_mass"]) > 0
     assert float(st["condition_number"]) > 1 and float(st["residual_rms"]) < 0.1
+    exported = yaml.safe_load((tmp_path / "exports" / "payload.yaml").read_text())  # export_dir: written per estimate
+    assert exported["mass"] == pytest.approx(est.inertia.m, rel=1e-5) and exported["frame"] == est.header.frame_id
+    assert sorted(p.name for p in (tmp_path / "exports").iterdir()) == [
+        "payload.franka.yaml", "payload.kuka.txt", "payload.urdf", "payload.yaml"]
     res = rig.call("payload_estimator/reset")
     assert res.success
     est = rig.latest(InertiaStamped, "payload/estimate", predicate=lambda m: m.inertia.m == 0.0)

@@ -30,6 +30,7 @@ from std_srvs.srv import Trigger
 
 from ..identification.data import SampleDataError
 from ..identification.estimate import NO_PAYLOAD, PayloadEstimate
+from ..identification.export import write_exports
 from ..identification.payload import (
     PayloadLimits,
     estimate_payload_anchored,
@@ -73,6 +74,9 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           "set it when the drive reports motor current ([1.0]: effort is torque in N m; a ROS list parameter "
           "cannot default to empty). Current-based torque includes the drive's friction, which grows with the "
           "load: prefer method differential", low=0.0, low_open=True, min_items=1, applies="next sample"),
+    Param("export_dir", "", "directory to write each new estimate into as payload.urdf (<inertial> link), "
+          "payload.yaml, payload.kuka.txt (KUKA load data) and payload.franka.yaml (setLoad arguments); "
+          "empty: nothing written", applies="next estimate"),
 ])
 
 
@@ -268,7 +272,7 @@ class PayloadEstimatorNode(Node):
             self._loaded.clear()  # next sampling run starts fresh; unloaded anchor is kept
         self._publish(est, DiagnosticStatus.OK, "payload estimated")
         response.success = True
-        response.message = format_estimate(est)
+        response.message = format_estimate(est) + self._export(est)
         self.get_logger().info(f"payload estimate: {response.message}")
         return response
 
@@ -304,6 +308,18 @@ class PayloadEstimatorNode(Node):
         return response
 
     # ------------------------------------------------------------------ output
+    def _export(self, est: PayloadEstimate) -> str:
+        """Write the estimate's exports into ``export_dir`` (if set); a phrase for the response."""
+        directory = str(self.values["export_dir"])
+        if not directory:
+            return ""
+        try:
+            paths = write_exports(est, directory, model=str(self.values["robot"]) or "robot_description")
+        except (OSError, ValueError) as e:
+            self.get_logger().error(f"export to {directory} failed: {e}")
+            return f"; export to {directory} FAILED: {e}"
+        return f"; exported to {paths[0].parent}"
+
     def _publish(self, est: PayloadEstimate, level: int, text: str) -> None:
         self.current = est
         self.pub_estimate.publish(estimate_to_msg(est, self.get_clock().now().to_msg(), self.frame))
