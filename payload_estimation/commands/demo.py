@@ -141,11 +141,15 @@ def run(args) -> int:
 
 
 def _mission(client, desc, sc: Scenario) -> dict:
+    from ..collision.geometry import capsule_geometry, push_point
     from ..model.dynamics import RigidBodyDynamics
 
     dyn = RigidBodyDynamics(desc)
+    geometry = capsule_geometry(desc)
     client.wait_for(lambda: client.q is not None, 60.0, "joint_states from sim_node")
     client.wait_for(lambda: client.now() > 0.5, 60.0, "the simulation to run")
+    nodes = ("payload_estimator", "payload_sampler", MONITOR)
+    client.wait_for(lambda: client.nodes_ready(nodes), 60.0, "every node's robot model (a status below ERROR)")
     _say("2/6", "unloaded capture at the pick configuration (anchors the model locally), then grasp the object")
     res = client.call_until_success("payload_estimator/capture_unloaded")
     if not res.success:
@@ -183,8 +187,11 @@ def _mission(client, desc, sc: Scenario) -> dict:
     for link, force in sc.contacts:
         client.sleep_sim(sc.contact_gap)
         q = client.q
-        f_base = force * _contact_direction(dyn, q, link)
-        t_c = client.push(link, dyn.forward_kinematics(q, link)[:3, :3].T @ f_base)  # force in link axes
+        f_link = dyn.forward_kinematics(q, link)[:3, :3].T @ (force * _contact_direction(dyn, q, link))
+        # on the link's surface where the push enters head-on (at the frame origin it would act on the
+        # joint axis, inside the arm, where no contact can happen and the link is not observable)
+        capsule = geometry.capsules[[f"link_{k + 1}" for k in range(desc.n)].index(link)]
+        t_c = client.push(link, f_link, point=push_point(capsule, f_link, 0.6))
         contacts.append((t_c, t_c + sc.contact_duration, link, force))
         _say("4/6", f"  contact: {force:.0f} N on {link} at t = {t_c - t_move0:.2f} s")
     client.wait_for(lambda: np.max(np.abs(client.q - sc.q_pick)) < np.radians(0.5)
@@ -264,6 +271,7 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
         links[m] = {e.detection_time: e.link_name for e in events}
         live[m] = sum(1 for t, v in res["collisions"][m] if v and t0 <= t <= t1)
         alarm_time[m] = time_above(tr[keep], rr[keep], sc.threshold, [(a, b + 1.0) for a, b in windows])
+    contact_estimates = _contact_estimates(desc, res["states"], est, t0, t1, windows)
     ts0, ts1 = res["t_sample"]
     sampling_alarms = sum(1 for t, v in res["collisions"][MONITOR] if v and ts0 <= t <= ts1)
 
@@ -310,7 +318,7 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
          "delays " + ", ".join(f"{1e3 * d:.0f}" for d in s_on.delays if np.isfinite(d)) + " ms; isolated "
          + ", ".join(links[MONITOR].get(t, "-") for t in s_on.detection_times)),
         ("contact link, force (core estimate)", ", ".join(f"{lk} {f:.0f} N" for _, _, lk, f in res["contacts"]),
-         ", ".join(_contact_estimates(desc, res["states"], est, t0, t1, windows)), "? = flagged ambiguous"),
+         ", ".join(contact_estimates), "? = flagged ambiguous"),
         ("false alarms (with estimate)", 0, len(s_on.false_alarms),
          f"{alarm_time[MONITOR]:.2f} s above threshold; node raised {live[MONITOR]} stops"),
         ("contacts detected (no payload update)", n_c, s_off.detected, ""),
@@ -326,7 +334,8 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
         "truth": {"mass": sc.payload_mass, "com": sc.payload_com.tolist()},
         "mass_error_pct": mass_err, "com_error_mm": com_err,
         "sample_call_sim_s": ts1 - ts0, "sample_call_wall_s": res["sample_wall_s"],
-        "contacts": [{"link": lk, "force_N": f, "t": a - t0} for a, _, lk, f in res["contacts"]],
+        "contacts": [{"link": lk, "force_N": f, "t": a - t0, "estimated": e}
+                     for (a, _, lk, f), e in zip(res["contacts"], contact_estimates)],
         "with_estimate": {"detected": s_on.detected, "delays_s": list(s_on.delays),
                           "false_alarms": len(s_on.false_alarms), "time_above_s": alarm_time[MONITOR]},
         "without_update": {"detected": s_off.detected, "false_alarms": len(s_off.false_alarms),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import rclpy
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -43,6 +43,14 @@ def mission_client(joint_names: Sequence[str], monitors: Sequence[str] = ("colli
         spin.stop()
         client.destroy_node()
         rclpy.try_shutdown()
+
+
+def _level(level: bytes | int) -> int:
+    """DiagnosticStatus level as an int (the generated message holds a byte)."""
+    return int.from_bytes(level, "little") if isinstance(level, bytes) else int(level)
+
+
+_ERROR = _level(DiagnosticStatus.ERROR)
 
 
 class MissionError(RuntimeError):
@@ -91,6 +99,11 @@ class MissionClient(Node):
             self.create_subscription(Bool, f"{m}/collision", lambda msg, m=m: self._on_collision(m, msg),
                                      LATCHED_QOS)
         self.create_subscription(DiagnosticArray, "payload_estimator/status", self._on_estimator_status, LATCHED_QOS)
+        # every node's status level (a node without its robot model yet reports ERROR)
+        self.levels: dict[str, int] = {}
+        for node in ("payload_estimator", "payload_sampler", *monitors):
+            self.create_subscription(DiagnosticArray, f"{node}/status",
+                                     lambda msg, node=node: self._on_status(node, msg), LATCHED_QOS)
         self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
         self.pub_wrench = self.create_publisher(WrenchStamped, "sim_node/apply_wrench", COMMAND_QOS)
 
@@ -134,6 +147,14 @@ class MissionClient(Node):
         if msg.status:
             self.estimator_status = {kv.key: kv.value for kv in msg.status[0].values}
 
+    def _on_status(self, node: str, msg: DiagnosticArray) -> None:
+        if msg.status:
+            self.levels[node] = _level(msg.status[0].level)
+
+    def nodes_ready(self, nodes: Sequence[str]) -> bool:
+        """Every node in ``nodes`` has published a status below ERROR (robot model loaded, stream seen)."""
+        return all(self.levels.get(n, _ERROR) < _ERROR for n in nodes)
+
     # --------------------------------------------------------------------- actions
     def wait_for(self, pred: Callable[[], bool], timeout: float, what: str) -> None:
         """Wait (wall clock) until ``pred()``; raise MissionError naming ``what`` on timeout."""
@@ -173,14 +194,17 @@ class MissionClient(Node):
         """Publish a joint trajectory (positions (k, n) rad at ``times`` s from start)."""
         self.pub_traj.publish(trajectory_msg(self.joint_names, np.atleast_2d(positions), list(times)))
 
-    def push(self, link: str, force: Sequence[float], delay: float = 0.1) -> float:
-        """Schedule a contact force (N, ``link`` axes) at ``link``'s origin in the simulator, ``delay`` s
-        of sim time from now; returns the sim time at which it is applied."""
+    def push(self, link: str, force: Sequence[float], delay: float = 0.1,
+             point: Sequence[float] | None = None) -> float:
+        """Schedule a contact force (N, ``link`` axes) at ``point`` (m, ``link`` frame; default its origin) in
+        the simulator, ``delay`` s of sim time from now; returns the sim time at which it is applied."""
         w = WrenchStamped()
         w.header.frame_id = link
         t = self.now() + delay
         w.header.stamp = sec_to_time(t)
         w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(f) for f in force)
+        if point is not None:  # the wrench is applied at the frame origin: F at p is F plus p x F there
+            w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = (float(x) for x in np.cross(point, force))
         self.pub_wrench.publish(w)
         return t
 
