@@ -17,7 +17,6 @@ import time
 
 import numpy as np
 import pytest
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped
 from rcl_interfaces.srv import SetParameters
@@ -120,13 +119,6 @@ class Probe(Node):
 @pytest.fixture(scope="module")
 def dyn():
     return RigidBodyDynamics(load_robot("lwr4"))
-
-
-@pytest.fixture(scope="module")
-def ros():
-    rclpy.init(args=["--ros-args", "-r", f"__ns:={NS}"])
-    yield
-    rclpy.shutdown()
 
 
 @pytest.fixture

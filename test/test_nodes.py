@@ -168,13 +168,6 @@ class Rig:
 NS = f"/h5t{os.getpid()}"
 
 
-@pytest.fixture(scope="module")
-def ros():
-    rclpy.init(args=["--ros-args", "-r", f"__ns:={NS}"])
-    yield
-    rclpy.shutdown()
-
-
 @pytest.fixture
 def rig(ros):
     r = Rig()

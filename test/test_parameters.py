@@ -7,7 +7,6 @@ import threading
 from pathlib import Path
 
 import pytest
-import rclpy
 from rcl_interfaces.srv import DescribeParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -42,13 +41,6 @@ def test_docs_and_the_package_parameter_file_are_generated_from_the_tables():
     docs, params = render_all((ROOT / DOCS).read_text())
     assert docs == (ROOT / DOCS).read_text(), "docs/ros_interface.md is stale: run tools/gen_ros_docs.py"
     assert params == (ROOT / PARAMS_FILE).read_text(), f"{PARAMS_FILE} is stale: run tools/gen_ros_docs.py"
-
-
-@pytest.fixture(scope="module")
-def ros():
-    rclpy.init(args=["--ros-args", "-r", f"__ns:={NS}"])
-    yield
-    rclpy.shutdown()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 import pytest
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped
 from rclpy.executors import SingleThreadedExecutor
@@ -35,13 +34,6 @@ pytestmark = [pytest.mark.flaky(reruns=2, reruns_delay=2),
               pytest.mark.skipif(not URDF_DIR.is_dir() and not os.environ.get("CI"),
                                  reason="../shared/robots/urdf not present")]
 NS = f"/rd{os.getpid()}"
-
-
-@pytest.fixture(scope="module")
-def ros():
-    rclpy.init(args=["--ros-args", "-r", f"__ns:={NS}"])
-    yield
-    rclpy.shutdown()
 
 
 @pytest.fixture
