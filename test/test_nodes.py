@@ -267,7 +267,7 @@ def test_sampler_full_run_on_kinematic_arm(rig, dyn):
     rig.add(PayloadEstimatorNode())
     # dwell, joint_state_timeout: patience on a loaded machine only (a capture is still taken as soon as
     # the arm is static; losing joint_states is tested below with the default timeout)
-    sampler = rig.add(PayloadSamplerNode(parameter_overrides=[
+    sampler = rig.add(PayloadSamplerNode(parameter_overrides=[rclpy.parameter.Parameter("require_monitor", value=False),
         rclpy.parameter.Parameter("min_duration", value=0.1), rclpy.parameter.Parameter("dwell", value=3.0),
         rclpy.parameter.Parameter("joint_state_timeout", value=2.0)]))
     time.sleep(0.5)
@@ -289,13 +289,25 @@ def test_sampler_full_run_on_kinematic_arm(rig, dyn):
     assert len(tm.settles) == 10 and tm.moves[0] == 0.0 and all(m > 0 for m in tm.moves[1:])
 
 
+def test_sampler_refuses_to_move_without_a_monitoring_collision_monitor(rig, dyn):
+    arm = rig.add(StaticArm(dyn, Q0))
+    rig.add(PayloadEstimatorNode())
+    rig.add(PayloadSamplerNode(parameter_overrides=[rclpy.parameter.Parameter("monitor_timeout", value=0.5)]))
+    time.sleep(0.3)
+    res = rig.call("payload_sampler/sample")
+    assert not res.success and "collision monitor is not monitoring" in res.message, res.message
+    assert arm.commands == []  # the arm was not moved
+    assert outcome(rig)["last_outcome"] == "refused"
+
+
 def outcome(rig) -> dict[str, str]:
     return status_values(rig, "payload_sampler/status", lambda v: v.get("busy") == "False" and v["last_outcome"])
 
 
 def test_sampler_busy_cancel_and_estimator_down(rig, dyn):
     arm = rig.add(StaticArm(dyn, Q0))
-    rig.add(PayloadSamplerNode(parameter_overrides=[rclpy.parameter.Parameter("service_timeout", value=1.0)]))
+    rig.add(PayloadSamplerNode(parameter_overrides=[rclpy.parameter.Parameter("service_timeout", value=1.0),
+                                                    rclpy.parameter.Parameter("require_monitor", value=False)]))
     time.sleep(0.3)
     res = rig.call("payload_sampler/sample")
     assert not res.success and outcome(rig)["last_outcome"] == "refused"
@@ -326,7 +338,8 @@ def test_sampler_busy_cancel_and_estimator_down(rig, dyn):
 def test_sampler_pose_not_reached_and_lost_joint_states(rig, dyn):
     arm = rig.add(StaticArm(dyn, Q0, follow=False))  # ignores commands
     rig.add(PayloadEstimatorNode())
-    rig.add(PayloadSamplerNode(parameter_overrides=[rclpy.parameter.Parameter("arrival_timeout", value=0.5)]))
+    rig.add(PayloadSamplerNode(parameter_overrides=[rclpy.parameter.Parameter("arrival_timeout", value=0.5),
+                                                    rclpy.parameter.Parameter("require_monitor", value=False)]))
     time.sleep(0.5)
     res = rig.call("payload_sampler/sample")
     assert not res.success and outcome(rig)["last_outcome"] == "not_reached"
@@ -343,7 +356,8 @@ def test_sampler_pose_not_reached_and_lost_joint_states(rig, dyn):
 def test_sampler_aborts_on_collision_and_the_next_run_returns_first(rig, dyn):
     arm = rig.add(StaticArm(dyn, Q0))
     rig.add(PayloadEstimatorNode())
-    rig.add(PayloadSamplerNode())
+    # the test plays the monitor's flag
+    rig.add(PayloadSamplerNode(parameter_overrides=[rclpy.parameter.Parameter("require_monitor", value=False)]))
     pub = rig.client_node.create_publisher(Bool, "collision_monitor/collision", LATCHED_QOS)
     pub.publish(Bool(data=False))
     time.sleep(0.3)

@@ -86,7 +86,8 @@ def drive(run: SamplingRun, arm: KinematicArm, t: float, fault: dict | None = No
         lost = "lost_at" in fault and rel >= fault["lost_at"]
         obs = Observation(t=t, wall=t, q=arm.q.copy(), dq=arm.dq.copy(), static=arm.static(t),
                           stream_age=(rel - fault["lost_at"]) if lost else 0.0, collision=collision,
-                          collisions=collisions, cancel="cancel_at" in fault and rel >= fault["cancel_at"])
+                          collisions=collisions, cancel="cancel_at" in fault and rel >= fault["cancel_at"],
+                          monitor_ready=fault.get("monitor_ready_at", 0.0) <= rel < fault.get("monitor_lost_at", 1e9))
         if pending is not None and t >= pending[1]:
             ok = not (pending[0] == "capture" and fault.get("captures_fail_after") is not None
                       and rel >= fault["captures_fail_after"])
@@ -138,6 +139,7 @@ def test_clean_run_visits_every_pose_and_returns(dyn):
     ({"silent_after": 0.9}, True, "estimator_timeout"),
     ({"collision_at": 0.9}, False, "collision"),         # the monitor holds; this run commands nothing
     ({"lost_at": 0.9}, False, "stream_lost"),            # no state feedback: hold where it was last seen
+    ({"monitor_lost_at": 0.9}, False, "monitor_lost"),   # no collision detection: no further motion
 ])
 def test_every_abort_returns_or_holds_and_says_where(dyn, fault, returns, code):
     arm = KinematicArm(Q0)
@@ -170,6 +172,29 @@ def test_next_run_after_an_abort_returns_first_and_keeps_the_pick_configuration(
     assert np.allclose(run.q0, Q0)
 
 
+@pytest.mark.parametrize("ready_at", [2.0, 1e9])
+def test_the_arm_does_not_move_before_the_collision_monitor_is_monitoring(dyn, ready_at):
+    """A monitor still loading its model (or not running) must not see the arm move: the run waits up to
+    monitor_timeout for it, then refuses with the reason, without a single command."""
+    class Arm(KinematicArm):
+        first_command = None
+
+        def command(self, target, duration, t):
+            self.first_command = t if self.first_command is None else self.first_command
+            super().command(target, duration, t)
+
+    arm = Arm(Q0)
+    log: list = []
+    fin, t_end = drive(start(dyn, Q0), arm, 0.0, fault={"monitor_ready_at": ready_at}, log=log)
+    moves = [a for a in log if isinstance(a, (Move, Hold))]
+    if ready_at < RUN.monitor_timeout:
+        assert fin.ok, fin.text
+        assert moves and arm.first_command >= ready_at
+    else:
+        assert not fin.ok and fin.code == "refused" and "collision monitor is not monitoring" in fin.text
+        assert not moves and RUN.monitor_timeout <= t_end < RUN.monitor_timeout + 0.1
+
+
 def test_a_run_far_from_the_anchor_is_refused(dyn):
     env = make_envelope(dyn.desc, Q0, 7.0, 1.0)
     from payload_estimation.motion.sampling_run import PickAnchor
@@ -200,7 +225,8 @@ def _random_pick(rng, desc):
 def test_property_no_command_leaves_the_first_envelope(dyn):
     desc = dyn.desc
     rng = np.random.default_rng(7)
-    kinds = ["cancel_at", "block_at", "captures_fail_after", "silent_after", "collision_at", "lost_at"]
+    kinds = ["cancel_at", "block_at", "captures_fail_after", "silent_after", "collision_at", "lost_at",
+             "monitor_lost_at"]
     tol = 1e-9
     lim = desc.limits.position
     for _ in range(12):

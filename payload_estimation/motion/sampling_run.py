@@ -74,7 +74,8 @@ class RunConfig:
     between the request and rest at q0 (more means it was not at rest where it was asked);
     mass_limit (kg) and unknown_payload_torque (N m): while the poses captured so far leave the payload
     mass uncertain (3 sigma of :func:`collision.provisional.payload_gravity_posterior`, at most
-    mass_limit), moves are slowed so that its inertial torque stays below unknown_payload_torque.
+    mass_limit), moves are slowed so that its inertial torque stays below unknown_payload_torque;
+    monitor_timeout: wall s a run waits for the collision monitor to be monitoring before it refuses.
     """
 
     pick_rest_timeout: float = 3.0
@@ -84,10 +85,11 @@ class RunConfig:
     start_tolerance: float = float(np.radians(0.5))
     mass_limit: float = 15.0
     unknown_payload_torque: float = 3.0
+    monitor_timeout: float = 10.0
 
     def __post_init__(self):
         for k in ("pick_rest_timeout", "stream_timeout", "service_timeout", "start_tolerance", "mass_limit",
-                  "unknown_payload_torque"):
+                  "unknown_payload_torque", "monitor_timeout"):
             if not (np.isfinite(getattr(self, k)) and getattr(self, k) > 0):
                 raise ValueError(f"run {k} must be > 0, got {getattr(self, k)}")
         if not (np.isfinite(self.monitor_fit_delay) and self.monitor_fit_delay >= 0):
@@ -111,7 +113,8 @@ class Observation:
     the first); static: the node's static pre-check on its recent window; stream_age: wall s since
     the newest joint_states (None: none yet); collision: the monitor's flag now; collisions: rising
     edges of that flag seen so far; cancel: ``~/cancel`` was requested; estimator_ready: the
-    estimator's services are available.
+    estimator's services are available; monitor_ready: the collision monitor says it is monitoring (a
+    run never moves the arm while the safety function is blind or absent, unless the node opts out).
     """
 
     t: float
@@ -124,6 +127,7 @@ class Observation:
     collisions: int = 0
     cancel: bool = False
     estimator_ready: bool = True
+    monitor_ready: bool = True
 
 
 @dataclass(frozen=True)
@@ -151,8 +155,8 @@ class Hold:
 class Finished:
     """The run is over: ``ok``, the answer ``text``, the anchor the next run must respect (or None), and
     ``code``, the outcome for programs: ``done``, ``refused``, ``cancelled``, ``collision``, ``stream_lost``,
-    ``not_reached``, ``no_static``, ``estimator_timeout``, ``estimate_rejected``, ``gate``, ``rest_timeout``,
-    ``moved_at_start``, ``plan_failed`` or ``motion_limit``."""
+    ``monitor_lost``, ``not_reached``, ``no_static``, ``estimator_timeout``, ``estimate_rejected``, ``gate``,
+    ``rest_timeout``, ``moved_at_start``, ``plan_failed`` or ``motion_limit``."""
 
     ok: bool
     text: str
@@ -205,19 +209,25 @@ class SamplingRun:
 
     # ------------------------------------------------------------------ start
     def _wait_ready(self, obs: Observation) -> None:
-        """Wait (``service_timeout`` wall s) for joint_states and the estimator, then fix q0 or refuse."""
+        """Wait (``service_timeout`` wall s) for joint_states and the estimator and (``monitor_timeout``)
+        for the collision monitor, then fix q0 or refuse."""
         fresh = obs.q is not None and obs.stream_age is not None and obs.stream_age <= self.cfg.stream_timeout
-        if fresh and obs.estimator_ready:
+        if fresh and obs.estimator_ready and obs.monitor_ready:
             try:
                 self._begin(obs)
             except RunRefused as e:
                 self._finish(False, f"refused: {e}", self.anchor, "refused")
             return
-        if obs.wall - self._wall_start > self.cfg.service_timeout:
+        waited = obs.wall - self._wall_start
+        if not (fresh and obs.estimator_ready) and waited > self.cfg.service_timeout:
             what = ("no valid joint_states received (check the topic and joint names)" if obs.q is None else
                     "joint_states lost" if not fresh else
                     "the estimator is not available (payload_estimator's services do not answer)")
             self._finish(False, f"refused: {what}", self.anchor, "refused")
+        elif waited > self.cfg.monitor_timeout:
+            self._finish(False, "refused: the collision monitor is not monitoring (no collision_monitor/status below "
+                         "ERROR: not running, no robot model or no joint_states); the arm was not moved. Start it, "
+                         "or set require_monitor false to sample without collision detection", self.anchor, "refused")
 
     def _begin(self, obs: Observation) -> None:
         """Fix q0 and the envelope from the first usable observation, or raise :class:`RunRefused`."""
@@ -316,6 +326,9 @@ class SamplingRun:
         if obs.stream_age is None or obs.stream_age > self.cfg.stream_timeout:
             age = float("inf") if obs.stream_age is None else obs.stream_age
             return f"joint_states lost for {age:.2f} s", "hold", "stream_lost"
+        if not obs.monitor_ready:  # the safety function went blind or away: no further motion without it
+            return ("the collision monitor stopped monitoring (collision_monitor/status ERROR or silent)", "hold",
+                    "monitor_lost")
         if self._may_arm and not self._armed and not obs.collision:
             self._armed, self._collision_base = True, obs.collisions
         if (self._armed or self.phase == "return_first") and (

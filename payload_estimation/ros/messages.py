@@ -252,3 +252,8 @@ __all__ = [
     "trajectory_from_msg", "estimate_to_msg", "estimate_from_msg", "time_to_sec", "sec_to_time",
     "sec_to_duration",
 ]
+
+
+def diagnostic_level(level: bytes | int) -> int:
+    """A DiagnosticStatus level as an int (the generated message holds a byte: b'\\x02' for ERROR)."""
+    return int.from_bytes(level, "little") if isinstance(level, bytes) else int(level)

@@ -25,7 +25,7 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from .messages import estimate_from_msg, sec_to_time, time_to_sec, trajectory_msg
+from .messages import diagnostic_level, estimate_from_msg, sec_to_time, time_to_sec, trajectory_msg
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from .spin_thread import SpinThread
 
@@ -45,12 +45,7 @@ def mission_client(joint_names: Sequence[str], monitors: Sequence[str] = ("colli
         rclpy.try_shutdown()
 
 
-def _level(level: bytes | int) -> int:
-    """DiagnosticStatus level as an int (the generated message holds a byte)."""
-    return int.from_bytes(level, "little") if isinstance(level, bytes) else int(level)
-
-
-_ERROR = _level(DiagnosticStatus.ERROR)
+_ERROR = diagnostic_level(DiagnosticStatus.ERROR)
 
 
 class MissionError(RuntimeError):
@@ -149,7 +144,7 @@ class MissionClient(Node):
 
     def _on_status(self, node: str, msg: DiagnosticArray) -> None:
         if msg.status:
-            self.levels[node] = _level(msg.status[0].level)
+            self.levels[node] = diagnostic_level(msg.status[0].level)
 
     def nodes_ready(self, nodes: Sequence[str]) -> bool:
         """Every node in ``nodes`` has published a status below ERROR (robot model loaded, stream seen)."""

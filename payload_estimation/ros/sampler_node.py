@@ -27,7 +27,7 @@ import time
 from dataclasses import replace
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
@@ -51,7 +51,7 @@ from ..motion.sampling_run import (
 from ..motion.sequence import Capture, Estimate, Move, PhaseTimings, SequenceConfig
 from ..motion.settle import SampleWindow, check_static
 from ..stream import StampVerdict
-from .messages import trajectory_msg
+from .messages import diagnostic_level, trajectory_msg
 from .node_support import (
     ROBOT_PARAMS,
     SETTLE_PARAMS,
@@ -93,7 +93,16 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + ParameterTable([
           low_open=True, applies=NEXT_RUN),
     Param("collision_clear_timeout", 1.0, "s the first move waits for the monitor's grasp detection to clear",
           low=0.0, high=60.0, low_open=True, applies=NEXT_RUN),
+    Param("require_monitor", True, "move only while the collision monitor reports that it is monitoring "
+          "(collision_monitor/status below ERROR, newer than 3 s); false: sample without collision detection",
+          applies=NEXT_RUN),
+    Param("monitor_timeout", 10.0, "s (wall clock) ~/sample waits for the collision monitor to be monitoring "
+          "before it refuses", low=0.0, high=120.0, low_open=True, applies=NEXT_RUN),
 ])
+
+_ERROR = diagnostic_level(DiagnosticStatus.ERROR)
+MONITOR_STATUS_AGE = 3.0
+"""s (wall clock): a collision_monitor/status older than this does not count (the monitor publishes at 1 Hz)."""
 
 TICK_PERIOD = 0.05
 """s; steady-clock tick of a run (stream loss, timeouts) between joint_states samples."""
@@ -132,6 +141,8 @@ class PayloadSamplerNode(Node):
         # the current state, not every sample: arrival and rest are judged on fresh data
         self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_LATEST_QOS)
         self.create_subscription(Bool, "collision_monitor/collision", self._on_collision, LATCHED_QOS)
+        self._monitor_status: tuple[int, float] | None = None  # (level, wall time received)
+        self.create_subscription(DiagnosticArray, "collision_monitor/status", self._on_monitor_status, LATCHED_QOS)
         services = ReentrantCallbackGroup()  # ~/sample awaits its run: the other callbacks must go on meanwhile
         self.cli_clear = self.create_client(Trigger, "payload_estimator/clear_captures", callback_group=services)
         self.cli_capture = self.create_client(Trigger, "payload_estimator/capture", callback_group=services)
@@ -180,7 +191,8 @@ class PayloadSamplerNode(Node):
         run = RunConfig(pick_rest_timeout=float(v["pick_rest_timeout"]),
                         monitor_fit_delay=float(v["monitor_fit_delay"]),
                         stream_timeout=float(v["joint_state_timeout"]), service_timeout=float(v["service_timeout"]),
-                        start_tolerance=float(np.radians(v["arrival_tolerance_deg"])))
+                        start_tolerance=float(np.radians(v["arrival_tolerance_deg"])),
+                        monitor_timeout=float(v["monitor_timeout"]))
         return plan, seq, run
 
     # ------------------------------------------------------------------ inputs
@@ -202,6 +214,17 @@ class PayloadSamplerNode(Node):
         self._window.append(t, s.q, s.dq, s.tau)
         if self._run is not None:
             self._tick()
+
+    def _on_monitor_status(self, msg: DiagnosticArray) -> None:
+        if msg.status:
+            self._monitor_status = (diagnostic_level(msg.status[0].level), time.monotonic())
+
+    def _monitor_ready(self) -> bool:
+        """The collision monitor is monitoring (or the node was told not to require it)."""
+        if not self.values["require_monitor"]:
+            return True
+        st = self._monitor_status
+        return st is not None and st[0] < _ERROR and time.monotonic() - st[1] <= MONITOR_STATUS_AGE
 
     def _on_collision(self, msg: Bool) -> None:
         if msg.data and not self._collision:
@@ -226,7 +249,8 @@ class PayloadSamplerNode(Node):
         return Observation(t=self._now(), wall=time.monotonic(), q=self._q, dq=self._dq,
                            static=bool(run is not None and run.wants_static and self._q is not None and self._static()),
                            stream_age=self.input.age() if self.input else None, collision=self._collision,
-                           collisions=self._collisions, cancel=self._cancel, estimator_ready=ready)
+                           collisions=self._collisions, cancel=self._cancel, estimator_ready=ready,
+                           monitor_ready=self._monitor_ready())
 
     # ------------------------------------------------------------------ services
     async def _srv_sample(self, request, response):
