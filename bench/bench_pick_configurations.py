@@ -19,37 +19,11 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
-from benchlib import machine, write_section
+from benchlib import machine, payload, pick_configurations, write_section
 
-from payload_estimation.model.parameters import BodyInertia
+from payload_estimation.identification.static_fit import StaticFitConfig
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.motion.bare_run import BareRunConfig, bare_run
-
-LIMIT_MARGIN = np.radians(1.5)
-
-
-def pick_configurations(desc, n: int, rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
-    """The stretched-up pose, poses with joints 1.5-10 deg inside a limit, and random ones (rad)."""
-    lim = desc.limits.position
-    out = [("stretched up", np.clip(np.zeros(desc.n), lim[:, 0] + LIMIT_MARGIN, lim[:, 1] - LIMIT_MARGIN))]
-    while len(out) < n:
-        q = rng.uniform(lim[:, 0] + np.radians(10), lim[:, 1] - np.radians(10))
-        kind = "random"
-        if len(out) % 2 == 1:
-            kind = "near limits"
-            for j in rng.choice(desc.n, size=rng.integers(1, 4), replace=False):
-                side = rng.integers(0, 2)
-                q[j] = lim[j, side] + (1 - 2 * side) * np.radians(rng.uniform(1.5, 10.0))
-        out.append((kind, q))
-    return out
-
-
-def payload(rng: np.random.Generator, mass: float) -> BodyInertia:
-    """A box-like payload of ``mass`` kg with a random CoM within 0.12 m (z 0.02-0.15 m) of the flange."""
-    com = np.array([rng.uniform(-0.05, 0.05), rng.uniform(-0.05, 0.05), rng.uniform(0.02, 0.15)])
-    a, b, c = rng.uniform(0.04, 0.2, size=3)
-    inertia = mass / 12 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
-    return BodyInertia(mass, com, inertia)
 
 
 def main() -> int:
@@ -67,7 +41,7 @@ def main() -> int:
         rng.shuffle(masses)
         for k, (kind, q) in enumerate(pick_configurations(desc, args.runs, rng)):
             body = payload(rng, float(masses[k])) if masses[k] > 0 else None
-            cfg = BareRunConfig(method="differential", seed=args.seed + k)
+            cfg = BareRunConfig(fit=StaticFitConfig(method="differential"), seed=args.seed + k)
             r = bare_run(desc, q, body, cfg)
             m = 0.0 if body is None else body.mass
             est = r.estimate

@@ -156,7 +156,7 @@ def process_run(robot: str, seed: int, ns: str, workdir: Path) -> dict:
 
 def floor_run(robot: str, seed: int) -> dict:
     """The same sequence on the bare simulator: physics + static check only, no ROS (s)."""
-    from payload_estimation.identification.payload import estimate_payload_anchored, gravity_joint_weights
+    from payload_estimation.identification.static_fit import StaticFitConfig, fit_static_payload
     from payload_estimation.model.dynamics import RigidBodyDynamics
     from payload_estimation.model.parameters import BodyInertia, sym_from_vec6
     from payload_estimation.model.robot_file import load_robot
@@ -199,7 +199,7 @@ def floor_run(robot: str, seed: int) -> dict:
         elif isinstance(act, Estimate):
             q = np.array([c[0] for c in caps])
             tau = np.array([c[1] for c in caps])
-            est = estimate_payload_anchored(dyn, q, tau, q_u, tau_u, weights=gravity_joint_weights(dyn, q, 0.05, 0.005))
+            est = fit_static_payload(dyn, q, tau, q_u, tau_u, StaticFitConfig(method="differential"))
             seq.estimated(True, "", s.t)
             continue
         elif isinstance(act, Done):

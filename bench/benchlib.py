@@ -6,6 +6,10 @@ import os
 import platform
 from pathlib import Path
 
+import numpy as np
+
+from payload_estimation.model.parameters import BodyInertia
+
 
 def machine() -> str:
     """CPU model, cores, Python version and the current 1-min load average (timings depend on it)."""
@@ -30,3 +34,30 @@ def write_section(area: str, text: str) -> Path:
     out = BENCH_DOCS / f"{area}.md"
     out.write_text(text if text.endswith("\n") else text + "\n")
     return out
+
+
+LIMIT_MARGIN = np.radians(1.5)
+
+
+def pick_configurations(desc, n: int, rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
+    """The stretched-up pose, poses with joints 1.5-10 deg inside a limit, and random ones (rad)."""
+    lim = desc.limits.position
+    out = [("stretched up", np.clip(np.zeros(desc.n), lim[:, 0] + LIMIT_MARGIN, lim[:, 1] - LIMIT_MARGIN))]
+    while len(out) < n:
+        q = rng.uniform(lim[:, 0] + np.radians(10), lim[:, 1] - np.radians(10))
+        kind = "random"
+        if len(out) % 2 == 1:
+            kind = "near limits"
+            for j in rng.choice(desc.n, size=rng.integers(1, 4), replace=False):
+                side = rng.integers(0, 2)
+                q[j] = lim[j, side] + (1 - 2 * side) * np.radians(rng.uniform(1.5, 10.0))
+        out.append((kind, q))
+    return out
+
+
+def payload(rng: np.random.Generator, mass: float) -> BodyInertia:
+    """A box-like payload of ``mass`` kg with a random CoM within 0.12 m (z 0.02-0.15 m) of the flange."""
+    com = np.array([rng.uniform(-0.05, 0.05), rng.uniform(-0.05, 0.05), rng.uniform(0.02, 0.15)])
+    a, b, c = rng.uniform(0.04, 0.2, size=3)
+    inertia = mass / 12 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+    return BodyInertia(mass, com, inertia)

@@ -7,6 +7,7 @@ import pytest
 
 from payload_estimation.identification.estimate import PayloadEstimate
 from payload_estimation.identification.least_squares import RankDeficientError
+from payload_estimation.identification.model_uncertainty import declared_uncertainty
 from payload_estimation.identification.payload import (
     InertiaNotExcited,
     PayloadDataError,
@@ -19,7 +20,6 @@ from payload_estimation.identification.payload import (
     estimate_payload_two_stage,
     estimate_payload_two_stage_from_data,
     gravity_from_coefficients,
-    gravity_joint_weights,
     identify_coefficients,
 )
 from payload_estimation.model.base_parameters import compute_base_parameters, payload_jacobian
@@ -544,9 +544,9 @@ def test_anchored_differential_cancels_a_local_model_error_with_one_unloaded_cap
     g = anchored_gravity(model, q_u, tau_u)
     np.testing.assert_allclose(g(PICK), tau_u[0], atol=1e-12)  # exact at the anchor
     np.testing.assert_allclose(g(q[3]) - model.gravity(q[3]), tau_u[0] - model.gravity(PICK), atol=1e-12)
-    w = gravity_joint_weights(model, q, 0.05, 0.005)
-    est = estimate_payload_anchored(model, q, tau_l, q_u, tau_u, weights=w)
-    one = estimate_payload_gravity(model, q, tau_l, weights=w, check=False)
+    unc = declared_uncertainty(model, 0.05)
+    est = estimate_payload_anchored(model, q, tau_l, q_u, tau_u, model_uncertainty=unc)
+    one = estimate_payload_gravity(model, q, tau_l, check=False)
     assert est.method == "gravity differential (anchored by 1 unloaded capture(s))"
     assert abs(est.mass - TRUE_PAYLOAD.mass) / TRUE_PAYLOAD.mass < 0.01
     assert np.linalg.norm(est.com - TRUE_PAYLOAD.com) < 0.005
@@ -554,18 +554,6 @@ def test_anchored_differential_cancels_a_local_model_error_with_one_unloaded_cap
     assert np.linalg.norm(one.com - TRUE_PAYLOAD.com) > 3 * np.linalg.norm(est.com - TRUE_PAYLOAD.com)
     with pytest.raises(PayloadDataError):
         anchored_gravity(model, np.empty((0, 7)), np.empty((0, 7)))
-
-
-def test_gravity_joint_weights_trust_heavily_loaded_joints_less():
-    dyn = RigidBodyDynamics(load_robot("lwr4"))
-    q = pick_poses(dyn, n_poses=4)
-    np.testing.assert_allclose(gravity_joint_weights(dyn, q, 0.1, 0.0), np.full(7, 100.0))  # u = 0: 1/sigma^2
-    w = gravity_joint_weights(dyn, q, 0.05, 0.005)
-    g = np.abs(np.array([dyn.gravity(qk) for qk in q])).max(axis=0)
-    assert w.shape == (7,) and np.all(np.diff(w[np.argsort(g)]) <= 0)  # more gravity torque, less weight
-    np.testing.assert_allclose(w, 1 / (0.05 ** 2 + (0.005 * g) ** 2))
-    with pytest.raises(PayloadDataError):
-        gravity_joint_weights(dyn, q, 0.0, 0.005)
 
 
 def test_no_payload_is_a_zero_result_and_an_undetermined_mass_is_still_refused():

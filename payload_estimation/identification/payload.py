@@ -32,12 +32,15 @@ from ..model.transforms import skew
 from .data import Samples, check_static
 from .estimate import PayloadEstimate
 from .least_squares import LSResult, RankDeficientError, full_rank_columns, solve_least_squares, stack_rows
+from .model_uncertainty import ModelUncertainty, error_covariance, generalized_fit
 
 PAYLOAD_NAMES = ("m", "mcx", "mcy", "mcz", "Jxx", "Jxy", "Jxz", "Jyy", "Jyz", "Jzz")
 GRAVITY_NAMES = PAYLOAD_NAMES[:4]
 _COM = ("cx", "cy", "cz")
 _ICOM = ("Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
 METHODS = ("one-shot", "differential")
+# N m, std of a static mean torque assumed when a model-uncertainty fit is given no weights.
+DEFAULT_TORQUE_NOISE = 0.05
 
 
 class PayloadRejected(ValueError):
@@ -149,37 +152,22 @@ def anchored_gravity(dyn: RigidBodyDynamics, q_unloaded: np.ndarray,
     return g
 
 
-def gravity_joint_weights(dyn: RigidBodyDynamics, q: np.ndarray, torque_noise: float,
-                          model_uncertainty: float) -> np.ndarray:
-    """Per-joint least-squares weights 1 / (sigma^2 + (u max_k |g_j(q_k)|)^2) (1/(N m)^2), shape (n,).
-
-    ``torque_noise`` sigma (N m): std of a static mean torque; ``model_uncertainty`` u: relative
-    error of the unloaded gravity model left after anchoring (0 = equal weights). The remaining
-    model error scales with the gravity torque a joint carries (proximal joints carry the whole
-    arm), so those rows are trusted less; in simulation (5 % link model error) u = 0.005 halved the
-    CoM error while keeping the mass error below 1 %.
-    """
-    if not (torque_noise > 0 and model_uncertainty >= 0):
-        raise PayloadDataError("torque_noise must be > 0 N m and model_uncertainty >= 0")
-    q = _arr2(q, "q", dyn.n)
-    g = np.abs(np.array([dyn.gravity(qk) for qk in q])).max(axis=0)
-    return 1.0 / (torque_noise ** 2 + (model_uncertainty * g) ** 2)
-
-
 def estimate_payload_anchored(dyn: RigidBodyDynamics, q: np.ndarray, tau_loaded: np.ndarray,
                               q_unloaded: np.ndarray, tau_unloaded: np.ndarray, *,
                               weights: np.ndarray | None = None,
-                              limits: PayloadLimits | None = None) -> PayloadEstimate:
+                              limits: PayloadLimits | None = None,
+                              model_uncertainty: ModelUncertainty | None = None) -> PayloadEstimate:
     """Gravity payload (mass, CoM) from loaded captures against the :func:`anchored_gravity` model.
 
     The differential method without revisiting every pose unloaded: only the K unloaded captures
     (normally one, at the pick configuration) are measured; see :func:`estimate_payload_gravity`
-    for q, tau_loaded, weights, limits and the exceptions.
+    for q, tau_loaded, weights, limits, model_uncertainty and the exceptions.
     """
     g = anchored_gravity(dyn, q_unloaded, tau_unloaded)
-    k = _arr2(q_unloaded, "q_unloaded", dyn.n).shape[0]
+    q_u = _arr2(q_unloaded, "q_unloaded", dyn.n)
+    k = q_u.shape[0]
     est = estimate_payload_gravity(dyn, q, tau_loaded, None, "one-shot", unloaded_gravity=g, weights=weights,
-                                   limits=limits)
+                                   limits=limits, model_uncertainty=model_uncertainty, anchor=q_u)
     return replace(est, method=f"gravity differential (anchored by {k} unloaded capture(s))")
 
 
@@ -396,6 +384,8 @@ def estimate_payload_gravity(
     check: bool = True,
     dq: np.ndarray | None = None,
     max_speed: float = 0.02,
+    model_uncertainty: ModelUncertainty | None = None,
+    anchor: np.ndarray | None = None,
 ) -> PayloadEstimate:
     """Mass and CoM of the payload from static samples (paper 000, Sec. VI-A).
 
@@ -408,6 +398,11 @@ def estimate_payload_gravity(
     only meaningful for one-shot, since the differential method cancels offsets).
     ``dq`` (N, n) rad/s, if given: every joint speed must be <= ``max_speed`` rad/s, else
     :class:`~.data.NotStaticError` names the moving sample and joint (the formula assumes rest).
+    ``model_uncertainty``: how wrong the unloaded model may be (:mod:`.model_uncertainty`). With it the
+    fit is generalized least squares over noise (``weights`` = 1 / noise variance, default
+    ``DEFAULT_TORQUE_NOISE``) plus the model's error covariance, so model error correlated across the
+    poses is discounted and σ covers it (``anchor`` (K, n): the poses of the unloaded captures a
+    one-shot model was anchored on). The differential method measures the unloaded torques instead.
     Raises :class:`PayloadDataError` on bad input, :class:`~.least_squares.RankDeficientError` when
     the poses do not determine the parameters, :class:`PayloadRejected` for impossible results.
     """
@@ -437,16 +432,32 @@ def estimate_payload_gravity(
     if estimate_offsets:
         y = np.hstack([y, np.tile(np.eye(n), (n_s, 1))])
         names += [f"offset_{j}" for j in dyn.desc.joint_names]
-    res = solve_least_squares(y, dtau, _row_weights(weights, n_s, n), names)
+    row_w = _row_weights(weights, n_s, n)
+    notes: tuple[str, ...] = ()
+    if model_uncertainty is not None and method != "differential":
+        noise_var = np.full(n_s * n, DEFAULT_TORQUE_NOISE ** 2) if row_w is None else 1.0 / row_w
+        c = error_covariance(model_uncertainty, q, anchor) + np.diag(noise_var)
+        if anchor is not None:  # the anchor's own noise is common to every pose (assumed no larger than a capture's)
+            c = c + np.kron(np.ones((n_s, n_s)), np.diag(noise_var[:n]) / np.atleast_2d(anchor).shape[0])
+        fit = generalized_fit(y, dtau, c, names)
+        params, cov, rms = fit.params, fit.covariance, fit.residual_rms
+        notes = (f"σ includes the unloaded model's uncertainty ({model_uncertainty.source})",)
+        if fit.scale > 1.0:
+            notes += (f"the torques scatter {np.sqrt(fit.scale):.2g}x more than noise and model uncertainty "
+                      "declare: σ scaled up by that",)
+    else:
+        res = solve_least_squares(y, dtau, row_w, names)
+        params, cov, rms = res.params, res.covariance, res.residual_rms
     offsets = None
     if estimate_offsets:
-        offsets = (res.params[4:], res.std[4:], names[4:])
-    return _build_estimate(
-        res.params[:4], res.covariance[:4, :4], np.ones(4, bool), GRAVITY_NAMES,
+        offsets = (params[4:], np.sqrt(np.clip(np.diag(cov)[4:], 0.0, None)), names[4:])
+    est = _build_estimate(
+        params[:4], cov[:4, :4], np.ones(4, bool), GRAVITY_NAMES,
         method=f"gravity {method}" + (" + offsets" if estimate_offsets else ""), frame=_frame_name(dyn),
-        samples=n_s, condition_number=float(np.linalg.cond(y[:, :4])), residual_rms=res.residual_rms,
+        samples=n_s, condition_number=float(np.linalg.cond(y[:, :4])), residual_rms=rms,
         limits=_limits(limits, check), offsets=offsets,
     )
+    return replace(est, notes=est.notes + notes) if notes else est
 
 
 # ------------------------------------------------------------------------------------------ two-stage
@@ -873,7 +884,6 @@ __all__ = [
     "estimate_payload_two_stage",
     "estimate_payload_two_stage_from_data",
     "gravity_from_coefficients",
-    "gravity_joint_weights",
     "identify_coefficients",
     "inertia_problem",
     "payload_gravity_rows",

@@ -2,7 +2,7 @@
 
 For benches and tests that need many runs (random pick configurations, Monte-Carlo): the
 ``payload_sampler`` logic (:class:`.sampling_run.SamplingRun`), the ``payload_estimator`` captures
-and fit (:func:`identification.payload.estimate_payload_gravity` / ``_anchored``) and the
+and fit (:func:`identification.static_fit.fit_static_payload`) and the
 ``collision_monitor`` residual with its provisional payload while sampling and its detector — the
 same core calls the nodes make, at the simulator's rate, with no DDS in between. It reports the
 estimate, the run's outcome, every commanded point and the peak residual relative to the sampling
@@ -18,12 +18,7 @@ import numpy as np
 from ..collision.monitor import CollisionMonitor, MonitorConfig
 from ..collision.provisional import ProvisionalFit, ProvisionalPayload
 from ..identification.estimate import PayloadEstimate
-from ..identification.payload import (
-    PayloadLimits,
-    estimate_payload_anchored,
-    estimate_payload_gravity,
-    gravity_joint_weights,
-)
+from ..identification.static_fit import StaticFitConfig, fit_static_payload
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
 from ..sim import SensorConfig, SimConfig, SimulatedArm
@@ -35,16 +30,15 @@ from .settle import SampleWindow, SettleConfig
 
 @dataclass(frozen=True)
 class BareRunConfig:
-    """Everything of a bare run: plan/sequence/run as the sampler's parameters, the estimator's method
-    and weights, the monitor, the simulated sensor (noise N m, offsets N m) and model error."""
+    """Everything of a bare run: plan/sequence/run as the sampler's parameters, the estimator's fit
+    (method, noise, model uncertainty), the monitor, the simulated sensor (noise N m, offsets N m) and
+    the model error."""
 
     plan: PosePlanConfig = field(default_factory=lambda: PosePlanConfig(velocity_scale=0.9, min_duration=0.25))
     sequence: SequenceConfig = field(default_factory=lambda: SequenceConfig(velocity_scale=0.9, min_duration=0.25))
     run: RunConfig = field(default_factory=RunConfig)
     settle: SettleConfig = field(default_factory=SettleConfig)
-    method: str = "one-shot"
-    torque_noise: float = 0.05
-    gravity_model_uncertainty: float = 0.005
+    fit: StaticFitConfig = field(default_factory=StaticFitConfig)
     monitor: MonitorConfig = field(default_factory=lambda: MonitorConfig(contact=None, quadrature="hold"))
     sampling_threshold_factor: float = 1.5
     payload_as_point_mass: bool = True
@@ -126,7 +120,6 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
     commands: list[np.ndarray] = []
     estimate: PayloadEstimate | None = None
     pending: tuple[str, bool, str] | None = None
-    limits = PayloadLimits()
     while True:
         s = arm.state()
         if pending is not None:
@@ -154,13 +147,8 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
             elif isinstance(act, Estimate):
                 q = np.array([c[0] for c in captures])
                 tau = np.array([c[1] for c in captures])
-                w = gravity_joint_weights(dyn, q, cfg.torque_noise, cfg.gravity_model_uncertainty)
                 try:
-                    if cfg.method == "differential":
-                        estimate = estimate_payload_anchored(dyn, q, tau, unloaded.q[None], unloaded.tau[None],
-                                                             weights=w, limits=limits)
-                    else:
-                        estimate = estimate_payload_gravity(dyn, q, tau, None, "one-shot", weights=w, limits=limits)
+                    estimate = fit_static_payload(dyn, q, tau, unloaded.q[None], unloaded.tau[None], cfg.fit)
                     pending = ("estimate", True, "estimated")
                     set_payload(estimate)
                     state["learning"] = False  # the estimate replaces the provisional payload

@@ -31,13 +31,10 @@ from std_srvs.srv import Trigger
 from ..identification.data import SampleDataError
 from ..identification.estimate import NO_PAYLOAD, PayloadEstimate
 from ..identification.export import write_exports
-from ..identification.payload import (
-    PayloadLimits,
-    estimate_payload_anchored,
-    estimate_payload_gravity,
-    gravity_joint_weights,
-)
+from ..identification.model_uncertainty import declared_uncertainty
+from ..identification.payload import PayloadLimits
 from ..identification.payload_recordings import CURRENT_WARNING, effort_to_torque, torque_gains
+from ..identification.static_fit import STATIC_METHODS, StaticFitConfig, fit_static_payload, precision_problem
 from ..model.dynamics import RigidBodyDynamics
 from ..motion.settle import SampleWindow, SettleConfig, check_static
 from ..stream import StampVerdict
@@ -57,19 +54,24 @@ from .node_support import (
 from .parameters import Param, ParameterError, ParameterTable
 from .qos import LATCHED_QOS, SENSOR_LATEST_QOS
 
-METHODS = ("one-shot", "differential")
-
 PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + ParameterTable([
-    Param("method", "one-shot", "one-shot: the model's unloaded torques; differential: anchored on "
-          "~/capture_unloaded captures taken before the grasp", choices=METHODS, applies="next estimate"),
+    Param("method", "auto", "auto: differential when ~/capture_unloaded captures exist, else one-shot; one-shot: "
+          "the model's unloaded torques; differential: anchored on ~/capture_unloaded captures taken before the "
+          "grasp (docs/bench/uncertainty.md: 10-20x smaller σ)", choices=STATIC_METHODS, applies="next estimate"),
     Param("anchor_samples", 150, "~/capture_unloaded averages at least this many samples ...", low=1, high=100000,
           applies="next capture"),
     Param("anchor_window", 1.0, "... or this many s (its noise is common to every pose of the differential fit)",
           low=0.0, high=30.0, low_open=True, applies="next capture"),
     Param("torque_noise", 0.05, "N m, standard deviation of a static mean torque (fit weights)", low=0.0,
           high=10.0, low_open=True, applies="next estimate"),
-    Param("gravity_model_uncertainty", 0.005, "relative error of the unloaded gravity model left after anchoring "
-          "(fit weights)", low=0.0, high=1.0, applies="next estimate"),
+    Param("model_uncertainty", 0.05, "relative 1-σ error of the robot model's link masses and CoMs; propagated "
+          "into the estimate's σ (a data-sheet model: a few percent)", low=0.0, high=1.0, applies="next estimate"),
+    Param("torque_offset_std", 0.5, "N m, 1-σ joint-torque sensor offset the model lacks (one-shot only; the "
+          "differential method cancels it)", low=0.0, high=100.0, applies="next estimate"),
+    Param("max_mass_std", 0.1, "kg: an estimate with a larger mass σ is published at level WARN with the reason",
+          low=0.0, low_open=True, high=100.0, applies="next estimate"),
+    Param("max_com_std", 0.02, "m: an estimate with a larger CoM σ (any axis) is published at level WARN",
+          low=0.0, low_open=True, high=10.0, applies="next estimate"),
     Param("torque_gain", [1.0], "N m per unit of joint_states effort, one value for all joints or one per joint: "
           "set it when the drive reports motor current ([1.0]: effort is torque in N m; a ROS list parameter "
           "cannot default to empty). Current-based torque includes the drive's friction, which grows with the "
@@ -259,8 +261,9 @@ class PayloadEstimatorNode(Node):
         tau = np.array([s[1] for s in loaded])
         q_u = np.array([s[0] for s in unloaded]) if unloaded else None
         tau_u = np.array([s[1] for s in unloaded]) if unloaded else None
+        cfg = self._fit_config()
         try:
-            est = self._fit(method, q, tau, q_u, tau_u)
+            est = replace(fit_static_payload(self.dyn, q, tau, q_u, tau_u, cfg), frame=self.frame)
         except ValueError as e:  # PayloadRejected is a ValueError
             msg = f"estimate rejected: {e}; previous payload kept ({self.current.mass:.3f} kg)"
             self.get_logger().error(msg)
@@ -270,23 +273,34 @@ class PayloadEstimatorNode(Node):
             return response
         with self._lock:
             self._loaded.clear()  # next sampling run starts fresh; unloaded anchor is kept
-        self._publish(est, DiagnosticStatus.OK, "payload estimated")
+        imprecise = precision_problem(est, cfg.max_mass_std, cfg.max_com_std)
+        if imprecise:
+            self._publish(est, DiagnosticStatus.WARN, f"payload estimated, imprecise: {imprecise}")
+            self.get_logger().warning(f"payload estimate is imprecise: {imprecise}; {format_estimate(est)}")
+        else:
+            self._publish(est, DiagnosticStatus.OK, "payload estimated")
         response.success = True
-        response.message = format_estimate(est) + self._export(est)
+        response.message = (f"IMPRECISE ({imprecise}): " if imprecise else "") + format_estimate(est) + \
+            self._export(est)
         self.get_logger().info(f"payload estimate: {response.message}")
         return response
 
-    def _fit(self, method: str, q, tau, q_u, tau_u) -> PayloadEstimate:
-        """Call the core: ``differential`` = :func:`identification.payload.estimate_payload_anchored`
-        (the unloaded captures anchor the model locally), ``one-shot`` = the model's gravity."""
+    def _model_label(self) -> str:
+        """Which unloaded model the estimates use and how its uncertainty was made (for status)."""
+        if self.dyn is None:
+            return "none"
+        v = self.values
+        return (f"{self.dyn.desc.name} ({v['robot'] or 'robot_description'}): "
+                + declared_uncertainty(self.dyn, float(v["model_uncertainty"]), float(v["torque_offset_std"])).source)
+
+    def _fit_config(self) -> StaticFitConfig:
+        """The core fit's settings from the parameters (:func:`identification.static_fit.fit_static_payload`)."""
         v = self.values
         limits = PayloadLimits(max_payload=float(v["max_payload"]), max_com_radius=float(v["max_com_radius"]))
-        weights = gravity_joint_weights(self.dyn, q, float(v["torque_noise"]), float(v["gravity_model_uncertainty"]))
-        if method == "differential":
-            est = estimate_payload_anchored(self.dyn, q, tau, q_u, tau_u, weights=weights, limits=limits)
-        else:
-            est = estimate_payload_gravity(self.dyn, q, tau, None, "one-shot", weights=weights, limits=limits)
-        return replace(est, frame=self.frame)
+        return StaticFitConfig(method=str(v["method"]), torque_noise=float(v["torque_noise"]),
+                               model_uncertainty=float(v["model_uncertainty"]),
+                               torque_offset_std=float(v["torque_offset_std"]), max_mass_std=float(v["max_mass_std"]),
+                               max_com_std=float(v["max_com_std"]), limits=limits)
 
     def _srv_clear(self, request, response):
         with self._lock:
@@ -336,7 +350,8 @@ class PayloadEstimatorNode(Node):
         vals = {"mass": est.mass, "com_x": est.com[0], "com_y": est.com[1], "com_z": est.com[2],
                 "condition_number": est.condition_number, "residual_rms": est.residual_rms,
                 "samples": est.samples, "captures": len(self._loaded), "unloaded_captures": len(self._unloaded),
-                "method": est.method, "frame": self.frame, "configured_method": self.values["method"]}
+                "method": est.method, "frame": self.frame, "configured_method": self.values["method"],
+                "model": self._model_label()}
         vals.update({f"std_{k}": v for k, v in (est.std or {}).items()})
         if self.input is not None:
             vals.update(self.input.counters())

@@ -201,6 +201,19 @@ class SimulatedArm:
         self._filtered = None
         self._measure()
 
+    def static_capture(self, q, samples: int = 120) -> np.ndarray:
+        """Mean measured torque (N m) of ``samples`` sensor readings at rest at ``q`` (rad): the true
+        static torque (payload included) plus the sensor's offset and its noise averaged over
+        ``samples``; what a settled capture measures, without simulating the move there (Monte-Carlo
+        benches). Leaves the arm at rest at ``q``."""
+        if int(samples) < 1:
+            raise ValueError(f"static_capture needs samples >= 1, got {samples}")
+        self.reset(q)
+        link, motor = self._torques()
+        raw = motor if self._sees_friction else link
+        noise = self._noise_std * self._rng.standard_normal(self.n) / np.sqrt(int(samples)) if self._noisy else 0.0
+        return raw + self._offset + noise
+
     def set_trajectory(self, points) -> None:
         """Replace the trajectory: ``points`` = [(time_from_start_s, positions, velocities|None)].
 

@@ -1,0 +1,169 @@
+"""σ that covers model error (issue 17): propagation against brute-force resampling, and MuJoCo truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from payload_estimation.identification.model_uncertainty import (
+    ModelUncertaintyError,
+    declared_uncertainty,
+    error_covariance,
+)
+from payload_estimation.identification.payload import (
+    PayloadDataError,
+    estimate_payload_anchored,
+    estimate_payload_gravity,
+)
+from payload_estimation.identification.static_fit import (
+    NO_REFERENCE_NOTE,
+    StaticFitConfig,
+    fit_static_payload,
+    precision_problem,
+)
+from payload_estimation.model.dynamics import RigidBodyDynamics, gravity_params
+from payload_estimation.model.parameters import BodyInertia
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.motion.poses import PosePlanConfig, plan_poses
+from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
+
+DEG = np.pi / 180
+PICK = np.array([0, 30, 0, -60, 0, 60, 0]) * DEG
+PAYLOAD = BodyInertia(2.0, np.array([0.01, -0.02, 0.1]), np.diag([0.01, 0.01, 0.004]))
+
+
+@pytest.fixture(scope="module")
+def lwr4():
+    return RigidBodyDynamics(load_robot("lwr4"))
+
+
+def _vec(est) -> np.ndarray:
+    return np.array([est.mass, *est.com])
+
+
+def _std(est) -> np.ndarray:
+    return np.array([est.std[k] for k in ("mass", "cx", "cy", "cz")])
+
+
+def test_declared_uncertainty_scales_with_link_mass_and_com(lwr4):
+    unc = declared_uncertainty(lwr4, 0.05, offset_std=0.3)
+    assert unc.covariance.shape == (28, 28) and "5 %" in unc.source and "0.3 N m" in unc.source
+    sd = np.sqrt(np.diag(unc.covariance)).reshape(7, 4)
+    masses = np.array([b.mass for b in lwr4.desc.links])
+    np.testing.assert_allclose(sd[:, 0], 0.05 * masses)
+    assert np.all(sd[:, 1:] >= 0.05 * masses[:, None] * 0.01)  # the CoM floor: never a certain CoM
+    # the torque error it implies at a pose: the shoulder carries the whole arm
+    t = declared_uncertainty(lwr4, 0.05).torque_std(PICK)
+    assert t.shape == (7,) and t[1] > 5 * t[5]
+    assert np.all(unc.torque_std(PICK) >= 0.3)
+    with pytest.raises(ModelUncertaintyError):
+        declared_uncertainty(lwr4, -0.01)
+    with pytest.raises(ModelUncertaintyError):
+        declared_uncertainty(lwr4, 0.05, offset_std=[0.1, 0.2])
+
+
+def test_anchoring_removes_offsets_and_the_error_at_the_anchor(lwr4):
+    unc = declared_uncertainty(lwr4, 0.05, offset_std=0.5)
+    q = np.array([PICK, PICK + 5 * DEG])
+    c_one = error_covariance(unc, q)
+    c_anc = error_covariance(unc, q, anchor=PICK[None])
+    np.testing.assert_allclose(c_anc[:7, :7], 0.0, atol=1e-15)  # the anchor pose itself: no error left
+    assert np.trace(c_anc) < 0.05 * np.trace(c_one)
+    np.testing.assert_allclose(np.diag(c_one)[:7], unc.torque_std(PICK) ** 2)
+
+
+@pytest.mark.parametrize("anchored", [False, True], ids=["one-shot", "anchored"])
+def test_reported_std_matches_brute_force_resampling_of_the_model(lwr4, anchored):
+    """Draw the true robot's link gravity parameters and offsets from the declared distribution
+    500 times; the fits' scatter equals the σ each fit reports (and 3σ covers every error)."""
+    rng = np.random.default_rng(3)
+    unc = declared_uncertainty(lwr4, 0.05, offset_std=0.5)
+    q = plan_poses(lwr4, PICK, PosePlanConfig()).poses
+    y_g = [lwr4.gravity_regressor(qk) for qk in q]
+    y_l = [lwr4.payload_gravity_regressor(qk) for qk in q]
+    p_l = PAYLOAD.to_params()[:4]
+    p_g = gravity_params(lwr4.desc)
+    chol = np.linalg.cholesky(unc.covariance)
+    noise = 0.01
+    errs, stds = [], []
+    for _ in range(500):
+        p_true = p_g + chol @ rng.standard_normal(p_g.size)
+        offset = 0.5 * rng.standard_normal(7)
+        tau = np.array([yg @ p_true + yl @ p_l + offset for yg, yl in zip(y_g, y_l)])
+        tau = tau + noise * rng.standard_normal(tau.shape)
+        w = np.full(7, 1 / noise ** 2)
+        if anchored:
+            tau_u = lwr4.gravity_regressor(PICK) @ p_true + offset + noise * rng.standard_normal(7)
+            est = estimate_payload_anchored(lwr4, q, tau, PICK[None], tau_u[None], weights=w, model_uncertainty=unc)
+        else:
+            est = estimate_payload_gravity(lwr4, q, tau, weights=w, model_uncertainty=unc)
+        errs.append(_vec(est) - np.array([PAYLOAD.mass, *PAYLOAD.com]))
+        stds.append(_std(est))
+    errs, stds = np.array(errs), np.array(stds)
+    ratio = errs.std(axis=0) / np.median(stds, axis=0)
+    # reported = scatter (500 draws: the ratio itself scatters by about 3 %)
+    assert np.all(ratio > 0.8) and np.all(ratio < 1.12), ratio
+    assert np.all((np.abs(errs) <= 3 * stds).mean(axis=0) >= 0.99)
+
+
+def _mujoco_runs(robot: str, model_error: float, runs: int, fit) -> tuple[np.ndarray, np.ndarray]:
+    """Static captures of the MuJoCo arm (true links off by ``model_error``, offsets, 0.1 N m noise) at
+    planned ±7° poses around random pick configurations; (errors, stds) of (m, cx, cy, cz)."""
+    desc = load_robot(robot)
+    dyn = RigidBodyDynamics(desc)
+    rng = np.random.default_rng(11)
+    lim = desc.limits.position
+    errs, stds = [], []
+    for k in range(runs):
+        q0 = rng.uniform(lim[:, 0] + 0.3, lim[:, 1] - 0.3)
+        body = BodyInertia(float(rng.uniform(0.5, 5.0)), rng.uniform([-0.05, -0.05, 0.02], [0.05, 0.05, 0.15]),
+                           np.diag([0.01, 0.01, 0.005]))
+        arm = SimulatedArm(desc, SimConfig(seed=k, model_error=model_error,
+                                           sensor=SensorConfig(noise_std=0.1, offset=rng.uniform(-0.5, 0.5, 7))))
+        tau_u = arm.static_capture(q0, 1000)
+        arm.attach_payload(body)
+        q = plan_poses(dyn, q0, PosePlanConfig(seed=k)).poses
+        tau = np.array([arm.static_capture(qk, 120) for qk in q])
+        est = fit(dyn, q, tau, q0[None], tau_u[None])
+        errs.append(_vec(est) - np.array([body.mass, *body.com]))
+        stds.append(_std(est))
+    return np.array(errs), np.array(stds)
+
+
+@pytest.mark.parametrize("method", ["one-shot", "differential"])
+def test_sigma_covers_the_error_against_mujoco_truth(method):
+    """5 % model error in the simulated robot, sensor offsets: |error| <= 3σ for the mass and each CoM
+    component in every run, with the shipped defaults."""
+    cfg = StaticFitConfig(method=method)
+    errs, stds = _mujoco_runs("lwr4", 0.05, 30, lambda dyn, q, tau, qu, tu: fit_static_payload(dyn, q, tau, qu, tu,
+                                                                                               cfg))
+    cover = (np.abs(errs) <= 3 * stds).mean(axis=0)
+    assert np.all(cover >= 29 / 30), cover
+    if method == "differential":  # and it is the accurate one: well under 1 % / 5 mm typically
+        assert np.median(np.abs(errs[:, 0]) / 1.0) < 0.02 and np.median(np.linalg.norm(errs[:, 1:], axis=1)) < 0.003
+
+
+def test_noise_only_sigma_does_not_cover_model_error():
+    """What the σ used to be (noise only, from the fit residual): the same runs are not covered."""
+    errs, stds = _mujoco_runs("lwr4", 0.05, 30, lambda dyn, q, tau, qu, tu: estimate_payload_gravity(
+        dyn, q, tau, weights=np.full(7, 1 / 0.05 ** 2)))
+    cover = (np.abs(errs) <= 3 * stds).mean(axis=0)
+    assert cover[0] < 0.7, cover
+
+
+def test_auto_method_uses_the_reference_when_there_is_one(lwr4):
+    q = plan_poses(lwr4, PICK, PosePlanConfig()).poses
+    loaded = lwr4.with_payload(PAYLOAD)
+    tau = np.array([loaded.gravity(qk) for qk in q])
+    tau_u = lwr4.gravity(PICK)[None]
+    with_ref = fit_static_payload(lwr4, q, tau, PICK[None], tau_u, StaticFitConfig())
+    without = fit_static_payload(lwr4, q, tau, None, None, StaticFitConfig())
+    assert with_ref.method.startswith("gravity differential (anchored")
+    assert without.method == "gravity one-shot" and NO_REFERENCE_NOTE in without.notes
+    assert without.std["mass"] > 10 * with_ref.std["mass"]  # 0.5 N m offsets and 5 % links, not cancelled
+    assert any("unloaded model's uncertainty" in n for n in with_ref.notes)
+    with pytest.raises(PayloadDataError, match="needs an unloaded capture"):
+        fit_static_payload(lwr4, q, tau, None, None, StaticFitConfig(method="differential"))
+    assert precision_problem(with_ref, 0.1, 0.02) == ""
+    problem = precision_problem(without, 0.01, 0.02)
+    assert problem.startswith("mass σ") and "max_mass_std 0.01 kg" in problem
