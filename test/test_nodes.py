@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import rclpy
 import yaml
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -199,7 +199,8 @@ def latest_estimate(rig, predicate=lambda m: m.inertia.m > 0) -> InertiaStamped:
 
 def test_estimator_captures_estimates_and_resets(rig, dyn, tmp_path):
     arm = rig.add(StaticArm(dyn, Q0))
-    rig.add(PayloadEstimatorNode(parameter_overrides=[Parameter("export_dir", value=str(tmp_path / "exports"))]))
+    rig.add(PayloadEstimatorNode(parameter_overrides=[Parameter("export_dir", value=str(tmp_path / "exports")),
+                                                      Parameter("max_mass_std", value=0.001)]))
     assert wait_for(lambda: rig.call("payload_estimator/capture").success, 3.0)
     # static kinematic arm, exact model: poses around Q0 give the payload back
     for pose in plan_poses(dyn, Q0, PosePlanConfig(n_poses=6)).poses[1:]:
@@ -208,6 +209,12 @@ def test_estimator_captures_estimates_and_resets(rig, dyn, tmp_path):
         assert wait_for(lambda: rig.call("payload_estimator/capture").success, 2.0)
     res = rig.call("payload_estimator/estimate")
     assert res.success, res.message
+    # method auto without an unloaded reference: one-shot, whose σ includes the model's 5 % and 0.5 N m
+    # offsets: above max_mass_std 1 g, so published but flagged
+    assert res.message.startswith("IMPRECISE (mass σ") and "no unloaded reference" in res.message
+    st = status_values(rig, "payload_estimator/status", lambda v: float(v.get("mass", 0)) > 0)
+    assert st["level"] == DiagnosticStatus.WARN and "imprecise" in st["message"]
+    assert "declared 5 %" in st["model"] and st["method"] == "gravity one-shot"
     est = latest_estimate(rig)  # a late subscriber gets it
     assert est.inertia.m == pytest.approx(3.0, abs=0.01)
     np.testing.assert_allclose([est.inertia.com.x, est.inertia.com.y, est.inertia.com.z], PAYLOAD.com, atol=3e-3)
