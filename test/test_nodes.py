@@ -33,7 +33,7 @@ from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.motion.poses import PosePlanConfig, plan_poses
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
-from payload_estimation.ros.messages import joint_state_msg, trajectory_from_msg
+from payload_estimation.ros.messages import diagnostic_level, joint_state_msg, trajectory_from_msg
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
 from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from payload_estimation.ros.sampler_node import PayloadSamplerNode
@@ -213,7 +213,7 @@ def test_estimator_captures_estimates_and_resets(rig, dyn, tmp_path):
     # offsets: above max_mass_std 1 g, so published but flagged
     assert res.message.startswith("IMPRECISE (mass σ") and "no unloaded reference" in res.message
     st = status_values(rig, "payload_estimator/status", lambda v: float(v.get("mass", 0)) > 0)
-    assert st["level"] == DiagnosticStatus.WARN and "imprecise" in st["message"]
+    assert st["level"] == diagnostic_level(DiagnosticStatus.WARN) and "imprecise" in st["message"]
     assert "declared 5 %" in st["model"] and st["method"] == "gravity one-shot"
     est = latest_estimate(rig)  # a late subscriber gets it
     assert est.inertia.m == pytest.approx(3.0, abs=0.01)
