@@ -36,6 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "joints or one per joint)")
     parser.add_argument("--offsets", action="store_true",
                         help="also fit constant joint-torque offsets (static captures against a model)")
+    parser.add_argument("--model-uncertainty", type=float, default=0.05, metavar="REL",
+                        help="static captures against the nominal description: its link masses/CoMs are off by "
+                             "this much (relative, 1 sigma; default 0.05); enters the reported std")
+    parser.add_argument("--torque-offset-std", type=float, default=0.5, metavar="NM",
+                        help="static captures against a model: 1-sigma sensor offset it lacks (default 0.5 N m)")
     parser.add_argument("--max-payload", type=float, default=50.0, metavar="KG",
                         help="reject estimates heavier than this (default 50 kg)")
     parser.add_argument("--max-com-radius", type=float, default=1.0, metavar="M",
@@ -118,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
         model.check_robot(desc)
     opts = PayloadOptions(cutoff=args.cutoff, velocity=args.velocity, rate=args.rate, max_gap=args.max_gap,
                           max_speed=args.max_speed, motion=args.full, max_mismatch=args.max_mismatch,
-                          offsets=args.offsets,
+                          offsets=args.offsets, model_uncertainty=args.model_uncertainty,
+                          torque_offset_std=args.torque_offset_std,
                           limits=PayloadLimits(max_payload=args.max_payload, max_com_radius=args.max_com_radius))
     try:
         result = estimate_payload_recordings(dyn, loaded, unloaded, model, opts,

@@ -34,6 +34,7 @@ from .data import (
     position_speeds,
 )
 from .estimate import PayloadEstimate
+from .model_uncertainty import DATASHEET_RELATIVE, declared_uncertainty, identified_uncertainty
 from .payload import (
     INERTIA_RSD,
     PayloadLimits,
@@ -320,7 +321,9 @@ class PayloadOptions:
     rad / ``min_overlap``: alignment limits; ``transport``: move the unloaded torque to the loaded run's
     states with the robot model (first-order correction of the residual tracking difference);
     ``offsets``: fit joint-torque offsets (static one-shot only); ``inertia_rsd``: see
-    :data:`.payload.INERTIA_RSD`; ``limits``: plausibility limits.
+    :data:`.payload.INERTIA_RSD`; ``limits``: plausibility limits. Static captures against a model:
+    its error enters σ (:mod:`.model_uncertainty`): an identified model's covariance, else the nominal
+    description's declared ``model_uncertainty`` (relative, 1 σ) and ``torque_offset_std`` (N m).
     """
 
     cutoff: float = 6.0
@@ -336,6 +339,8 @@ class PayloadOptions:
     offsets: bool = False
     inertia_rsd: float = INERTIA_RSD
     limits: PayloadLimits = field(default_factory=PayloadLimits)
+    model_uncertainty: float = DATASHEET_RELATIVE
+    torque_offset_std: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -514,14 +519,19 @@ def _static(dyn, loaded: Samples, unloaded: Samples | None, model, opt: PayloadO
         est = estimate_payload_gravity(dyn, loaded.q, loaded.tau, unloaded.tau, limits=opt.limits)
     elif model is not None:
         # the model's prediction at rest plays the part of the measured unloaded torque
-        g = _model_reference(model, dyn, loaded.q)
-        est = estimate_payload_gravity(dyn, loaded.q, loaded.tau, g, "differential", estimate_offsets=opt.offsets,
-                                       limits=opt.limits)
-        est = replace(est, method=est.method.replace("differential", "against the model"))
+        if hasattr(model, "covariance"):
+            unc = identified_uncertainty(dyn, model, ref)
+        else:
+            unc = declared_uncertainty(dyn, opt.model_uncertainty, opt.torque_offset_std)
+        est = estimate_payload_gravity(dyn, loaded.q, loaded.tau, None, "one-shot", estimate_offsets=opt.offsets,
+                                       limits=opt.limits, model_uncertainty=unc,
+                                       unloaded_gravity=lambda qk: _model_reference(model, dyn, qk[None])[0])
+        est = replace(est, method=est.method.replace("one-shot", "against the model"))
         lines.append(f"unloaded torque at rest predicted by {ref} (gravity and offsets)")
     else:
+        unc = declared_uncertainty(dyn, opt.model_uncertainty, 0.0 if opt.offsets else opt.torque_offset_std)
         est = estimate_payload_gravity(dyn, loaded.q, loaded.tau, None, estimate_offsets=opt.offsets,
-                                       limits=opt.limits)
+                                       limits=opt.limits, model_uncertainty=unc)
     return PayloadResult(est, "static", ref, tuple(lines))
 
 
