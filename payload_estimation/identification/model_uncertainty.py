@@ -8,8 +8,8 @@ with R(q) the model's regressor at rest (n x p: the link gravity parameters (m, 
 data-sheet model, the kept coefficients for an identified one), δ its parameter error and o constant
 joint-torque offsets the model does not contain (a sensor's bias). The error is *systematic*: the same
 at every capture near a pose, so it does not average out and the fit's residual cannot reveal the
-part of it that looks like a payload. A fit linear in the torque differences, p̂ = A Δτ, gets the
-covariance A C Aᵀ from it, C the stacked covariance of e over the captures (:func:`error_covariance`).
+part of it that looks like a payload. :func:`generalized_fit` weighs the captures by C, the stacked
+covariance of e over them (:func:`error_covariance`) plus the noise, and reports (Yᵀ C⁻¹ Y)⁻¹.
 
 * one-shot: e(q_k) itself;
 * anchored on unloaded captures at q_u: e(q_k) − mean_u e(q_u) (offsets cancel, and near the anchor
@@ -152,15 +152,6 @@ def generalized_fit(y: np.ndarray, dtau: np.ndarray, c: np.ndarray, names) -> Ge
     return GeneralizedFit(res.params, cov, float(np.sqrt(np.mean(resid ** 2))), s2)
 
 
-def propagated_covariance(y: np.ndarray, row_weights: np.ndarray | None, c: np.ndarray) -> np.ndarray:
-    """Covariance A C Aᵀ of the weighted least-squares fit p̂ = A Δτ of ``Δτ ~ y p`` (rows weighted by
-    ``row_weights``) when Δτ carries an error of covariance ``c``."""
-    sw = np.ones(y.shape[0]) if row_weights is None else np.sqrt(np.asarray(row_weights, float))
-    a = np.linalg.pinv(y * sw[:, None]) * sw[None, :]
-    out = a @ c @ a.T
-    return 0.5 * (out + out.T)
-
-
 __all__ = ["ModelUncertainty", "ModelUncertaintyError", "declared_uncertainty", "identified_uncertainty",
-           "error_covariance", "propagated_covariance", "generalized_fit", "GeneralizedFit",
+           "error_covariance", "generalized_fit", "GeneralizedFit",
            "DATASHEET_RELATIVE", "COM_FLOOR"]
