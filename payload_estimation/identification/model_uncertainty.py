@@ -87,11 +87,14 @@ def declared_uncertainty(dyn: RigidBodyDynamics, relative: float = DATASHEET_REL
         var += [(relative * m) ** 2, *((relative * m) ** 2 * (c ** 2 + scale ** 2))]
     cov = np.diag(np.asarray(var, float))
     assert cov.shape[0] == N_GRAVITY_PARAMS * dyn.n
-    src = f"nominal model, declared {100 * relative:g} % (1 σ) link mass/CoM uncertainty"
     o = _offsets(offset_std, dyn.n)
-    if np.any(o > 0):
-        src += f", torque offsets {np.max(o):g} N m"
-    return ModelUncertainty(dyn.gravity_regressor, cov, o, src)
+    return ModelUncertainty(dyn.gravity_regressor, cov, o, declared_source(relative, float(np.max(o))))
+
+
+def declared_source(relative: float, offset_std: float = 0.0) -> str:
+    """The :attr:`ModelUncertainty.source` phrase of :func:`declared_uncertainty` (offset_std N m)."""
+    src = f"nominal model, declared {100 * relative:g} % (1 σ) link mass/CoM uncertainty"
+    return src + (f", torque offsets {offset_std:g} N m" if offset_std > 0 else "")
 
 
 def identified_uncertainty(dyn: RigidBodyDynamics, model, label: str, offset_std=0.0) -> ModelUncertainty:
@@ -152,6 +155,6 @@ def generalized_fit(y: np.ndarray, dtau: np.ndarray, c: np.ndarray, names) -> Ge
     return GeneralizedFit(res.params, cov, float(np.sqrt(np.mean(resid ** 2))), s2)
 
 
-__all__ = ["ModelUncertainty", "ModelUncertaintyError", "declared_uncertainty", "identified_uncertainty",
-           "error_covariance", "generalized_fit", "GeneralizedFit",
-           "DATASHEET_RELATIVE", "COM_FLOOR"]
+__all__ = ["ModelUncertainty", "ModelUncertaintyError", "declared_uncertainty", "declared_source",
+           "identified_uncertainty", "error_covariance", "generalized_fit", "GeneralizedFit", "DATASHEET_RELATIVE",
+           "COM_FLOOR"]

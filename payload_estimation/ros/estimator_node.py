@@ -31,7 +31,7 @@ from std_srvs.srv import Trigger
 from ..identification.data import SampleDataError
 from ..identification.estimate import NO_PAYLOAD, PayloadEstimate
 from ..identification.export import write_exports
-from ..identification.model_uncertainty import declared_uncertainty
+from ..identification.model_uncertainty import declared_source
 from ..identification.payload import PayloadLimits
 from ..identification.payload_recordings import CURRENT_WARNING, effort_to_torque, torque_gains
 from ..identification.static_fit import STATIC_METHODS, StaticFitConfig, fit_static_payload, precision_problem
@@ -246,16 +246,10 @@ class PayloadEstimatorNode(Node):
         if self.dyn is None:
             response.success, response.message = False, f"estimate rejected: no robot model ({self.model.error})"
             return response
-        method = self.values["method"]
         with self._lock:
             loaded, unloaded = list(self._loaded), list(self._unloaded)
         if not loaded:
             response.success, response.message = False, "estimate rejected: no samples captured (call ~/capture)"
-            return response
-        if method == "differential" and not unloaded:
-            response.success = False
-            response.message = ("estimate rejected: method differential needs an unloaded capture at the pick "
-                                "configuration (call ~/capture_unloaded before grasping)")
             return response
         q = np.array([s[0] for s in loaded])
         tau = np.array([s[1] for s in loaded])
@@ -291,7 +285,7 @@ class PayloadEstimatorNode(Node):
             return "none"
         v = self.values
         return (f"{self.dyn.desc.name} ({v['robot'] or 'robot_description'}): "
-                + declared_uncertainty(self.dyn, float(v["model_uncertainty"]), float(v["torque_offset_std"])).source)
+                + declared_source(float(v["model_uncertainty"]), float(v["torque_offset_std"])))
 
     def _fit_config(self) -> StaticFitConfig:
         """The core fit's settings from the parameters (:func:`identification.static_fit.fit_static_payload`)."""
