@@ -208,25 +208,39 @@ def checked_move(q: np.ndarray, target: np.ndarray, envelope: Envelope, desc: Ro
     return duration
 
 
-def unknown_payload_duration(dyn, q_from: np.ndarray, q_to: np.ndarray, mass_error: float,
-                             torque_margin: float) -> float:
-    """Shortest rest-to-rest quintic duration (s) from ``q_from`` to ``q_to`` (rad) for which a payload mass
-    the model does not know yet (up to ``mass_error`` kg, at the payload frame origin) adds at most
-    ``torque_margin`` (N m) of inertial torque on any joint (0 when nothing is unknown).
+def unknown_payload_duration(dyn, q_from: np.ndarray, q_to: np.ndarray, covariance: np.ndarray,
+                             torque_margin: float, k_sigma: float = 3.0) -> float:
+    """Shortest rest-to-rest quintic duration (s) from ``q_from`` to ``q_to`` (rad) for which the part of
+    the payload the model does not know yet adds at most ``torque_margin`` (N m) of inertial torque on any
+    joint at ``k_sigma`` standard deviations (0 when nothing is unknown).
 
-    While a grasped load's mass is not determined by the poses seen so far (at the arm's stretched-up
-    pose it does not show in the joint torques at all), its inertial torque m J^T J ddq reads as an
-    external torque in the monitor's residual; this bounds it below the residual's margin.
+    ``covariance`` (4 x 4) is that of p_L,g = (m, m c) (kg, kg m; payload frame) given the poses seen
+    so far (:func:`collision.provisional.payload_gravity_posterior`). While a grasped load's mass or
+    CoM is not determined by them (at the arm's stretched-up pose the mass does not show in the joint
+    torques at all; after one pose the CoM along the gravity direction does not), its inertial torque
+    Y_L(q, dq, ddq) Δp reads as an external torque in the monitor's residual; this bounds it below the
+    residual's margin, at the quintic's peak acceleration (10/√3 · step / T²) and, for the Coriolis and
+    centrifugal part, at its peak velocity (15/8 · step / T). The payload's own rotational inertia is
+    left out (static poses never determine it, and at ±7° moves it adds hundredths of a N m).
     """
-    if mass_error <= 0.0:
-        return 0.0
+    cov = np.asarray(covariance, dtype=float)
+    if cov.shape != (4, 4) or not np.all(np.isfinite(cov)):
+        raise ValueError(f"covariance must be a finite 4 x 4 matrix, got shape {cov.shape}")
     if not torque_margin > 0.0:
         raise ValueError(f"torque_margin must be > 0 N m, got {torque_margin}")
+    if not np.any(cov):
+        return 0.0
     q_from = np.asarray(q_from, dtype=float)
     step = np.asarray(q_to, dtype=float) - q_from
     zero = np.zeros_like(q_from)
-    per_kg = dyn.payload_regressor(q_from, zero, step)[:, 0] - dyn.payload_gravity_regressor(q_from)[:, 0]
-    peak = QUINTIC_ACCEL_PEAK * mass_error * float(np.max(np.abs(per_kg)))
+    static = dyn.payload_gravity_regressor(q_from)
+    per_accel = dyn.payload_regressor(q_from, zero, step)[:, :4] - static  # N m per (rad/s² along step)
+    per_speed = dyn.payload_regressor(q_from, step, zero)[:, :4] - static  # N m per (rad/s along step)²
+
+    def spread(y: np.ndarray) -> float:
+        return k_sigma * float(np.sqrt(np.max(np.einsum("ij,jk,ik->i", y, cov, y))))
+
+    peak = max(QUINTIC_ACCEL_PEAK * spread(per_accel), QUINTIC_PEAK ** 2 * spread(per_speed))
     return float(np.sqrt(peak / torque_margin))
 
 

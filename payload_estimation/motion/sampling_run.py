@@ -73,8 +73,8 @@ class RunConfig:
     service_timeout: wall s the estimator may take to answer; start_tolerance: rad the arm may move
     between the request and rest at q0 (more means it was not at rest where it was asked);
     mass_limit (kg) and unknown_payload_torque (N m): while the poses captured so far leave the payload
-    mass uncertain (3 sigma of :func:`collision.provisional.payload_gravity_posterior`, at most
-    mass_limit), moves are slowed so that its inertial torque stays below unknown_payload_torque;
+    mass or CoM uncertain (:func:`collision.provisional.payload_gravity_posterior`, the mass at most
+    mass_limit), moves are slowed so that 3 sigma of its inertial torque stays below unknown_payload_torque;
     monitor_timeout: wall s a run waits for the collision monitor to be monitoring before it refuses.
     """
 
@@ -379,7 +379,7 @@ class SamplingRun:
                                   code="plan_failed") from e
         out.append(ClearCaptures())
         self.sequence = SamplingSequence(self.plan, self.desc, self.seq_config, self.names)
-        self.sequence.duration_floor = self._unknown_mass_floor
+        self.sequence.duration_floor = self._unknown_payload_floor
         self.sequence.timings.startup = obs.t - self._t_start
         self.timings = self.sequence.timings
         self.phase = "sequence"
@@ -491,12 +491,16 @@ class SamplingRun:
                                   f"{np.degrees(err[j]):.2f} deg off", hold=True, code="not_reached")
         return False
 
-    def _unknown_mass_floor(self, q_from: np.ndarray, q_to: np.ndarray, k: int) -> float:
-        """Move duration floor (s) while the captured poses leave the payload mass uncertain."""
+    def _unknown_payload_floor(self, q_from: np.ndarray, q_to: np.ndarray, k: int) -> float:
+        """Move duration floor (s) while the captured poses leave the payload's mass or CoM uncertain."""
         visited = self.plan.poses[:k] if k > 0 else self.q0[None]
         _, cov = payload_gravity_posterior(self.dyn, visited)
-        mass_error = min(3.0 * float(np.sqrt(cov[0, 0])), self.cfg.mass_limit)
-        return unknown_payload_duration(self.dyn, q_from, q_to, mass_error, self.cfg.unknown_payload_torque)
+        # a mass beyond mass_limit is refused anyway: the unknown mass need not be feared beyond it
+        shrink = min(1.0, self.cfg.mass_limit / (3.0 * float(np.sqrt(cov[0, 0]))))
+        cov = cov.copy()
+        cov[0, :] *= shrink
+        cov[:, 0] *= shrink
+        return unknown_payload_duration(self.dyn, q_from, q_to, cov, self.cfg.unknown_payload_torque)
 
     def _check(self, target: np.ndarray) -> None:
         """Last line of defence: nothing leaves the envelope of q0, whatever the program hands out."""
