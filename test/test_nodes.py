@@ -232,6 +232,42 @@ def test_estimator_captures_estimates_and_resets(rig, dyn, tmp_path):
     assert est.inertia.m == 0.0
 
 
+def test_estimator_loads_a_gravity_model_by_parameter(rig, dyn, tmp_path):
+    """``gravity_model``: a PARAMS.yaml from identify --gravity-only replaces the description's gravity and
+    its covariance gives σ; a file that does not load is an ERROR at start and a refused parameter later."""
+    from payload_estimation.identification.data import Samples
+    from payload_estimation.identification.robot_identification import identify_gravity, random_configurations
+
+    sweep = random_configurations(dyn.desc, 40, seed=1, margin=0.3)
+    tau = np.array([dyn.gravity(q) for q in sweep]) + np.random.default_rng(0).normal(0.0, 0.01, (40, dyn.n))
+    good = tmp_path / "gravity.yaml"
+    identify_gravity(dyn.desc, Samples(sweep, tau), offset=True).save(good)
+    arm = rig.add(StaticArm(dyn, Q0))
+    node = rig.add(PayloadEstimatorNode(parameter_overrides=[Parameter("gravity_model",
+                                                                       value=str(tmp_path / "missing.yaml"))]))
+    st = status_values(rig, "payload_estimator/status", lambda v: "did not load" in v["message"])
+    assert st["level"] == diagnostic_level(DiagnosticStatus.ERROR) and "does not exist" in st["model"]
+    assert wait_for(lambda: rig.call("payload_estimator/capture").success, 3.0)
+    res = rig.call("payload_estimator/estimate")
+    assert not res.success and "gravity_model" in res.message and "did not load" in res.message
+    # ros2 param set: a malformed file is refused with the reason, a good one is loaded
+    (tmp_path / "bad.yaml").write_text("coefficients: [1, 2\n")
+    bad = node.set_parameters([Parameter("gravity_model", value=str(tmp_path / "bad.yaml"))])[0]
+    assert not bad.successful and "gravity_model" in bad.reason
+    assert node.set_parameters([Parameter("gravity_model", value=str(good))])[0].successful
+    st = status_values(rig, "payload_estimator/status", lambda v: "identified model gravity.yaml" in v["model"])
+    assert st["level"] == diagnostic_level(DiagnosticStatus.OK)
+    for pose in plan_poses(dyn, Q0, PosePlanConfig(n_poses=6)).poses[1:]:
+        arm.q = pose
+        time.sleep(0.05)
+        assert wait_for(lambda: rig.call("payload_estimator/capture").success, 2.0)
+    res = rig.call("payload_estimator/estimate")
+    assert res.success and not res.message.startswith("IMPRECISE"), res.message
+    assert "no unloaded reference" not in res.message  # against a calibrated model one-shot is the accurate method
+    est = latest_estimate(rig)
+    assert est.inertia.m == pytest.approx(PAYLOAD.mass, abs=0.01)
+
+
 def test_estimator_rejects_bad_input_and_impossible_fits(rig, dyn):
     arm = rig.add(StaticArm(dyn, Q0, names=list(dyn.desc.joint_names[:6])))  # A6 missing
     rig.add(PayloadEstimatorNode())

@@ -53,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--torque-cutoff", type=float, default=6.0, help="torque low-pass cut-off Hz (default 6)")
     parser.add_argument("--friction", nargs="?", const="viscous+coulomb", default="auto", metavar="MODEL",
                         help="friction terms per joint: auto (chosen from the data's residual, default), none, or "
-                             "terms of viscous, coulomb, offset joined by '+'; --friction alone = viscous+coulomb")
+                             "terms of viscous, coulomb, offset joined by '+'; --friction alone = viscous+coulomb. "
+                             "With --gravity-only: offset (a torque offset per joint, the default) or none")
     parser.add_argument("--essential", action="store_true", help="keep only the essential coefficients")
     parser.add_argument("--min-abs", type=float, default=0.01, help="essential: |coefficient| threshold")
     parser.add_argument("--max-rsd", type=float, default=40.0, help="essential: RSD threshold in %%")
@@ -115,12 +116,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"fitting on t = {samples.t[0]:.3f}..{samples.t[-1]:.3f} s; holding out t = {held.t[0]:.3f}.."
               f"{held.t[-1]:.3f} s (last {args.hold_out:.0%})")
     if args.gravity_only:
-        if args.friction not in ("auto", "none") or args.physical:
-            raise ValueError("--gravity-only cannot be combined with --friction or --physical")
+        if args.friction not in ("auto", "none", "offset") or args.physical:
+            raise ValueError("--gravity-only takes --friction offset (the default), none, or nothing else, and "
+                             "no --physical: a static robot has no friction to fit, only sensor offsets")
         if samples.dq is not None or samples.t is not None:
             samples = select_static(samples, args.max_speed)
         model = identify_gravity(desc, samples, essential=args.essential, min_abs=args.min_abs,
-                                 max_rsd=args.max_rsd)
+                                 max_rsd=args.max_rsd, offset=args.friction != "none")
         data = opts = None
     else:
         period = harmonics = q_des = None

@@ -131,6 +131,8 @@ class IdentifiedModel:
         q = np.atleast_2d(np.asarray(q, float))
         if self.kind == "gravity":
             y = np.vstack([dyn.gravity_regressor(qk)[:, self.independent] for qk in q])
+            if self.offset:
+                y = np.hstack([y, friction_regressor(np.zeros_like(q), False, False, True)])
             return y[:, self.kept]
         if dq is None or ddq is None:
             raise IdentificationError("a full dynamic model needs velocities and accelerations")

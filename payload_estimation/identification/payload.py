@@ -130,24 +130,26 @@ def gravity_from_coefficients(dyn: RigidBodyDynamics, base: BaseParameters,
     return g
 
 
-def anchored_gravity(dyn: RigidBodyDynamics, q_unloaded: np.ndarray,
-                     tau_unloaded: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+def anchored_gravity(dyn: RigidBodyDynamics, q_unloaded: np.ndarray, tau_unloaded: np.ndarray,
+                     gravity: Callable[[np.ndarray], np.ndarray] | None = None) -> Callable[[np.ndarray], np.ndarray]:
     """Unloaded torque model anchored by unloaded static captures (N m as a function of q rad).
 
     g_a(q) = g(q) + mean_k (tau_unloaded_k - g(q_unloaded_k)): the model error (link parameters,
     sensor offsets) is taken as constant near the captures, e.g. one capture at the pick
     configuration just before grasping anchors the whole ±7° envelope around it at no motion cost.
-    q_unloaded, tau_unloaded: (K, n) or (n,) rad and N m, arm at rest, model joint order.
+    q_unloaded, tau_unloaded: (K, n) or (n,) rad and N m, arm at rest, model joint order; ``gravity``
+    the unloaded model g(q) (default: the description's, ``dyn.gravity``).
     """
     n = dyn.n
+    g0 = gravity or dyn.gravity
     q_u = _arr2(q_unloaded, "q_unloaded", n)
     tau_u = _arr2(tau_unloaded, "tau_unloaded", n, q_u.shape[0])
     if q_u.shape[0] == 0:
         raise PayloadDataError("anchoring needs at least one unloaded capture (call ~/capture_unloaded)")
-    offset = np.mean([tu - dyn.gravity(qu) for qu, tu in zip(q_u, tau_u, strict=True)], axis=0)
+    offset = np.mean([tu - g0(qu) for qu, tu in zip(q_u, tau_u, strict=True)], axis=0)
 
     def g(q: np.ndarray) -> np.ndarray:
-        return dyn.gravity(q) + offset
+        return g0(q) + offset
 
     return g
 
@@ -156,14 +158,16 @@ def estimate_payload_anchored(dyn: RigidBodyDynamics, q: np.ndarray, tau_loaded:
                               q_unloaded: np.ndarray, tau_unloaded: np.ndarray, *,
                               weights: np.ndarray | None = None,
                               limits: PayloadLimits | None = None,
-                              model_uncertainty: ModelUncertainty | None = None) -> PayloadEstimate:
+                              model_uncertainty: ModelUncertainty | None = None,
+                              unloaded_gravity: Callable[[np.ndarray], np.ndarray] | None = None) -> PayloadEstimate:
     """Gravity payload (mass, CoM) from loaded captures against the :func:`anchored_gravity` model.
 
     The differential method without revisiting every pose unloaded: only the K unloaded captures
-    (normally one, at the pick configuration) are measured; see :func:`estimate_payload_gravity`
-    for q, tau_loaded, weights, limits, model_uncertainty and the exceptions.
+    (normally one, at the pick configuration) are measured; ``unloaded_gravity`` is the model anchored
+    on them (default the description's); see :func:`estimate_payload_gravity` for q, tau_loaded,
+    weights, limits, model_uncertainty and the exceptions.
     """
-    g = anchored_gravity(dyn, q_unloaded, tau_unloaded)
+    g = anchored_gravity(dyn, q_unloaded, tau_unloaded, unloaded_gravity)
     q_u = _arr2(q_unloaded, "q_unloaded", dyn.n)
     k = q_u.shape[0]
     est = estimate_payload_gravity(dyn, q, tau_loaded, None, "one-shot", unloaded_gravity=g, weights=weights,

@@ -520,7 +520,9 @@ def _static(dyn, loaded: Samples, unloaded: Samples | None, model, opt: PayloadO
     elif model is not None:
         # the model's prediction at rest plays the part of the measured unloaded torque
         if hasattr(model, "covariance"):
-            unc = identified_uncertainty(dyn, model, ref)
+            # offsets the model did not fit are declared, as for the nominal description
+            unc = identified_uncertainty(dyn, model, ref, 0.0 if opt.offsets or getattr(model, "offset", False)
+                                         else opt.torque_offset_std)
         else:
             unc = declared_uncertainty(dyn, opt.model_uncertainty, opt.torque_offset_std)
         est = estimate_payload_gravity(dyn, loaded.q, loaded.tau, None, "one-shot", estimate_offsets=opt.offsets,

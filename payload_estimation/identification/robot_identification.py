@@ -311,20 +311,26 @@ def identify_robot(desc: RobotDescription, samples: Samples,
 
 
 def identify_gravity(desc: RobotDescription, samples: Samples, essential: bool = False, min_abs: float = 0.01,
-                     max_rsd: float = 40.0) -> IdentifiedModel:
+                     max_rsd: float = 40.0, offset: bool = False) -> IdentifiedModel:
     """Gravity coefficients pi_g from static samples (one row block per sample; average each pose's
-    window before, e.g. 500 random configurations as paper 001 does on the LWR)."""
+    window before, e.g. 500 random configurations as paper 001 does on the LWR). ``offset``: also fit a
+    constant torque per joint (a torque sensor's bias, N m), which the gravity coefficients cannot
+    represent; the model then predicts it and its covariance includes it."""
     samples = samples.check_robot(desc)
-    if samples.n_samples * desc.n < 2 * N_GRAVITY_PARAMS * desc.n:
+    n_offsets = desc.n if offset else 0
+    if samples.n_samples * desc.n < 2 * N_GRAVITY_PARAMS * desc.n + 2 * n_offsets:
         raise IdentificationError(f"{samples.n_samples} static samples are too few for the gravity model; "
-                                  f"use at least {2 * N_GRAVITY_PARAMS} well-spread poses")
+                                  f"use at least {2 * N_GRAVITY_PARAMS + (2 if offset else 0)} well-spread poses")
     dyn = RigidBodyDynamics(desc)
     base = compute_base_parameters(dyn, "gravity")
     y = np.vstack([dyn.gravity_regressor(q)[:, base.independent] for q in samples.q])
-    t = samples.tau.reshape(-1)
     names = list(_base_names(base, desc.n))
+    if offset:
+        y = np.hstack([y, friction_regressor(np.zeros_like(samples.q), False, False, True)])
+        names += list(friction_names(desc.n, False, False, True))
+    t = samples.tau.reshape(-1)
     kept, res = _fit(y, t, names, None, IdentificationOptions(essential=essential, min_abs=min_abs, max_rsd=max_rsd))
-    return _model_from_fit(desc, base, kept, res, (False, False, False), y, t, None,
+    return _model_from_fit(desc, base, kept, res, (False, False, offset), y, t, None,
                            {"method": "static", "samples": samples.n_samples, "essential": bool(essential)})
 
 

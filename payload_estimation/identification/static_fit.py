@@ -8,13 +8,16 @@ that σ is small enough for its use. ``payload_estimator`` and ``motion.bare_run
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 from ..model.dynamics import RigidBodyDynamics
 from .estimate import PayloadEstimate
-from .model_uncertainty import DATASHEET_RELATIVE, ModelUncertainty, declared_uncertainty
+from .identified_model import IdentificationError, IdentifiedModel
+from .model_uncertainty import DATASHEET_RELATIVE, ModelUncertainty, declared_uncertainty, identified_uncertainty
 from .payload import PayloadDataError, PayloadLimits, estimate_payload_anchored, estimate_payload_gravity
 
 # auto: anchored on the unloaded captures when there are any, else one-shot against the model.
@@ -40,6 +43,37 @@ class StaticFitConfig:
     limits: PayloadLimits = PayloadLimits()
 
 
+@dataclass(frozen=True)
+class UnloadedModel:
+    """An identified unloaded model in place of the nominal description: its torque at rest
+    ``gravity(q)`` (N m of q rad, sensor offsets included when it fitted them), its error
+    (``uncertainty``, from its coefficient covariance) and ``source`` (path, for status)."""
+
+    gravity: Callable[[np.ndarray], np.ndarray]
+    uncertainty: ModelUncertainty
+    source: str
+    offsets: bool
+
+
+def load_unloaded_model(dyn: RigidBodyDynamics, path: str | Path) -> UnloadedModel:
+    """The PARAMS.yaml at ``path`` (``identify --gravity-only`` or a full model) for ``dyn``'s robot.
+
+    Raises :class:`~.identified_model.IdentificationError` with the reason (missing or malformed file,
+    another robot, another joint layout)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise IdentificationError(f"gravity model file {p} does not exist")
+    model = IdentifiedModel.load(p)
+    model.check_robot(dyn.desc)
+    zero = np.zeros((1, dyn.n))
+
+    def gravity(q: np.ndarray) -> np.ndarray:
+        q = np.asarray(q, float)[None]
+        return model.predict(dyn, q)[0] if model.kind == "gravity" else model.predict(dyn, q, zero, zero)[0]
+
+    return UnloadedModel(gravity, identified_uncertainty(dyn, model, p.name), str(p), bool(model.offset))
+
+
 def precision_problem(est: PayloadEstimate, max_mass_std: float, max_com_std: float) -> str:
     """'' if the estimate's 1-σ mass and CoM uncertainties are within the limits (kg, m), else why not."""
     s = est.std or {}
@@ -55,12 +89,14 @@ def precision_problem(est: PayloadEstimate, max_mass_std: float, max_com_std: fl
 
 def fit_static_payload(dyn: RigidBodyDynamics, q: np.ndarray, tau: np.ndarray, q_unloaded: np.ndarray | None,
                        tau_unloaded: np.ndarray | None, config: StaticFitConfig,
-                       uncertainty: ModelUncertainty | None = None) -> PayloadEstimate:
+                       model: UnloadedModel | None = None) -> PayloadEstimate:
     """Payload (mass, CoM) from loaded static captures q, tau (N, n) rad/N m and unloaded ones (K, n) or None.
 
-    ``uncertainty``: the unloaded model's (default: :func:`declared_uncertainty` from ``config``).
-    Raises :class:`PayloadDataError` (e.g. differential without unloaded captures) and the estimators'
-    errors; a σ above the config's limits is not an error (see :func:`precision_problem`).
+    ``model``: an identified unloaded model (:func:`load_unloaded_model`) in place of the nominal
+    description and its declared uncertainty (``config.model_uncertainty``); sensor offsets it did not
+    fit are declared by ``config.torque_offset_std``. Raises :class:`PayloadDataError` (e.g.
+    differential without unloaded captures) and the estimators' errors; a σ above the config's limits
+    is not an error (see :func:`precision_problem`).
     """
     cfg = config
     if cfg.method not in STATIC_METHODS:
@@ -73,14 +109,20 @@ def fit_static_payload(dyn: RigidBodyDynamics, q: np.ndarray, tau: np.ndarray, q
         raise PayloadDataError(f"torque_noise must be > 0 N m, got {cfg.torque_noise}")
     weights = np.full(dyn.n, 1.0 / cfg.torque_noise ** 2)
     anchored = cfg.method == "differential" or (cfg.method == "auto" and have_ref)
-    if uncertainty is None:
-        uncertainty = declared_uncertainty(dyn, cfg.model_uncertainty, 0.0 if anchored else cfg.torque_offset_std)
+    offsets = 0.0 if anchored else cfg.torque_offset_std  # anchoring cancels them
+    if model is None:
+        unc, gravity = declared_uncertainty(dyn, cfg.model_uncertainty, offsets), None
+    else:
+        unc = model.uncertainty if model.offsets else replace(model.uncertainty,
+                                                               offset_std=np.full(dyn.n, float(offsets)))
+        gravity = model.gravity
     if anchored:
         return estimate_payload_anchored(dyn, q, tau, q_unloaded, tau_unloaded, weights=weights, limits=cfg.limits,
-                                         model_uncertainty=uncertainty)
+                                         model_uncertainty=unc, unloaded_gravity=gravity)
     est = estimate_payload_gravity(dyn, q, tau, None, "one-shot", weights=weights, limits=cfg.limits,
-                                   model_uncertainty=uncertainty)
-    return replace(est, notes=est.notes + (NO_REFERENCE_NOTE,)) if cfg.method == "auto" else est
+                                   model_uncertainty=unc, unloaded_gravity=gravity)
+    return replace(est, notes=est.notes + (NO_REFERENCE_NOTE,)) if cfg.method == "auto" and model is None else est
 
 
-__all__ = ["StaticFitConfig", "fit_static_payload", "precision_problem", "STATIC_METHODS", "NO_REFERENCE_NOTE"]
+__all__ = ["StaticFitConfig", "UnloadedModel", "fit_static_payload", "load_unloaded_model", "precision_problem",
+           "STATIC_METHODS", "NO_REFERENCE_NOTE"]

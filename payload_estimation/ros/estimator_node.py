@@ -34,7 +34,14 @@ from ..identification.export import write_exports
 from ..identification.model_uncertainty import declared_source
 from ..identification.payload import PayloadLimits
 from ..identification.payload_recordings import CURRENT_WARNING, effort_to_torque, torque_gains
-from ..identification.static_fit import STATIC_METHODS, StaticFitConfig, fit_static_payload, precision_problem
+from ..identification.static_fit import (
+    STATIC_METHODS,
+    StaticFitConfig,
+    UnloadedModel,
+    fit_static_payload,
+    load_unloaded_model,
+    precision_problem,
+)
 from ..model.dynamics import RigidBodyDynamics
 from ..motion.settle import SampleWindow, SettleConfig, check_static
 from ..stream import StampVerdict
@@ -64,8 +71,13 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           low=0.0, high=30.0, low_open=True, applies="next capture"),
     Param("torque_noise", 0.05, "N m, standard deviation of a static mean torque (fit weights)", low=0.0,
           high=10.0, low_open=True, applies="next estimate"),
+    Param("gravity_model", "", "PARAMS.yaml of the unloaded robot identified by `payload-estimation identify "
+          "--gravity-only` (or a full model): used instead of the description's gravity, its covariance in σ; "
+          "empty: the description with model_uncertainty. A file that does not load is refused (at start: "
+          "status ERROR, estimates refused)", applies="next estimate"),
     Param("model_uncertainty", 0.05, "relative 1-σ error of the robot model's link masses and CoMs; propagated "
-          "into the estimate's σ (a data-sheet model: a few percent)", low=0.0, high=1.0, applies="next estimate"),
+          "into the estimate's σ (a data-sheet model: a few percent; not used with gravity_model)", low=0.0,
+          high=1.0, applies="next estimate"),
     Param("torque_offset_std", 0.5, "N m, 1-σ joint-torque sensor offset the model lacks (one-shot only; the "
           "differential method cancels it)", low=0.0, high=100.0, applies="next estimate"),
     Param("max_mass_std", 0.1, "kg: an estimate with a larger mass σ is published at level WARN with the reason",
@@ -109,6 +121,8 @@ class PayloadEstimatorNode(Node):
         self._unloaded: list[tuple[np.ndarray, np.ndarray]] = []
         self.current: PayloadEstimate = NO_PAYLOAD
         self.frame = ""
+        self.gravity_model: UnloadedModel | None = None
+        self._gravity_error = ""  # why gravity_model did not load (estimates are refused meanwhile)
         self._last = (DiagnosticStatus.OK, "unloaded (no payload estimated yet)")
 
         self.pub_estimate = self.create_publisher(InertiaStamped, "payload/estimate", LATCHED_QOS)
@@ -134,7 +148,26 @@ class PayloadEstimatorNode(Node):
             torque_gains(values["torque_gain"], self.dyn.n, self.dyn.desc.joint_names)
         except SampleDataError as e:
             return f"torque_gain: {e}"
+        if values["gravity_model"] != self.values["gravity_model"] and values["gravity_model"]:
+            try:
+                load_unloaded_model(self.dyn, values["gravity_model"])
+            except (OSError, ValueError) as e:  # IdentificationError is a ValueError
+                return f"gravity_model: {e}"
         return None
+
+    def _load_gravity_model(self, dyn: RigidBodyDynamics) -> None:
+        """Load ``gravity_model`` for ``dyn`` (none when empty); a failure refuses estimates, at ERROR."""
+        path = str(self.values["gravity_model"])
+        self.gravity_model, self._gravity_error = None, ""
+        if not path:
+            return
+        try:
+            self.gravity_model = load_unloaded_model(dyn, path)
+        except (OSError, ValueError) as e:
+            self._gravity_error = f"gravity_model {path} did not load: {e}"
+            self.get_logger().error(f"{self._gravity_error}; estimates are refused until it loads")
+            return
+        self.get_logger().info(f"unloaded model: {self.gravity_model.uncertainty.source} from {path}")
 
     def _set_gain(self, desc) -> None:
         """Per-joint effort-to-torque gains (core :func:`torque_gains`); warn when effort is not torque."""
@@ -150,8 +183,10 @@ class PayloadEstimatorNode(Node):
     def _on_model(self, desc) -> None:
         names = joint_names_for(desc, self.values["joint_names"])
         self._set_gain(desc)
+        dyn = RigidBodyDynamics(desc)
+        self._load_gravity_model(dyn)
         with self._lock:
-            self.dyn = RigidBodyDynamics(desc)
+            self.dyn = dyn
             self.joint_names = names
             self.frame = desc.payload_frame_name
             self.input = JointStateInput(self, names, self.values, require_velocity=False)
@@ -180,6 +215,9 @@ class PayloadEstimatorNode(Node):
             self.input.configure(self.values)
         if self.dyn is not None and "torque_gain" in names:
             self._set_gain(self.dyn.desc)
+        if self.dyn is not None and "gravity_model" in names:
+            self._load_gravity_model(self.dyn)
+            self.status.publish()
         if self.dyn is not None and names & (set(SETTLE_PARAMS.by_name) | {"anchor_window"}):
             with self._lock:
                 self._new_window()
@@ -251,13 +289,16 @@ class PayloadEstimatorNode(Node):
         if not loaded:
             response.success, response.message = False, "estimate rejected: no samples captured (call ~/capture)"
             return response
+        if self._gravity_error:
+            response.success, response.message = False, f"estimate rejected: {self._gravity_error}"
+            return response
         q = np.array([s[0] for s in loaded])
         tau = np.array([s[1] for s in loaded])
         q_u = np.array([s[0] for s in unloaded]) if unloaded else None
         tau_u = np.array([s[1] for s in unloaded]) if unloaded else None
         cfg = self._fit_config()
         try:
-            est = replace(fit_static_payload(self.dyn, q, tau, q_u, tau_u, cfg), frame=self.frame)
+            est = replace(fit_static_payload(self.dyn, q, tau, q_u, tau_u, cfg, self.gravity_model), frame=self.frame)
         except ValueError as e:  # PayloadRejected is a ValueError
             msg = f"estimate rejected: {e}; previous payload kept ({self.current.mass:.3f} kg)"
             self.get_logger().error(msg)
@@ -284,8 +325,12 @@ class PayloadEstimatorNode(Node):
         if self.dyn is None:
             return "none"
         v = self.values
-        return (f"{self.dyn.desc.name} ({v['robot'] or 'robot_description'}): "
-                + declared_source(float(v["model_uncertainty"]), float(v["torque_offset_std"])))
+        head = f"{self.dyn.desc.name} ({v['robot'] or 'robot_description'}): "
+        if self._gravity_error:
+            return head + f"NONE ({self._gravity_error})"
+        if self.gravity_model is not None:
+            return head + f"{self.gravity_model.uncertainty.source}, {self.gravity_model.source}"
+        return head + declared_source(float(v["model_uncertainty"]), float(v["torque_offset_std"]))
 
     def _fit_config(self) -> StaticFitConfig:
         """The core fit's settings from the parameters (:func:`identification.static_fit.fit_static_payload`)."""
@@ -339,6 +384,8 @@ class PayloadEstimatorNode(Node):
         level, text = self._last
         if self.dyn is None:
             level, text = DiagnosticStatus.ERROR, f"no robot model ({self.model.error})"
+        elif self._gravity_error:
+            level, text = DiagnosticStatus.ERROR, f"{self._gravity_error}: estimates refused"
         elif self.input is not None and self.input.age() is not None and self.input.lost():
             level, text = DiagnosticStatus.WARN, f"{text}; joint_states lost: captures rejected"
         vals = {"mass": est.mass, "com_x": est.com[0], "com_y": est.com[1], "com_z": est.com[2],
