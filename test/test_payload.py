@@ -253,8 +253,9 @@ def test_one_shot_with_identified_gravity_coefficients():
     q = pick_poses(dyn, n_poses=10)
     tau_l = _static(dyn.with_payload(TRUE_PAYLOAD), q, 0.05, rng)
     est = estimate_payload_gravity(dyn, q, tau_l, unloaded_gravity=gravity_from_coefficients(dyn, base, res.params))
-    assert abs(est.mass - TRUE_PAYLOAD.mass) < 0.05
-    np.testing.assert_allclose(est.com, TRUE_PAYLOAD.com, atol=0.02)
+    # measured: 25 g and 3.4 mm (seeded); the identified coefficients' own error is not in σ here
+    assert abs(est.mass - TRUE_PAYLOAD.mass) < 0.04
+    np.testing.assert_allclose(est.com, TRUE_PAYLOAD.com, atol=0.006)
 
 
 @pytest.mark.parametrize("method", ["one-shot", "differential"])
@@ -319,7 +320,9 @@ def test_full_payload_from_dynamic_motion():
     truth_i = np.array([0.02, 0, 0, 0.021, 0, 0.006])
     std_i = np.array([est.std[k] for k in ("Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")])
     assert np.all(np.abs(est.inertia - truth_i) < 4 * std_i + 1e-9), (est.inertia, std_i)
-    assert np.all(std_i < 0.01)
+    assert np.all(std_i < 0.002)  # so that a zero inertia (truth 0.006-0.021 kg m²) cannot pass the line above
+    diag = [0, 3, 5]
+    np.testing.assert_allclose(est.inertia[diag], truth_i[diag], rtol=0.1)
     assert abs(est.mass - TRUE_PAYLOAD.mass) < 4 * est.std["mass"]
     np.testing.assert_allclose(est.inertia_about_frame(), TRUE_PAYLOAD.to_params()[4:], atol=0.03)
 
