@@ -267,7 +267,7 @@ def _candidates(env: Envelope, moving: np.ndarray, max_candidates: int, rng: np.
     return cand
 
 
-def _tour(q0: np.ndarray, poses: np.ndarray, cost) -> np.ndarray:
+def shortest_tour(q0: np.ndarray, poses: np.ndarray, cost) -> np.ndarray:
     """Order poses (first fixed when it is q0) by nearest neighbour + 2-opt on the move cost."""
     n = len(poses)
     if n <= 2:
@@ -342,7 +342,7 @@ def plan_poses(dyn, q0: np.ndarray, config: PosePlanConfig | None = None) -> Pos
     def cost(a, b):
         return move_duration(a, b, vlim, cfg.velocity_scale, cfg.min_duration)
 
-    poses = poses[_tour(env.q0, poses, cost)]
+    poses = poses[shortest_tour(env.q0, poses, cost)]
     prev = env.q0
     durations = []
     for tgt in [*poses, env.q0]:
@@ -369,5 +369,5 @@ def validate_plan(plan: PosePlan, desc: RobotDescription) -> None:
 __all__ = [
     "MotionLimitError", "PosePlanConfig", "Envelope", "PosePlan", "make_envelope", "move_duration",
     "check_command", "check_move", "checked_move", "plan_poses", "unknown_payload_duration",
-    "QUINTIC_ACCEL_PEAK", "validate_plan", "QUINTIC_PEAK", "stop_point",
+    "QUINTIC_ACCEL_PEAK", "validate_plan", "shortest_tour", "QUINTIC_PEAK", "stop_point",
 ]

@@ -173,8 +173,12 @@ class SamplingRun:
 
     def __init__(self, dyn, plan_config: PosePlanConfig, sequence_config: SequenceConfig,
                  run_config: RunConfig, t: float, wall: float, anchor: PickAnchor | None = None,
-                 joint_names: tuple[str, ...] | None = None):
+                 joint_names: tuple[str, ...] | None = None, sweep: bool = False):
+        """``sweep``: a calibration sweep of the unloaded arm (:func:`.sweep.plan_sweep`) instead of the
+        payload poses: nothing is grasped, so ``active`` is not raised (the monitor must not learn a
+        provisional payload) and moves are not slowed for an unknown payload."""
         self.dyn = dyn
+        self.sweep = sweep
         self.desc: RobotDescription = dyn.desc
         self.plan_config = plan_config
         self.seq_config = sequence_config
@@ -303,7 +307,8 @@ class SamplingRun:
             if self.phase == "startup":
                 self._t_active = obs.t
                 self._t_phase = obs.t
-                out.append(SetActive(True))
+                if not self.sweep:
+                    out.append(SetActive(True))
                 self.phase = "rest"
             if self.phase == "rest":
                 self._rest(obs, out)
@@ -373,13 +378,14 @@ class SamplingRun:
                                           self.plan_config.limit_margin_deg)
         self._may_arm = True  # a collision reported until now is the grasp, not this run's
         try:
-            self.plan = _plan_within(self.dyn, self.q0, self.plan_config, self.envelope)
-        except MotionLimitError as e:
+            self.plan = _plan_within(self.dyn, self.q0, self.plan_config, self.envelope, self.sweep)
+        except (MotionLimitError, ValueError) as e:
             raise SequenceAborted(f"cannot plan poses at this pick configuration: {e}", hold=False,
                                   code="plan_failed") from e
         out.append(ClearCaptures())
         self.sequence = SamplingSequence(self.plan, self.desc, self.seq_config, self.names)
-        self.sequence.duration_floor = self._unknown_payload_floor
+        if not self.sweep:
+            self.sequence.duration_floor = self._unknown_payload_floor
         self.sequence.timings.startup = obs.t - self._t_start
         self.timings = self.sequence.timings
         self.phase = "sequence"
@@ -402,8 +408,8 @@ class SamplingRun:
                     self._check(ret.target)
                     out.append(ret)
         elif isinstance(act, Done):
-            text = (f"estimated from {seq.n} poses around q0 = {np.round(np.degrees(self.q0), 2).tolist()} deg "
-                    f"(back there now): {act.text}") if act.ok else (
+            text = (f"{'calibrated' if self.sweep else 'estimated'} from {seq.n} poses around q0 = "
+                    f"{np.round(np.degrees(self.q0), 2).tolist()} deg (back there now): {act.text}") if act.ok else (
                 f"estimator rejected the fit: {act.text} (arm returned to the pick configuration)")
             out.extend(self._finish(act.ok, text, None if act.ok else self._anchor(act.text),
                                     "done" if act.ok else "estimate_rejected"))
@@ -464,7 +470,7 @@ class SamplingRun:
     def _finish(self, ok: bool, text: str, anchor: PickAnchor | None, code: str) -> list[RunAction]:
         self.phase = "done"
         self._finished = Finished(ok, text, anchor, code)
-        return [SetActive(False), self._finished] if self._t_active is not None else [self._finished]
+        return [SetActive(False), self._finished] if self._t_active is not None and not self.sweep else [self._finished]
 
     # ------------------------------------------------------------------ moves
     def _command_return(self, obs: Observation, label: str) -> list[RunAction]:
@@ -509,10 +515,13 @@ class SamplingRun:
                                   code="motion_limit")
 
 
-def _plan_within(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope) -> PosePlan:
-    """plan_poses around q0; the plan's envelope is the run's (identical unless anchored)."""
+def _plan_within(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope, sweep: bool = False) -> PosePlan:
+    """plan_poses (or plan_sweep) around q0; the plan's envelope is the run's (identical unless anchored)."""
     from .poses import plan_poses
+    from .sweep import plan_sweep
 
+    if sweep:
+        return plan_sweep(dyn, q0, config, envelope)
     plan = plan_poses(dyn, q0, config)
     return replace(plan, envelope=envelope) if plan.envelope is not envelope else plan
 

@@ -5,7 +5,10 @@ Interface (names relative to the node namespace, all remappable):
 - subscribes ``joint_states`` (sensor_msgs/JointState; effort = measured joint torque) and, with an
   empty ``robot`` parameter, ``robot_description``;
 - services ``~/capture``, ``~/capture_unloaded``, ``~/estimate``, ``~/reset``, ``~/clear_captures``
-  (std_srvs/Trigger; clear_captures forgets loaded captures only, used at the start of a sampling run);
+  (std_srvs/Trigger; clear_captures forgets loaded and calibration captures, used at the start of a run),
+  ``~/capture_calibration`` and ``~/calibrate`` (std_srvs/Trigger: static captures of the unloaded arm
+  across a pose sweep, then its gravity model with offsets identified, written to ``calibration_file``
+  and loaded as ``gravity_model``);
 - publishes ``payload/estimate`` (geometry_msgs/InertiaStamped, reliable + transient local;
   frame_id = payload frame; inertia about the CoM, 0 when only gravity parameters are estimated),
   ``~/status`` and ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, on events and every second).
@@ -20,20 +23,23 @@ from __future__ import annotations
 import sys
 import threading
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from ..identification.data import SampleDataError
+from ..identification.data import SampleDataError, Samples
 from ..identification.estimate import NO_PAYLOAD, PayloadEstimate
 from ..identification.export import write_exports
 from ..identification.model_uncertainty import declared_source
 from ..identification.payload import PayloadLimits
 from ..identification.payload_recordings import CURRENT_WARNING, effort_to_torque, torque_gains
+from ..identification.robot_identification import identify_gravity
 from ..identification.static_fit import (
     STATIC_METHODS,
     StaticFitConfig,
@@ -75,6 +81,9 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           "--gravity-only` (or a full model): used instead of the description's gravity, its covariance in σ; "
           "empty: the description with model_uncertainty. A file that does not load is refused (at start: "
           "status ERROR, estimates refused)", applies="next estimate"),
+    Param("calibration_file", "", "where ~/calibrate writes the identified gravity model (empty: "
+          "~/.ros/payload_estimation/gravity_<robot>.yaml); it is then loaded as gravity_model",
+          applies="next calibrate"),
     Param("model_uncertainty", 0.05, "relative 1-σ error of the robot model's link masses and CoMs; propagated "
           "into the estimate's σ (a data-sheet model: a few percent; not used with gravity_model)", low=0.0,
           high=1.0, applies="next estimate"),
@@ -119,6 +128,7 @@ class PayloadEstimatorNode(Node):
         self._window: SampleWindow | None = None
         self._loaded: list[tuple[np.ndarray, np.ndarray]] = []
         self._unloaded: list[tuple[np.ndarray, np.ndarray]] = []
+        self._calibration: list[tuple[np.ndarray, np.ndarray]] = []
         self.current: PayloadEstimate = NO_PAYLOAD
         self.frame = ""
         self.gravity_model: UnloadedModel | None = None
@@ -135,6 +145,8 @@ class PayloadEstimatorNode(Node):
         self.create_service(Trigger, "~/estimate", self._srv_estimate)
         self.create_service(Trigger, "~/reset", self._srv_reset)
         self.create_service(Trigger, "~/clear_captures", self._srv_clear)
+        self.create_service(Trigger, "~/capture_calibration", self._srv_capture_calibration)
+        self.create_service(Trigger, "~/calibrate", self._srv_calibrate)
         self.model = RobotModelSource(self, self.values, self._on_model)
         # No estimate is published at start: a late-joining latched "0 kg" would overwrite a payload
         # the monitor already uses (e.g. its provisional one while sampling). ~/reset publishes 0 kg.
@@ -280,6 +292,48 @@ class PayloadEstimatorNode(Node):
     def _srv_capture_unloaded(self, request, response):
         return self._capture(self._unloaded, "unloaded capture", response, anchor=True)
 
+    def _srv_capture_calibration(self, request, response):
+        return self._capture(self._calibration, "calibration capture", response)
+
+    def _calibration_path(self) -> Path:
+        path = str(self.values["calibration_file"])
+        return Path(path).expanduser() if path else (Path.home() / ".ros" / "payload_estimation" /
+                                                     f"gravity_{self.dyn.desc.name}.yaml")
+
+    def _srv_calibrate(self, request, response):
+        """Identify the unloaded gravity model (with offsets) from the calibration captures, write it and use it."""
+        if self.dyn is None:
+            response.success, response.message = False, f"calibrate rejected: no robot model ({self.model.error})"
+            return response
+        with self._lock:
+            captures = list(self._calibration)
+        path = self._calibration_path()
+        try:
+            samples = Samples(np.array([c[0] for c in captures]).reshape(-1, self.dyn.n),
+                              np.array([c[1] for c in captures]).reshape(-1, self.dyn.n))
+            model = identify_gravity(self.dyn.desc, samples, offset=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            model.save(path)
+        except (OSError, ValueError) as e:  # IdentificationError, SampleDataError are ValueErrors
+            response.success, response.message = False, f"calibrate rejected: {e} ({len(captures)} captures kept)"
+            self.get_logger().error(response.message)
+            return response
+        res = self.set_parameters([Parameter("gravity_model", value=str(path))])[0]
+        if not res.successful:
+            response.success, response.message = False, f"calibrate: {path} written but not loaded: {res.reason}"
+            self.get_logger().error(response.message)
+            return response
+        with self._lock:
+            self._calibration.clear()
+        offsets = model.friction_terms()[2]
+        response.success = True
+        response.message = (f"gravity model identified from {len(captures)} poses: {len(model.values)} coefficients, "
+                            f"residual RMS {model.residual_rms:.3g} N m, cond {model.condition_number:.3g}, offsets "
+                            f"{np.round(offsets, 3).tolist()} N m; written to {path} and loaded as gravity_model (set "
+                            "gravity_model in your parameter file to keep it after a restart)")
+        self.get_logger().info(response.message)
+        return response
+
     def _srv_estimate(self, request, response):
         if self.dyn is None:
             response.success, response.message = False, f"estimate rejected: no robot model ({self.model.error})"
@@ -343,9 +397,11 @@ class PayloadEstimatorNode(Node):
 
     def _srv_clear(self, request, response):
         with self._lock:
-            k = len(self._loaded)
+            k, c = len(self._loaded), len(self._calibration)
             self._loaded.clear()
-        response.success, response.message = True, f"cleared {k} loaded capture(s); payload and unloaded anchor kept"
+            self._calibration.clear()
+        response.success, response.message = True, (f"cleared {k} loaded and {c} calibration capture(s); payload and "
+                                                     "unloaded anchor kept")
         return response
 
     def _srv_reset(self, request, response):
@@ -390,7 +446,8 @@ class PayloadEstimatorNode(Node):
             level, text = DiagnosticStatus.WARN, f"{text}; joint_states lost: captures rejected"
         vals = {"mass": est.mass, "com_x": est.com[0], "com_y": est.com[1], "com_z": est.com[2],
                 "condition_number": est.condition_number, "residual_rms": est.residual_rms,
-                "samples": est.samples, "captures": len(self._loaded), "unloaded_captures": len(self._unloaded),
+                "samples": est.samples, "captures": len(self._loaded),
+                "calibration_captures": len(self._calibration), "unloaded_captures": len(self._unloaded),
                 "method": est.method, "frame": self.frame, "configured_method": self.values["method"],
                 "model": self._model_label()}
         vals.update({f"std_{k}": v for k, v in (est.std or {}).items()})

@@ -7,9 +7,14 @@ Interface (relative names, remappable):
 - publishes ``joint_trajectory`` (trajectory_msgs/JointTrajectory, one point per move, zero end
   velocity), ``~/active`` (std_msgs/Bool, transient local: True while sampling; the collision
   monitor takes a provisional payload on its rising edge), ``~/status`` and ``/diagnostics``;
-- services ``~/sample``, ``~/cancel`` and ``~/forget_pick`` (std_srvs/Trigger);
+- services ``~/sample``, ``~/sweep``, ``~/cancel`` and ``~/forget_pick`` (std_srvs/Trigger);
 - calls ``payload_estimator/clear_captures``, ``payload_estimator/capture`` and
-  ``payload_estimator/estimate`` (std_srvs/Trigger).
+  ``payload_estimator/estimate`` (std_srvs/Trigger); for ``~/sweep``,
+  ``payload_estimator/capture_calibration`` and ``payload_estimator/calibrate`` instead.
+
+``~/sweep`` calibrates the unloaded arm's gravity model: ``sweep_poses`` static poses within
+±``sweep_amplitude_deg`` of the current configuration (:func:`motion.sweep.plan_sweep`), run like a
+sampling run (same limits, collision gate, aborts and return) but without raising ``~/active``.
 
 The node is thin: what a ``~/sample`` request does — start-up, the poses, every abort and where the
 arm ends up — is :class:`motion.sampling_run.SamplingRun`; this node turns messages into its
@@ -96,6 +101,12 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + ParameterTable([
     Param("require_monitor", True, "move only while the collision monitor reports that it is monitoring "
           "(collision_monitor/status below ERROR, newer than 3 s); false: sample without collision detection",
           applies=NEXT_RUN),
+    Param("sweep_poses", 30, "~/sweep: static poses of the unloaded arm for its gravity model", low=8, high=200,
+          applies="next ~/sweep"),
+    Param("sweep_amplitude_deg", 25.0, "~/sweep: deg per joint around the current configuration (the workspace "
+          "the sweep may use: keep it free of obstacles)", low=0.0, high=30.0, low_open=True, applies="next ~/sweep"),
+    Param("sweep_velocity_scale", 0.5, "~/sweep: peak joint speed of a move as a fraction of the velocity limit",
+          low=0.0, high=1.0, low_open=True, applies="next ~/sweep"),
     Param("monitor_timeout", 10.0, "s (wall clock) ~/sample waits for the collision monitor to be monitoring "
           "before it refuses", low=0.0, high=120.0, low_open=True, applies=NEXT_RUN),
 ])
@@ -147,7 +158,11 @@ class PayloadSamplerNode(Node):
         self.cli_clear = self.create_client(Trigger, "payload_estimator/clear_captures", callback_group=services)
         self.cli_capture = self.create_client(Trigger, "payload_estimator/capture", callback_group=services)
         self.cli_estimate = self.create_client(Trigger, "payload_estimator/estimate", callback_group=services)
+        self.cli_capture_cal = self.create_client(Trigger, "payload_estimator/capture_calibration",
+                                                  callback_group=services)
+        self.cli_calibrate = self.create_client(Trigger, "payload_estimator/calibrate", callback_group=services)
         self.create_service(Trigger, "~/sample", self._srv_sample, callback_group=services)
+        self.create_service(Trigger, "~/sweep", self._srv_sweep, callback_group=services)
         self.create_service(Trigger, "~/cancel", self._srv_cancel, callback_group=services)
         self.create_service(Trigger, "~/forget_pick", self._srv_forget_pick, callback_group=services)
         steady_timer(self, TICK_PERIOD, self._tick)
@@ -178,11 +193,14 @@ class PayloadSamplerNode(Node):
             self._new_window()
         self.get_logger().info(f"parameters changed: {sorted(names)} (they apply to the next ~/sample)")
 
-    def _configs(self) -> tuple[PosePlanConfig, SequenceConfig, RunConfig]:
+    def _configs(self, sweep: bool = False) -> tuple[PosePlanConfig, SequenceConfig, RunConfig]:
         v = self.values
-        plan = PosePlanConfig(n_poses=int(v["n_poses"]), amplitude_deg=float(v["amplitude_deg"]),
-                              limit_margin_deg=float(v["limit_margin_deg"]), velocity_scale=float(v["velocity_scale"]),
-                              min_duration=float(v["min_duration"]))
+        prefix = "sweep_" if sweep else ""
+        plan = PosePlanConfig(n_poses=int(v[f"{prefix}poses" if sweep else "n_poses"]),
+                              amplitude_deg=float(v[f"{prefix}amplitude_deg"]),
+                              limit_margin_deg=float(v["limit_margin_deg"]),
+                              velocity_scale=float(v[f"{prefix}velocity_scale"]), min_duration=float(v["min_duration"]),
+                              max_candidates=1000 if sweep else PosePlanConfig.max_candidates)
         seq = SequenceConfig(velocity_scale=plan.velocity_scale, min_duration=plan.min_duration,
                              arrival_tolerance=float(np.radians(v["arrival_tolerance_deg"])),
                              arrival_timeout=float(v["arrival_timeout"]), dwell=float(v["dwell"]),
@@ -243,9 +261,15 @@ class PayloadSamplerNode(Node):
         self._static_cache = (last, static)
         return static
 
+    def _run_clients(self, run: SamplingRun | None) -> tuple:
+        """(capture, estimate) clients of ``run``: the payload's, or the calibration's for a sweep."""
+        if run is not None and run.sweep:
+            return self.cli_capture_cal, self.cli_calibrate
+        return self.cli_capture, self.cli_estimate
+
     def _observe(self) -> Observation:
         run = self._run
-        ready = all(c.service_is_ready() for c in (self.cli_capture, self.cli_estimate))
+        ready = all(c.service_is_ready() for c in self._run_clients(run))
         return Observation(t=self._now(), wall=time.monotonic(), q=self._q, dq=self._dq,
                            static=bool(run is not None and run.wants_static and self._q is not None and self._static()),
                            stream_age=self.input.age() if self.input else None, collision=self._collision,
@@ -254,6 +278,13 @@ class PayloadSamplerNode(Node):
 
     # ------------------------------------------------------------------ services
     async def _srv_sample(self, request, response):
+        return await self._start(response, sweep=False)
+
+    async def _srv_sweep(self, request, response):
+        return await self._start(response, sweep=True)
+
+    async def _start(self, response, sweep: bool):
+        """Run one ``~/sample`` (or ``~/sweep``) to its end and answer with its outcome."""
         if self._run is not None:
             response.success = False
             response.message = "rejected: a sampling run is already in progress (call ~/cancel to stop it)"
@@ -261,10 +292,10 @@ class PayloadSamplerNode(Node):
         if self.dyn is None:
             response.success, response.message = False, f"rejected: no robot model ({self.model.error})"
             return response
-        plan, seq, run = self._configs()
+        plan, seq, run = self._configs(sweep)
         self._cancel = False
         self._t_request = (self._now(), time.monotonic())
-        self._run = SamplingRun(self.dyn, plan, seq, run, *self._t_request, self._anchor, self.joint_names)
+        self._run = SamplingRun(self.dyn, plan, seq, run, *self._t_request, self._anchor, self.joint_names, sweep=sweep)
         self._done = Future()
         self._tick()
         fin: Finished = await self._done
@@ -318,13 +349,14 @@ class PayloadSamplerNode(Node):
             elif act.label.startswith("pose"):
                 self.status.publish()
         elif isinstance(act, (Capture, Estimate)):
-            capture = isinstance(act, Capture)
-            kind, client = ("capture", self.cli_capture) if capture else ("estimate", self.cli_estimate)
+            capture_client, estimate_client = self._run_clients(self._run)
+            kind, client = ("capture", capture_client) if isinstance(act, Capture) else ("estimate", estimate_client)
             future = client.call_async(Trigger.Request())
             self._futures.append((client, future))
             future.add_done_callback(lambda f, k=kind: self._answered(k, f))
             if kind == "estimate":
-                self.get_logger().info("all poses captured; estimating while returning to the pick configuration")
+                self.get_logger().info(f"all poses captured; {'calibrating' if self._run.sweep else 'estimating'} "
+                                       "while returning to the pick configuration")
                 self.status.publish()
         elif isinstance(act, Finished):
             self._finished(act)
