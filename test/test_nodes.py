@@ -33,7 +33,7 @@ from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.motion.poses import PosePlanConfig, plan_poses
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
-from payload_estimation.ros.messages import diagnostic_level, joint_state_msg, trajectory_from_msg
+from payload_estimation.ros.messages import diagnostic_level, joint_state_msg, trajectory_from_msg, trajectory_msg
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
 from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from payload_estimation.ros.sampler_node import PayloadSamplerNode
@@ -143,7 +143,7 @@ class Rig:
     def latest(self, msg_type, topic: str, qos=LATCHED_QOS, timeout: float = 10.0, predicate=None):
         """Wait for a message on ``topic`` (satisfying ``predicate``) and return it."""
         got = []
-        sub = self.client_node.create_subscription(msg_type, topic, got.append, qos)
+        sub = self.on_executor(lambda: self.client_node.create_subscription(msg_type, topic, got.append, qos))
         try:
             end = time.monotonic() + timeout
             while time.monotonic() < end:
@@ -152,7 +152,14 @@ class Rig:
                 time.sleep(0.01)
             return got[-1] if got else None
         finally:
-            self.client_node.destroy_subscription(sub)
+            self.on_executor(lambda: self.client_node.destroy_subscription(sub))
+
+    def on_executor(self, fn):
+        """``fn()`` run on the executor's thread, its result: creating or destroying an entity while that
+        thread builds its wait set can kill it (InvalidHandle), and with it every node of the test."""
+        task = self.executor.create_task(fn)
+        assert wait_for(task.done, 5.0), "the executor did not run the task"
+        return task.result()
 
     def close(self):
         for n in self.nodes:
@@ -421,6 +428,34 @@ def test_sampler_aborts_on_collision_and_the_next_run_returns_first(rig, dyn):
     env = np.radians(7.0) + 1e-9
     assert np.all(np.abs(np.array(arm.commands) - Q0) <= env)  # both runs stayed in the first envelope
     assert outcome(rig)["pick_anchor_deg"] == ""
+
+
+@pytest.mark.parametrize("newer_command", [False, True])
+def test_monitor_resumes_the_interrupted_trajectory_only_if_nothing_newer_was_commanded(rig, dyn, newer_command):
+    """stop_and_resume: after the release the monitor resumes what the collision interrupted, unless a newer
+    command (the sampler's next move after a grasp detection) came meanwhile: resuming the stale remainder
+    then would override that command (found in CI: the sampler's pose 3 was never reached)."""
+    arm = rig.add(StaticArm(dyn, Q0, payload=None, follow=False))
+    rig.add(CollisionMonitorNode(parameter_overrides=[Parameter("resume_delay", value=0.3)]))
+    flags: list[bool] = []
+    rig.client_node.create_subscription(Bool, "collision_monitor/collision", lambda m: flags.append(m.data),
+                                        LATCHED_QOS)
+    pub = rig.client_node.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
+    assert wait_for(lambda: flags, 5.0)
+    q_old, q_new = Q0 + np.radians(5.0), Q0 - np.radians(3.0)
+    pub.publish(trajectory_msg(list(dyn.desc.joint_names), q_old[None], [30.0]))
+    time.sleep(0.3)
+    arm.dyn_loaded = dyn.with_payload(BodyInertia(10.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 1e-2))  # a push
+    assert wait_for(lambda: flags[-1], 5.0)
+    if newer_command:
+        pub.publish(trajectory_msg(list(dyn.desc.joint_names), q_new[None], [2.0]))
+        time.sleep(0.3)
+    n_before = len(arm.commands)
+    arm.dyn_loaded = dyn  # the push ends: released, then resumed after 0.3 s
+    assert wait_for(lambda: not flags[-1], 5.0)
+    time.sleep(1.0)
+    resumed = [c for c in arm.commands[n_before:] if np.allclose(c, q_old)]
+    assert bool(resumed) is not newer_command
 
 
 def test_monitor_residual_names_and_missing_joint(rig, dyn):

@@ -416,6 +416,11 @@ class CollisionMonitorNode(Node):
         except MessageError as e:
             self.get_logger().error(f"ignoring joint_trajectory for resume: {e}", throttle_duration_sec=THROTTLE_S)
             return
+        if self._remainder is not None:
+            # a newer command (e.g. the payload sampler's next move) supersedes the interrupted one: resuming
+            # the old remainder after the release would override it and drive the arm to a stale target
+            self._remainder = None
+            self.get_logger().info("a new joint_trajectory supersedes the interrupted one: it will not be resumed")
         self._active = (self._now(), t, q)
 
     @_locked
