@@ -201,7 +201,7 @@ def test_model_with_friction_instead_of_an_unloaded_run(runs, tmp_path, capsys):
     dm, dc = _errors(d)
     assert dm < 0.02 and dc < 0.005, (dm, dc)
     assert d["method"] == "motion model" and "model" in d["reference"]
-    assert any("coefficient uncertainty" in n for n in d["notes"])
+    assert any("coefficient covariance" in n for n in d["notes"])
     assert cli_main(["estimate", "--robot", "lwr4", "--samples", lo, "--json", "--max-payload", "100",
                      "--max-com-radius", "10"]) == 0
     nominal = json.loads(capsys.readouterr().out)

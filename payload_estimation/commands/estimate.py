@@ -37,10 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offsets", action="store_true",
                         help="also fit constant joint-torque offsets (static captures against a model)")
     parser.add_argument("--model-uncertainty", type=float, default=0.05, metavar="REL",
-                        help="static captures against the nominal description: its link masses/CoMs are off by "
-                             "this much (relative, 1 sigma; default 0.05); enters the reported std")
+                        help="against the nominal description (static captures or motion): its link masses, CoMs "
+                             "and inertias are off by this much (relative, 1 sigma; default 0.05); enters the "
+                             "reported std")
     parser.add_argument("--torque-offset-std", type=float, default=0.5, metavar="NM",
-                        help="static captures against a model: 1-sigma sensor offset it lacks (default 0.5 N m)")
+                        help="captures or motion against a model: 1-sigma sensor offset it lacks (default 0.5 N m)")
     parser.add_argument("--max-payload", type=float, default=50.0, metavar="KG",
                         help="reject estimates heavier than this (default 50 kg)")
     parser.add_argument("--max-com-radius", type=float, default=1.0, metavar="M",

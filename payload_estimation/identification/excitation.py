@@ -217,6 +217,11 @@ class ExcitationDesigner:
         return FourierTrajectory(self.q0.copy(), x[:, :L] * scale, x[:, L:] * scale, self.cfg.f0,
                                  self.desc.joint_names)
 
+    def random_trajectory(self, seed: int) -> FourierTrajectory:
+        """A feasible trajectory from random free coefficients (no optimisation): a quick, reproducible
+        excitation within the configured limits, e.g. for Monte-Carlo benches."""
+        return self.trajectory(np.random.default_rng(seed).normal(size=self.n_free))
+
     def observation_matrix(self, traj: FourierTrajectory, t: np.ndarray | None = None) -> np.ndarray:
         """Stacked base regressor Y_b (n len(t) x r [+ 2n friction columns]) along ``traj``."""
         t = self.t_eval if t is None else t

@@ -16,6 +16,12 @@ covariance of e over them (:func:`error_covariance`) plus the noise, and reports
   the link error nearly does);
 * differential (unloaded captures at every pose): 0.
 
+In motion the same holds with R(q, dq, ddq), the regressor of the whole inverse dynamics (a data-sheet
+model's link inertias are uncertain too; an identified model's friction coefficients are part of its
+kept coefficients). A motion fit is ordinary least squares over thousands of rows, so the model error
+is propagated rather than weighed: :func:`propagated_covariance` adds S Σ Sᵀ with S the fit's
+sensitivity to the model's parameters and offsets.
+
 Units: torques N m, angles rad; payload parameters (m, m cx, m cy, m cz) kg and kg m.
 """
 
@@ -28,7 +34,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from ..model.dynamics import RigidBodyDynamics
-from ..model.parameters import N_GRAVITY_PARAMS
+from ..model.parameters import vec6_from_sym
 from .least_squares import solve_least_squares
 
 # Default declared 1-σ relative error of a data-sheet link model (mass, first moments). Published
@@ -54,6 +60,9 @@ class ModelUncertainty:
     covariance: np.ndarray
     offset_std: np.ndarray
     source: str
+    motion_regressor: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
+    """(q, dq, ddq) (N, n) each -> stacked R (N n x p) in motion, same parameters as ``regressor``;
+    None when the model's error in motion is not declared (a gravity-only model)."""
 
     def torque_std(self, q: np.ndarray) -> np.ndarray:
         """1-σ model torque error per joint at the pose ``q`` (N m), offsets included."""
@@ -71,24 +80,44 @@ def _offsets(offset_std, n: int) -> np.ndarray:
 
 def declared_uncertainty(dyn: RigidBodyDynamics, relative: float = DATASHEET_RELATIVE, offset_std=0.0,
                          com_floor: float = COM_FLOOR) -> ModelUncertainty:
-    """A nominal (data-sheet) model's uncertainty: every link's mass and CoM off by ``relative`` (1 σ).
+    """A nominal (data-sheet) model's uncertainty: every link's mass, CoM and inertia off by
+    ``relative`` (1 σ), independent per parameter (:func:`declared_link_std`).
 
-    σ(m) = u m; σ(m c_j) = u m sqrt(c_j² + max(|c|, com_floor)²): the mass error moves every first
-    moment, and the CoM error scales with the CoM's distance (at least ``com_floor`` m). Independent
-    per parameter. ``offset_std`` (N m, one or n values): constant sensor offsets not in the model.
+    ``offset_std`` (N m, one or n values): constant sensor offsets not in the model. Covers the
+    10 standard parameters per link (``dyn.regressor``'s columns); at rest only the first four matter.
     """
     if not (np.isfinite(relative) and relative >= 0):
         raise ModelUncertaintyError(f"relative model uncertainty must be a number >= 0, got {relative}")
-    var = []
-    for body in dyn.desc.links:
-        m = float(body.mass)
-        c = np.asarray(body.com, float)
-        scale = max(float(np.linalg.norm(c)), com_floor)
-        var += [(relative * m) ** 2, *((relative * m) ** 2 * (c ** 2 + scale ** 2))]
-    cov = np.diag(np.asarray(var, float))
-    assert cov.shape[0] == N_GRAVITY_PARAMS * dyn.n
+    std = np.concatenate([declared_link_std(body, relative, com_floor) for body in dyn.desc.links])
+    cov = np.diag(std ** 2)
     o = _offsets(offset_std, dyn.n)
-    return ModelUncertainty(dyn.gravity_regressor, cov, o, declared_source(relative, float(np.max(o))))
+    zero = np.zeros(dyn.n)
+
+    def at_rest(q: np.ndarray) -> np.ndarray:
+        return dyn.regressor(q, zero, zero)
+
+    def in_motion(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        return np.vstack([dyn.regressor(a, b, c) for a, b, c in zip(q, dq, ddq)])
+
+    return ModelUncertainty(at_rest, cov, o, declared_source(relative, float(np.max(o))), in_motion)
+
+
+def declared_link_std(body, relative: float, com_floor: float = COM_FLOOR) -> np.ndarray:
+    """1-σ errors (10) of one link's standard parameters (m, m c, J about the frame origin; seeds' order)
+    when its mass, CoM and inertia are each off by ``relative``.
+
+    σ(m) = u m; σ(m c_j) = u m sqrt(c_j² + s²) with s = max(|c|, com_floor) (the mass error moves every
+    first moment, the CoM error scales with the CoM's distance); σ(J_ij) = u (|I_ij| + tr I / 6 +
+    m |c|² + 2 m |c| s): the inertia about the CoM I off by u of itself (at least u tr I / 6, so a
+    zero product of inertia is not certain), plus what the mass and CoM errors do to m S(c)ᵀ S(c).
+    """
+    m = float(body.mass)
+    c = np.asarray(body.com, float)
+    i_c = np.asarray(body.inertia_com, float)
+    dist = float(np.linalg.norm(c))
+    scale = max(dist, com_floor)
+    moments = np.abs(vec6_from_sym(i_c)) + np.trace(i_c) / 6 + m * dist ** 2 + 2 * m * dist * scale
+    return relative * np.concatenate([[m], m * np.sqrt(c ** 2 + scale ** 2), moments])
 
 
 def declared_source(relative: float, offset_std: float = 0.0) -> str:
@@ -108,9 +137,13 @@ def identified_uncertainty(dyn: RigidBodyDynamics, model, label: str, offset_std
             return model.regressor(dyn, q[None])
         return model.regressor(dyn, q[None], zero, zero)
 
+    def in_motion(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        return model.regressor(dyn, q, dq, ddq)
+
     cov = np.asarray(model.covariance, float)
     return ModelUncertainty(regressor, 0.5 * (cov + cov.T), _offsets(offset_std, n),
-                            f"identified model {label} (its coefficient covariance)")
+                            f"identified model {label} (its coefficient covariance)",
+                            None if model.kind == "gravity" else in_motion)
 
 
 def error_covariance(unc: ModelUncertainty, q: np.ndarray, anchor: np.ndarray | None = None) -> np.ndarray:
@@ -126,6 +159,31 @@ def error_covariance(unc: ModelUncertainty, q: np.ndarray, anchor: np.ndarray | 
     if anchor is None:
         c = c + np.kron(np.ones((q.shape[0], q.shape[0])), np.diag(unc.offset_std ** 2))
     return 0.5 * (c + c.T)
+
+
+def motion_error_rows(unc: ModelUncertainty, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+    """Stacked [R(q_k, dq_k, ddq_k) | I_n] (N n x (p + n)): the model error's rows over a motion's
+    samples (N, n each), the last n columns the constant offsets. A gravity-only model (no
+    ``motion_regressor``) contributes its error at rest, a lower bound of its error in motion."""
+    q = np.atleast_2d(np.asarray(q, float))
+    if unc.motion_regressor is not None:
+        r = unc.motion_regressor(q, np.atleast_2d(dq), np.atleast_2d(ddq))
+    else:
+        r = np.vstack([unc.regressor(qk) for qk in q])
+    return np.hstack([r, np.tile(np.eye(q.shape[1]), (q.shape[0], 1))])
+
+
+def propagated_covariance(y: np.ndarray, w: np.ndarray, rows: np.ndarray, unc: ModelUncertainty) -> np.ndarray:
+    """Covariance (k x k) the model error adds to the weighted least-squares fit ``rhs ~ y p`` (rows
+    weighted ``w``) when ``rhs`` carries ``rows`` δ (rows from :func:`motion_error_rows`; zero rows
+    where the reference was measured): S blockdiag(Σ, σ_o²) Sᵀ, S = (yᵀ W y)⁻¹ yᵀ W rows."""
+    yw = y * w[:, None]
+    sens = np.linalg.solve(y.T @ yw, yw.T @ rows)
+    p = unc.covariance.shape[0]
+    k = sens[:, :p]
+    o = sens[:, p:]
+    cov = k @ unc.covariance @ k.T + (o * unc.offset_std ** 2) @ o.T
+    return 0.5 * (cov + cov.T)
 
 
 @dataclass(frozen=True)
@@ -157,4 +215,4 @@ def generalized_fit(y: np.ndarray, dtau: np.ndarray, c: np.ndarray, names) -> Ge
 
 __all__ = ["ModelUncertainty", "ModelUncertaintyError", "declared_uncertainty", "declared_source",
            "identified_uncertainty", "error_covariance", "generalized_fit", "GeneralizedFit", "DATASHEET_RELATIVE",
-           "COM_FLOOR"]
+           "COM_FLOOR", "declared_link_std", "motion_error_rows", "propagated_covariance"]

@@ -14,7 +14,9 @@ frame (J about the payload-frame origin), gravity subset ``p_L,g`` = the first f
   static gravity equations (eq. 45); refuses (or flags) data that do not excite the inertia.
 
 Every estimator returns a :class:`~.estimate.PayloadEstimate` with standard deviations from the
-least-squares covariance (propagated to CoM and inertia about the CoM by the delta method), and
+least-squares covariance plus, where a model stands in for the unloaded torque and its
+``model_uncertainty`` is given, that model's error (:mod:`.model_uncertainty`), propagated to CoM and
+inertia about the CoM by the delta method, and
 rejects physically impossible results with :class:`PayloadRejected`.
 """
 
@@ -32,7 +34,13 @@ from ..model.transforms import skew
 from .data import Samples, check_static
 from .estimate import PayloadEstimate
 from .least_squares import LSResult, RankDeficientError, full_rank_columns, solve_least_squares, stack_rows
-from .model_uncertainty import ModelUncertainty, error_covariance, generalized_fit
+from .model_uncertainty import (
+    ModelUncertainty,
+    error_covariance,
+    generalized_fit,
+    motion_error_rows,
+    propagated_covariance,
+)
 
 PAYLOAD_NAMES = ("m", "mcx", "mcy", "mcz", "Jxx", "Jxy", "Jxz", "Jyy", "Jyz", "Jzz")
 GRAVITY_NAMES = PAYLOAD_NAMES[:4]
@@ -605,6 +613,7 @@ def estimate_payload_full(
     on_not_excited: str = "raise",
     limits: PayloadLimits | None = None,
     check: bool = True,
+    model_uncertainty: ModelUncertainty | None = None,
 ) -> PayloadEstimate:
     """All 10 payload parameters from dynamic motion, stacked with static gravity rows (eq. 45).
 
@@ -614,7 +623,8 @@ def estimate_payload_full(
     The motion excites the inertia if the column-normalised regressor has full rank and condition
     number <= ``max_condition``; otherwise ``on_not_excited="raise"`` raises
     :class:`InertiaNotExcited` naming the undetermined parameters, ``"gravity"`` returns a gravity-only
-    estimate whose ``method`` says ``inertia not excited``.
+    estimate whose ``method`` says ``inertia not excited``. ``model_uncertainty``: how wrong ``dyn`` may
+    be, propagated into the std of the rows whose reference it predicts (:mod:`.model_uncertainty`).
     """
     if on_not_excited not in ("raise", "gravity"):
         raise PayloadDataError(f"on_not_excited must be 'raise' or 'gravity', got {on_not_excited!r}")
@@ -653,6 +663,13 @@ def estimate_payload_full(
     s = np.linalg.svd(yw / np.where(norms > 0, norms, 1.0), compute_uv=False)
     cond_scaled = float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
     method = f"full {how}" + (f" + {n_static} static" if n_static else "")
+    error_rows = None
+    if model_uncertainty is not None:
+        zero = np.zeros((n_static, n))
+        moving = motion_error_rows(model_uncertainty, q, dq, ddq)
+        error_rows = np.vstack([moving * (tau_unloaded is None)] + ([
+            motion_error_rows(model_uncertainty, sq, zero, zero) * (static_tau_unloaded is None)] if n_static else []))
+    cols = list(range(10))
     if keep.size < 10 or cond_scaled > max_condition:
         if keep.size < 10:
             missing = tuple(PAYLOAD_NAMES[i] for i in np.setdiff1d(np.arange(10), keep))
@@ -667,22 +684,30 @@ def estimate_payload_full(
         )
         if on_not_excited == "raise":
             raise InertiaNotExcited(msg, missing)
-        yg_cols = y[:, :4]
         if not set(range(4)) <= set(keep.tolist()):
             raise InertiaNotExcited(msg + " — not even mass and CoM are determined", missing)
-        res = solve_least_squares(yg_cols, rhs, w, GRAVITY_NAMES)
-        return _build_estimate(
-            res.params, res.covariance, np.ones(4, bool), GRAVITY_NAMES,
-            method=method + " (inertia not excited: gravity only)", frame=_frame_name(dyn),
-            samples=n_s + n_static, condition_number=float(np.linalg.cond(yg_cols)),
-            residual_rms=res.residual_rms, limits=_limits(limits, check),
-        )
-    res = solve_least_squares(y, rhs, w, PAYLOAD_NAMES)
-    return _build_estimate(
-        res.params, res.covariance, np.ones(10, bool), PAYLOAD_NAMES, method=method,
-        frame=_frame_name(dyn), samples=n_s + n_static, condition_number=float(np.linalg.cond(yw)),
+        cols = list(range(4))
+        method += " (inertia not excited: gravity only)"
+    names = PAYLOAD_NAMES[:len(cols)]
+    res = solve_least_squares(y[:, cols], rhs, w, names)
+    cov = res.covariance
+    notes: tuple[str, ...] = ()
+    if error_rows is not None:
+        cov = cov + propagated_covariance(y[:, cols], w, error_rows, model_uncertainty)
+        notes = (_model_note(model_uncertainty),)
+    est = _build_estimate(
+        res.params, cov, np.ones(len(cols), bool), names, method=method,
+        frame=_frame_name(dyn), samples=n_s + n_static, condition_number=float(np.linalg.cond(yw[:, cols])),
         residual_rms=res.residual_rms, limits=_limits(limits, check),
     )
+    return replace(est, notes=est.notes + notes) if notes else est
+
+
+def _model_note(unc: ModelUncertainty) -> str:
+    note = f"std includes the unloaded model's uncertainty ({unc.source})"
+    if unc.motion_regressor is None:
+        note += "; in motion only its gravity part is declared"
+    return note
 
 
 INERTIA_RSD = 0.25
@@ -779,8 +804,7 @@ def estimate_payload_motion(
     limits: PayloadLimits | None = None,
     inertia_rsd: float = INERTIA_RSD,
     correlated: bool = True,
-    reference_rows: np.ndarray | None = None,
-    reference_covariance: np.ndarray | None = None,
+    model_uncertainty: ModelUncertainty | None = None,
 ) -> PayloadEstimate:
     """Payload from a motion: ``Y_L(q, dq, ddq) p_L = dtau`` (N, n each; dtau = loaded torque minus
     the unloaded reference: a measured unloaded run of the same motion, or a model's prediction).
@@ -793,9 +817,10 @@ def estimate_payload_motion(
     ``inertia`` is None, ``undetermined`` names the components and ``notes`` says why (and which are
     determined). Honest std: with ``correlated`` every variance is the larger of the least-squares one
     scaled by :func:`residual_correlation` and the :func:`block_jackknife_covariance` one (said in
-    ``notes``); a model reference's own uncertainty is added when given -- ``reference_rows`` (N n x k),
-    the rows of the model's regressor, and ``reference_covariance`` (k x k) of its coefficients. A model
-    error common to the whole motion (a wrong nominal description) biases the fit beyond any of these.
+    ``notes``). When ``dtau``'s reference is a model's prediction, ``model_uncertainty`` says how wrong
+    that model may be (:mod:`.model_uncertainty`: a data-sheet model's declared link errors and offsets,
+    an identified model's covariance); its effect on the fit is added (:func:`propagated_covariance`).
+    Without it a model error common to the whole motion biases the fit beyond the reported std.
     Raises :class:`~.least_squares.RankDeficientError` (with the poses needed) when not even
     mass and CoM are determined, :class:`PayloadRejected` for an impossible mass or CoM.
     """
@@ -828,11 +853,10 @@ def estimate_payload_motion(
             notes.append(f"fit residuals show structure (correlated over ~{factor:.0f} samples; leaving out each of "
                          f"{JACKKNIFE_BLOCKS} stretches of the motion moves the estimate by more than noise): std "
                          f"scaled by {d[:4].min():.2g}..{d[:4].max():.2g} for mass and CoM")
-    if reference_rows is not None and reference_covariance is not None:
-        yc = y[:, cols] * w[:, None]
-        sens = np.linalg.solve(y[:, cols].T @ yc, yc.T @ np.asarray(reference_rows, float))
-        cov = cov + sens @ np.asarray(reference_covariance, float) @ sens.T
-        notes.append("std includes the reference model's own coefficient uncertainty")
+    if model_uncertainty is not None:
+        cov = cov + propagated_covariance(y[:, cols], w, motion_error_rows(model_uncertainty, q, dq, ddq),
+                                          model_uncertainty)
+        notes.append(_model_note(model_uncertainty))
     p10 = np.zeros(10)
     p10[cols] = res.params
     cov10 = np.zeros((10, 10))

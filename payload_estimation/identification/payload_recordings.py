@@ -34,7 +34,7 @@ from .data import (
     position_speeds,
 )
 from .estimate import PayloadEstimate
-from .model_uncertainty import DATASHEET_RELATIVE, declared_uncertainty, identified_uncertainty
+from .model_uncertainty import DATASHEET_RELATIVE, ModelUncertainty, declared_uncertainty, identified_uncertainty
 from .payload import (
     INERTIA_RSD,
     PayloadLimits,
@@ -489,16 +489,21 @@ def estimate_payload_recordings(dyn: RigidBodyDynamics, loaded: Samples, unloade
             lines.append("unloaded torque from the nominal description (no friction): use an unloaded recording "
                          "or --model for real drives")
     how = "differential" if unloaded is not None else ("model" if model is not None else "one-shot")
-    rows = cov = None
-    if model is not None and hasattr(model, "regressor") and getattr(model, "covariance", None) is not None:
-        rows, cov = model.regressor(dyn, q, dq, ddq), model.covariance
+    unc = None if unloaded is not None else _reference_uncertainty(dyn, model, opt, ref)
     est = estimate_payload_motion(dyn, q, dq, ddq, tau - reference, weights=weights, method=f"motion {how}",
-                                  limits=opt.limits, inertia_rsd=opt.inertia_rsd, reference_rows=rows,
-                                  reference_covariance=cov)
-    if unloaded is None and model is None:
-        est = replace(est, notes=est.notes + ("the std does not include the nominal description's own error, which "
-                                              "biases a one-shot fit (e.g. 1 % of mass per 3 % link error)",))
+                                  limits=opt.limits, inertia_rsd=opt.inertia_rsd, model_uncertainty=unc)
     return PayloadResult(est, "motion", ref, tuple(lines), alignment)
+
+
+def _reference_uncertainty(dyn: RigidBodyDynamics, model, opt: PayloadOptions, label: str) -> ModelUncertainty:
+    """How wrong the reference model may be: an identified model's covariance, else the nominal
+    description's declared ``opt.model_uncertainty``; offsets the model did not fit (and the fit does
+    not estimate) are declared as ``opt.torque_offset_std``."""
+    fitted = opt.offsets or bool(getattr(model, "offset", False))
+    offsets = 0.0 if fitted else opt.torque_offset_std
+    if model is not None and getattr(model, "covariance", None) is not None:
+        return identified_uncertainty(dyn, model, label, offsets)
+    return declared_uncertainty(dyn, opt.model_uncertainty, offsets)
 
 
 def _static(dyn, loaded: Samples, unloaded: Samples | None, model, opt: PayloadOptions, ref: str) -> PayloadResult:
@@ -519,19 +524,14 @@ def _static(dyn, loaded: Samples, unloaded: Samples | None, model, opt: PayloadO
         est = estimate_payload_gravity(dyn, loaded.q, loaded.tau, unloaded.tau, limits=opt.limits)
     elif model is not None:
         # the model's prediction at rest plays the part of the measured unloaded torque
-        if hasattr(model, "covariance"):
-            # offsets the model did not fit are declared, as for the nominal description
-            unc = identified_uncertainty(dyn, model, ref, 0.0 if opt.offsets or getattr(model, "offset", False)
-                                         else opt.torque_offset_std)
-        else:
-            unc = declared_uncertainty(dyn, opt.model_uncertainty, opt.torque_offset_std)
+        unc = _reference_uncertainty(dyn, model, opt, ref)
         est = estimate_payload_gravity(dyn, loaded.q, loaded.tau, None, "one-shot", estimate_offsets=opt.offsets,
                                        limits=opt.limits, model_uncertainty=unc,
                                        unloaded_gravity=lambda qk: _model_reference(model, dyn, qk[None])[0])
         est = replace(est, method=est.method.replace("one-shot", "against the model"))
         lines.append(f"unloaded torque at rest predicted by {ref} (gravity and offsets)")
     else:
-        unc = declared_uncertainty(dyn, opt.model_uncertainty, 0.0 if opt.offsets else opt.torque_offset_std)
+        unc = _reference_uncertainty(dyn, None, opt, ref)
         est = estimate_payload_gravity(dyn, loaded.q, loaded.tau, None, estimate_offsets=opt.offsets,
                                        limits=opt.limits, model_uncertainty=unc)
     return PayloadResult(est, "static", ref, tuple(lines))
