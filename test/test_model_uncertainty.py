@@ -241,7 +241,7 @@ def test_motion_std_matches_brute_force_resampling_of_the_model(lwr4, method):
     """In motion the whole model is uncertain (link masses, CoMs and inertias, offsets). Draw the true
     robot from the declared distribution 300 times; the scatter of the fits against the nominal model
     equals the σ they report (motion alone, and eq. 45's motion + static rows)."""
-    from payload_estimation.identification.payload import estimate_payload_full, estimate_payload_motion
+    from payload_estimation.identification.payload_motion import estimate_payload_full, estimate_payload_motion
 
     rng = np.random.default_rng(5)
     unc = declared_uncertainty(lwr4, 0.05, offset_std=0.5)

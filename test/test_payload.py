@@ -15,13 +15,13 @@ from payload_estimation.identification.payload import (
     PayloadRejected,
     anchored_gravity,
     estimate_payload_anchored,
-    estimate_payload_full,
     estimate_payload_gravity,
     estimate_payload_two_stage,
     estimate_payload_two_stage_from_data,
     gravity_from_coefficients,
     identify_coefficients,
 )
+from payload_estimation.identification.payload_motion import estimate_payload_full
 from payload_estimation.model.base_parameters import compute_base_parameters, payload_jacobian
 from payload_estimation.model.description import JointLimits, RobotDescription, joints_from_dh, validate
 from payload_estimation.model.dynamics import RigidBodyDynamics

@@ -10,7 +10,7 @@ against a torque model (an identified one with its friction), static captures or
   position mismatch; a mismatch too large is not the same motion and is refused;
 * :func:`estimate_payload_recordings` -- static captures (gravity: mass and CoM) or a motion
   (positions low-passed and differentiated by :func:`.preprocessing.preprocess_filtered`; mass, CoM
-  and, where the motion determines it, the inertia: :func:`.payload.estimate_payload_motion`).
+  and, where the motion determines it, the inertia: :func:`.payload_motion.estimate_payload_motion`).
 
 Time convention: ``shift`` is what is added to the unloaded recording's stamps to put the same point
 of the motion at the loaded recording's stamp (loaded clock).
@@ -35,12 +35,8 @@ from .data import (
 )
 from .estimate import PayloadEstimate
 from .model_uncertainty import DATASHEET_RELATIVE, ModelUncertainty, declared_uncertainty, identified_uncertainty
-from .payload import (
-    INERTIA_RSD,
-    PayloadLimits,
-    estimate_payload_gravity,
-    estimate_payload_motion,
-)
+from .payload import PayloadLimits, estimate_payload_gravity
+from .payload_motion import INERTIA_RSD, estimate_payload_motion
 from .preprocessing import Preprocessed, preprocess_filtered
 from .recording import GAP_FACTOR, MAX_GAP, resample, stamp_report
 
@@ -321,7 +317,7 @@ class PayloadOptions:
     rad / ``min_overlap``: alignment limits; ``transport``: move the unloaded torque to the loaded run's
     states with the robot model (first-order correction of the residual tracking difference);
     ``offsets``: fit joint-torque offsets (static one-shot only); ``inertia_rsd``: see
-    :data:`.payload.INERTIA_RSD`; ``limits``: plausibility limits. Static captures against a model:
+    :data:`.payload_motion.INERTIA_RSD`; ``limits``: plausibility limits. Static captures against a model:
     its error enters σ (:mod:`.model_uncertainty`): an identified model's covariance, else the nominal
     description's declared ``model_uncertainty`` (relative, 1 σ) and ``torque_offset_std`` (N m).
     """
@@ -422,7 +418,7 @@ def estimate_payload_recordings(dyn: RigidBodyDynamics, loaded: Samples, unloade
     nominal description of ``dyn``, one-shot).
 
     Static captures (no joint faster than ``options.max_speed``) give mass and CoM from gravity; a
-    motion gives mass, CoM and, where determined, the inertia (:func:`.payload.estimate_payload_motion`):
+    motion gives mass, CoM and, where determined, the inertia (:func:`.payload_motion.estimate_payload_motion`):
     two runs are aligned first (:func:`align_recordings`), velocities and accelerations derived when
     not recorded. Errors are exceptions naming what to do.
     """
