@@ -1,4 +1,4 @@
-"""Plots and text tables shared by the demo and the offline report (matplotlib, no ROS).
+"""Plots and text tables shared by the demo, the offline report and the CLI (matplotlib, no ROS).
 
 Figures follow paper 000: Fig. 5 (measured vs predicted joint torques on a validation motion) and
 Fig. 6 (residuals with the threshold and the contacts, with and without the payload update).
@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .identification.least_squares import TorqueError
 
 
 @dataclass(frozen=True)
@@ -148,13 +150,31 @@ def plot_residuals(path: Path, panels: Sequence[tuple[str, np.ndarray, np.ndarra
     return Path(path)
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A plain-text table (also valid Markdown)."""
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "") -> str:
+    """A plain-text table (also valid Markdown); floats with 4 significant digits, strings as given.
+    ``align``: one letter per column, ``l`` or ``r`` (Markdown alignment; default left)."""
     cells = [[str(h) for h in headers]] + [[_fmt(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    align = align.ljust(len(headers), "l")
+    line = lambda r: "| " + " | ".join(c.rjust(w) if a == "r" else c.ljust(w)  # noqa: E731
+                                       for c, w, a in zip(r, widths, align)) + " |"
+    sep = "|" + "|".join("-" * (w + 1) + (":" if a == "r" else "-") for w, a in zip(widths, align)) + "|"
     return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+
+
+def error_table(err: TorqueError, joint_names: Sequence[str], title: str = "") -> str:
+    """Markdown table of a torque prediction's per-joint RMS and max error (N m) and relative RMS."""
+    rows = [(name, f"{err.per_joint_rms[j]:.4f}", f"{err.max_abs[j]:.4f}", f"{err.per_joint_relative[j]:.3f}")
+            for j, name in enumerate(joint_names)]
+    rows.append(("all", f"{err.total_rms:.4f}", f"{err.max_abs.max():.4f}", ""))
+    table = format_table(("joint", "RMS error (N m)", "max error (N m)", "relative"), rows, "lrrr")
+    return f"**{title}**\n\n{table}" if title else table
+
+
+def error_rows(rows: Sequence[tuple[str, TorqueError]], joint_names: Sequence[str]) -> str:
+    """Markdown table, one row per (label, error): total then per-joint RMS (N m)."""
+    body = [(label, f"{e.total_rms:.3f}", *(f"{v:.3f}" for v in e.per_joint_rms)) for label, e in rows]
+    return format_table(("model", "total", *joint_names), body, "l" + "r" * (len(joint_names) + 1))
 
 
 def _fmt(v: object) -> str:

@@ -279,7 +279,7 @@ def test_identify_logged_run_with_friction_auto(logged_run, tmp_path, capsys):
     vtext = capsys.readouterr().out
     table = np.loadtxt(csv_out, delimiter=",", skiprows=1)
     rms = np.sqrt(np.mean((table[:, 1:8] - table[:, 8:15]) ** 2))
-    printed = float(next(line for line in vtext.splitlines() if line.startswith("| all |")).split("|")[2])
+    printed = float(next(line for line in vtext.splitlines() if line.startswith("| all ")).split("|")[2])
     assert rms == pytest.approx(printed, abs=1e-4) and printed == pytest.approx(hold["physical link set"], abs=1e-3)
     assert f"RMS over {table.shape[0]} samples" in vtext and "Butterworth at 6 Hz" in vtext and png.exists()
     # --essential: the coefficient file is never worse on the hold-out; the physical set is the same

@@ -251,8 +251,9 @@ def _min_mass_eigenvalue(desc, qs) -> float:
 def _print_hold_out(desc, model, physical, held, args) -> None:
     """Torque error of the coefficient file, the physical link set and the nominal description on
     the held-out part (validate's processing)."""
-    from ..identification.robot_identification import error_rows, validate_model
+    from ..identification.robot_identification import validate_model
     from ..identification.torque_models import DescriptionModel
+    from ..reporting import error_rows
 
     velocity = model.info.get("velocity", "positions")
     kw = dict(cutoff=args.torque_cutoff, velocity=velocity, rate=args.rate, max_gap=args.max_gap)

@@ -39,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ..identification.data import write_table
     from ..identification.recording import split_by_time
-    from ..identification.robot_identification import IdentificationError, error_table, validate_model
+    from ..identification.robot_identification import IdentificationError, validate_model
     from ..identification.torque_models import load_torque_model
+    from ..reporting import error_table
     from .identify import load_samples
 
     desc = robot_from_args(args)

@@ -376,26 +376,6 @@ def validate_model(model, desc: RobotDescription, samples: Samples, cutoff: floa
     return Validation(**vars(err), t=data.t, measured=data.tau, predicted=pred, processing=data.describe())
 
 
-def error_table(err: TorqueError, joint_names, title: str = "") -> str:
-    """Markdown table of per-joint RMS (N m) and relative RMS."""
-    lines = ([f"**{title}**", ""] if title else []) + ["| joint | RMS error (N m) | max error (N m) | relative |",
-                                                       "|---|---:|---:|---:|"]
-    for j, name in enumerate(joint_names):
-        lines.append(f"| {name} | {err.per_joint_rms[j]:.4f} | {err.max_abs[j]:.4f} | "
-                     f"{err.per_joint_relative[j]:.3f} |")
-    lines.append(f"| all | {err.total_rms:.4f} | {err.max_abs.max():.4f} | |")
-    return "\n".join(lines)
-
-
-def error_rows(rows: list[tuple[str, TorqueError]], joint_names) -> str:
-    """Markdown table, one row per (label, error): total then per-joint RMS (N m)."""
-    head = "| model | total | " + " | ".join(joint_names) + " |"
-    sep = "|---|---:|" + "---:|" * len(joint_names)
-    body = [f"| {label} | {e.total_rms:.3f} | " + " | ".join(f"{v:.3f}" for v in e.per_joint_rms) + " |"
-            for label, e in rows]
-    return "\n".join([head, sep] + body)
-
-
 # --- trajectories and poses for identification experiments -------------------------------------------
 
 def random_configurations(desc: RobotDescription, count: int, seed: int = 0, margin: float = 0.1) -> np.ndarray:
@@ -437,8 +417,6 @@ __all__ = [
     "Preprocessed",
     "Validation",
     "cosine_trajectory",
-    "error_rows",
-    "error_table",
     "fit_coefficients",
     "friction_label",
     "friction_terms",
