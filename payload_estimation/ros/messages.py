@@ -13,13 +13,14 @@ When only the gravity parameters were estimated the six inertia fields are 0.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import InertiaStamped
+from rclpy.duration import Duration as RclpyDuration
+from rclpy.time import Time as RclpyTime
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -44,24 +45,24 @@ class JointSample:
     tau: np.ndarray
 
 
-def time_to_sec(t: Time) -> float:
-    """builtin_interfaces/Time (or Duration) -> seconds."""
-    return float(t.sec) + 1e-9 * float(t.nanosec)
+def time_to_sec(t: Time | Duration) -> float:
+    """builtin_interfaces/Time or Duration -> seconds (rclpy's conversion)."""
+    return (RclpyDuration if isinstance(t, Duration) else RclpyTime).from_msg(t).nanoseconds * 1e-9
 
 
 def sec_to_time(s: float) -> Time:
-    """Seconds (>= 0) -> builtin_interfaces/Time."""
-    sec = math.floor(s)
-    ns = int(round((s - sec) * 1e9))
-    if ns >= 1_000_000_000:
-        sec, ns = sec + 1, ns - 1_000_000_000
-    return Time(sec=int(sec), nanosec=ns)
+    """Seconds (>= 0) -> builtin_interfaces/Time (nearest nanosecond)."""
+    return RclpyTime(nanoseconds=round(s * 1e9)).to_msg()
 
 
 def sec_to_duration(s: float) -> Duration:
-    """Seconds -> builtin_interfaces/Duration (used for time_from_start)."""
-    t = sec_to_time(s)
-    return Duration(sec=t.sec, nanosec=t.nanosec)
+    """Seconds -> builtin_interfaces/Duration (used for time_from_start; nearest nanosecond)."""
+    return RclpyDuration(nanoseconds=round(s * 1e9)).to_msg()
+
+
+def clock_seconds(node) -> float:
+    """The node's clock (ROS time: /clock under use_sim_time) now, in seconds."""
+    return node.get_clock().now().nanoseconds * 1e-9
 
 
 class JointStateConverter:
@@ -120,7 +121,7 @@ class JointStateConverter:
         except MessageError as e:
             node.get_logger().error(f"ignoring joint_states: {e}", throttle_duration_sec=throttle_s)
             return None
-        return (s.stamp if s.stamp > 0 else node.get_clock().now().nanoseconds * 1e-9), s
+        return (s.stamp if s.stamp > 0 else clock_seconds(node)), s
 
 
 def _field(values, m: int, idx: np.ndarray, what: str, required: bool) -> np.ndarray | None:
@@ -251,6 +252,7 @@ __all__ = [
     "MessageError", "JointSample", "JointStateConverter", "joint_state_msg", "trajectory_msg",
     "trajectory_from_msg", "estimate_to_msg", "estimate_from_msg", "time_to_sec", "sec_to_time",
     "sec_to_duration",
+    "clock_seconds",
 ]
 
 

@@ -25,7 +25,7 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from .messages import diagnostic_level, estimate_from_msg, sec_to_time, time_to_sec, trajectory_msg
+from .messages import clock_seconds, diagnostic_level, estimate_from_msg, sec_to_time, time_to_sec, trajectory_msg
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from .spin_thread import SpinThread
 
@@ -104,7 +104,7 @@ class MissionClient(Node):
 
     # --------------------------------------------------------------------- recording
     def now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
+        return clock_seconds(self)
 
     def _index(self, names: Sequence[str]) -> list[int] | None:
         try:

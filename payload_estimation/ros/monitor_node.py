@@ -62,7 +62,14 @@ from ..model.dynamics import RigidBodyDynamics
 from ..motion.poses import move_duration, stop_point
 from ..stream import StampVerdict
 from .dedicated_subscription import create_dedicated_subscription
-from .messages import MessageError, estimate_from_msg, joint_state_msg, trajectory_from_msg, trajectory_msg
+from .messages import (
+    MessageError,
+    clock_seconds,
+    estimate_from_msg,
+    joint_state_msg,
+    trajectory_from_msg,
+    trajectory_msg,
+)
 from .node_support import (
     LIMIT_PARAMS,
     ROBOT_PARAMS,
@@ -333,7 +340,7 @@ class CollisionMonitorNode(Node):
         self.status.publish()
 
     def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
+        return clock_seconds(self)
 
     # ------------------------------------------------------------------ events
     def _on_event(self, ev) -> None:

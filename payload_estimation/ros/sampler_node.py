@@ -56,7 +56,7 @@ from ..motion.sampling_run import (
 from ..motion.sequence import Capture, Estimate, Move, PhaseTimings, SequenceConfig
 from ..motion.settle import SampleWindow, check_static
 from ..stream import StampVerdict
-from .messages import diagnostic_level, trajectory_msg
+from .messages import clock_seconds, diagnostic_level, trajectory_msg
 from .node_support import (
     ROBOT_PARAMS,
     SETTLE_PARAMS,
@@ -215,7 +215,7 @@ class PayloadSamplerNode(Node):
 
     # ------------------------------------------------------------------ inputs
     def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
+        return clock_seconds(self)
 
     def _on_joint_states(self, msg: JointState) -> None:
         if self.input is None:
