@@ -8,7 +8,8 @@ Measures (medians):
   selection) and cached (JSON cache read + expressions rebuilt), each in a fresh temporary cache dir;
 - one evaluation of Y_gb(q) (n x 12): lambdified symbolic vs pinocchio (gravity regressor @ selection);
 - pinocchio g(q), M(q), C(q, dq) per call;
-- the numeric 7R base parameters (compute_base_parameters, QR on 200 random states), full and gravity;
+- the numeric 7R base parameters (compute_base_parameters: joint-frame columns, 200 random states), full
+  and gravity;
 - the full (10 per link) coefficients: symbolic Lagrangian of a 3R test arm, numeric mapping of lwr4.
 """
 
@@ -118,7 +119,7 @@ def main() -> int:
         for kind in ("full", "gravity"):
             t = median_time(lambda d=dyn, k=kind: compute_base_parameters(d, k), rep_derive)
             rank = compute_base_parameters(dyn, kind).rank
-            rows.append((f"numeric base parameters ({kind}, 200 states, QR) -> {rank}", robot, f"{t * 1e3:.0f} ms"))
+            rows.append((f"numeric base parameters ({kind}, 200 states) -> {rank}", robot, f"{t * 1e3:.0f} ms"))
 
     cmd = ".venv/bin/python bench/bench_model.py" + (" --quick" if args.quick else "")
     lines = [

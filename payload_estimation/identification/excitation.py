@@ -197,7 +197,7 @@ class ExcitationDesigner:
         self.null = constraint_nullspace(L)  # 2L x (2L-3)
         self.t_eval = np.arange(config.n_eval) * (config.period / config.n_eval)
         self._t_check = np.linspace(0, config.period, 8 * L * 20 + 1)
-        self._cols = self.dyn.maps.link_to_pin[:, self.base.independent]
+        self._cols = self.dyn.maps.link_to_pin @ self.base.selection
         self.evaluations = 0
         self.best = math.inf  # lowest log10 cond(Y_b) evaluated so far
 

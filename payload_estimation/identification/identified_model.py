@@ -40,11 +40,12 @@ class IdentifiedModel:
     """Identified dynamic coefficients of one robot, with what is needed to use and rebuild them.
 
     ``kind``: "full" (tau = Y_b pi + friction) or "gravity" (g = Y_gb pi_g). Friction terms per
-    joint (:func:`friction_regressor`): ``viscous`` Fv dq, ``coulomb`` Fc sign(dq), ``offset`` Fo. ``K`` (r x P) maps
-    standard parameters to the r base coefficients; ``independent`` are the standard-parameter
-    columns forming Y_b. ``kept`` (indices into the r base coefficients, then the friction columns)
-    are the coefficients in the model -- all of them, or the essential ones; dropped coefficients
-    count as zero. ``values``/``std``/``rsd`` (%)/``covariance`` belong to the kept ones.
+    joint (:func:`friction_regressor`): ``viscous`` Fv dq, ``coulomb`` Fc sign(dq), ``offset`` Fo.
+    ``K`` (r x P) maps standard parameters to the r base coefficients; ``independent`` names the
+    joint-frame standard parameters kept as base columns (:mod:`~payload_estimation.model.base_parameters`).
+    ``kept`` (indices into the r base coefficients, then the friction columns) are the coefficients in
+    the model -- all of them, or the essential ones; dropped coefficients count as zero.
+    ``values``/``std``/``rsd`` (%)/``covariance`` belong to the kept ones.
     """
 
     robot: str
@@ -68,10 +69,20 @@ class IdentifiedModel:
     per_joint_rms: np.ndarray = field(default_factory=lambda: np.zeros(0))
     info: dict = field(default_factory=dict)
     offset: bool = False
+    _selection: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         return len(self.joint_names)
+
+    @property
+    def selection(self) -> np.ndarray:
+        """P x r: the base regressor Y_b = Y @ selection of a link-frame standard regressor Y. Any K
+        with Y = Y_b K (the structural identity of base parameters) gives Y_b = Y K⁺, so files written
+        with another choice of columns read alike."""
+        if self._selection is None or self._selection.shape != self.K.shape[::-1]:
+            self._selection = np.linalg.pinv(self.K)
+        return self._selection
 
     @property
     def rank(self) -> int:
@@ -130,13 +141,13 @@ class IdentifiedModel:
         """Stacked rows (N n x len(kept)) of the kept coefficients for N samples."""
         q = np.atleast_2d(np.asarray(q, float))
         if self.kind == "gravity":
-            y = np.vstack([dyn.gravity_regressor(qk)[:, self.independent] for qk in q])
+            y = np.vstack([dyn.gravity_regressor(qk) @ self.selection for qk in q])
             if self.offset:
                 y = np.hstack([y, friction_regressor(np.zeros_like(q), False, False, True)])
             return y[:, self.kept]
         if dq is None or ddq is None:
             raise IdentificationError("a full dynamic model needs velocities and accelerations")
-        y = base_regressor_rows(dyn, self.independent, q, np.atleast_2d(dq), np.atleast_2d(ddq))
+        y = base_regressor_rows(dyn, self.selection, q, np.atleast_2d(dq), np.atleast_2d(ddq))
         if self.has_friction:
             y = np.hstack([y, friction_regressor(np.atleast_2d(dq), self.viscous, self.coulomb, self.offset)])
         return y[:, self.kept]
@@ -240,10 +251,11 @@ class IdentifiedModel:
 
 # --- regressors -----------------------------------------------------------------------------------
 
-def base_regressor_rows(dyn: RigidBodyDynamics, independent: np.ndarray, q, dq, ddq) -> np.ndarray:
-    """Stacked base regressor (N n x r) of N samples (row k n + j: joint j of sample k)."""
+def base_regressor_rows(dyn: RigidBodyDynamics, selection: np.ndarray, q, dq, ddq) -> np.ndarray:
+    """Stacked base regressor (N n x r) of N samples (row k n + j: joint j of sample k); ``selection``
+    (P x r) as :attr:`~payload_estimation.model.base_parameters.BaseParameters.selection`."""
     q, dq, ddq = (np.atleast_2d(np.asarray(a, float)) for a in (q, dq, ddq))
-    cols = dyn.maps.link_to_pin[:, independent]
+    cols = dyn.maps.link_to_pin @ selection
     m, d = dyn.model, dyn.data
     rows = np.vstack([pin.computeJointTorqueRegressor(m, d, q[k], dq[k], ddq[k]) for k in range(q.shape[0])])
     return rows @ cols

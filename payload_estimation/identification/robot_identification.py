@@ -178,7 +178,7 @@ def fit_coefficients(desc: RobotDescription, data: Preprocessed,
     step = _decimation(data, options)
     sl = slice(None, None, step)
     q, dq, ddq, tau = data.q[sl], data.dq[sl], data.ddq[sl], data.tau[sl]
-    y_b = base_regressor_rows(dyn, base.independent, q, dq, ddq)
+    y_b = base_regressor_rows(dyn, base.selection, q, dq, ddq)
     t = tau.reshape(-1)
     slow = (np.abs(dq) < options.min_coulomb_speed).reshape(-1) if options.min_coulomb_speed > 0 else None
     candidates: list[FrictionCandidate] = []
@@ -323,7 +323,7 @@ def identify_gravity(desc: RobotDescription, samples: Samples, essential: bool =
                                   f"use at least {2 * N_GRAVITY_PARAMS + (2 if offset else 0)} well-spread poses")
     dyn = RigidBodyDynamics(desc)
     base = compute_base_parameters(dyn, "gravity")
-    y = np.vstack([dyn.gravity_regressor(q)[:, base.independent] for q in samples.q])
+    y = np.vstack([base.base_regressor(dyn.gravity_regressor(q)) for q in samples.q])
     names = list(_base_names(base, desc.n))
     if offset:
         y = np.hstack([y, friction_regressor(np.zeros_like(samples.q), False, False, True)])

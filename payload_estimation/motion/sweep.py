@@ -21,9 +21,10 @@ from ..model.base_parameters import compute_base_parameters
 from .poses import Envelope, PosePlan, PosePlanConfig, make_envelope, move_duration, shortest_tour, validate_plan
 
 
-def sweep_regressor(dyn, base_columns: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Rows (n x (r + n)) of the unloaded gravity base coefficients and per-joint offsets at ``q``."""
-    return np.hstack([dyn.gravity_regressor(q)[:, base_columns], np.eye(dyn.n)])
+def sweep_regressor(dyn, selection: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Rows (n x (r + n)) of the unloaded gravity base coefficients (``selection``: the base
+    parameters' P x r selection) and per-joint offsets at ``q``."""
+    return np.hstack([dyn.gravity_regressor(q) @ selection, np.eye(dyn.n)])
 
 
 def plan_sweep(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope | None = None) -> PosePlan:
@@ -35,15 +36,15 @@ def plan_sweep(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope |
     """
     env = envelope or make_envelope(dyn.desc, q0, config.amplitude_deg, config.limit_margin_deg)
     base = compute_base_parameters(dyn, "gravity")
-    rows = len(base.independent) + dyn.n
+    rows = base.rank + dyn.n
     if config.n_poses * dyn.n < 2 * rows:
         raise ValueError(f"a sweep needs at least {int(np.ceil(2 * rows / dyn.n))} poses for the "
                          f"{rows} gravity coefficients and offsets of {dyn.desc.name}, got {config.n_poses}")
     rng = np.random.default_rng(config.seed)
     cand = rng.uniform(env.lower, env.upper, size=(config.max_candidates, dyn.n))
-    ys = np.stack([sweep_regressor(dyn, base.independent, c) for c in cand])
+    ys = np.stack([sweep_regressor(dyn, base.selection, c) for c in cand])
     infos = np.einsum("cij,cik->cjk", ys, ys)
-    y0 = sweep_regressor(dyn, base.independent, env.q0)
+    y0 = sweep_regressor(dyn, base.selection, env.q0)
     info = y0.T @ y0
     reg = 1e-6 * max(float(np.trace(infos.mean(axis=0))) / rows, 1e-12) * np.eye(rows)
     chosen: list[int] = []
