@@ -271,6 +271,21 @@ def estimate_payload_motion(
     dq, ddq = sample_array(dq, "dq", n, n_s), sample_array(ddq, "ddq", n, n_s)
     rhs = sample_array(dtau, "dtau", n, n_s).reshape(-1)
     y = stack_rows([dyn.payload_regressor(a, b, c) for a, b, c in zip(q, dq, ddq)])
+    rows = None if model_uncertainty is None else (lambda: motion_error_rows(model_uncertainty, q, dq, ddq))
+    return fit_payload_rows(dyn, q, y, rhs, weights, method=method, limits=limits, inertia_rsd=inertia_rsd,
+                            correlated=correlated, model_uncertainty=model_uncertainty, error_rows=rows)
+
+
+def fit_payload_rows(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray, rhs: np.ndarray, weights=None, *,
+                     method: str, limits: PayloadLimits | None = None, inertia_rsd: float = INERTIA_RSD,
+                     correlated: bool = True, model_uncertainty: ModelUncertainty | None = None,
+                     error_rows=None) -> PayloadEstimate:
+    """The fit of :func:`estimate_payload_motion` on given rows: ``y`` (N n x 10) the payload rows of
+    the N samples at ``q`` (N, n), ``rhs`` (N n) what they must explain; ``error_rows()`` the rows of
+    ``model_uncertainty``'s error in the same form (e.g. filtered alike), when ``rhs`` holds a model's
+    prediction."""
+    n = dyn.n
+    n_s = q.shape[0]
     w = row_weights(weights, n_s, n)
     w = np.ones(y.shape[0]) if w is None else w
     sw = np.sqrt(w)
@@ -294,9 +309,8 @@ def estimate_payload_motion(
             notes.append(f"fit residuals show structure (correlated over ~{factor:.0f} samples; leaving out each of "
                          f"{JACKKNIFE_BLOCKS} stretches of the motion moves the estimate by more than noise): std "
                          f"scaled by {d[:4].min():.2g}..{d[:4].max():.2g} for mass and CoM")
-    if model_uncertainty is not None:
-        cov = cov + propagated_covariance(y[:, cols], w, motion_error_rows(model_uncertainty, q, dq, ddq),
-                                          model_uncertainty)
+    if model_uncertainty is not None and error_rows is not None:
+        cov = cov + propagated_covariance(y[:, cols], w, error_rows(), model_uncertainty)
         notes.append(_model_note(model_uncertainty))
     p10 = np.zeros(10)
     p10[cols] = res.params
@@ -329,5 +343,6 @@ __all__ = [
     "block_jackknife_covariance",
     "estimate_payload_full",
     "estimate_payload_motion",
+    "fit_payload_rows",
     "residual_correlation",
 ]
