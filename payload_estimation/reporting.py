@@ -150,15 +150,17 @@ def plot_residuals(path: Path, panels: Sequence[tuple[str, np.ndarray, np.ndarra
     return Path(path)
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "") -> str:
-    """A plain-text table (also valid Markdown); floats with 4 significant digits, strings as given.
-    ``align``: one letter per column, ``l`` or ``r`` (Markdown alignment; default left)."""
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "", pad: bool = True) -> str:
+    """The package's one Markdown table writer: floats with 4 significant digits, strings as given.
+    ``align``: one letter per column, ``l`` or ``r`` (default left); ``pad``: columns padded to equal
+    width (plain text that reads as a table), else compact (generated docs with long cells)."""
     cells = [[str(h) for h in headers]] + [[_fmt(v) for v in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     align = align.ljust(len(headers), "l")
+    widths = [max(len(r[i]) for r in cells) if pad else 0 for i in range(len(headers))]
     line = lambda r: "| " + " | ".join(c.rjust(w) if a == "r" else c.ljust(w)  # noqa: E731
                                        for c, w, a in zip(r, widths, align)) + " |"
-    sep = "|" + "|".join("-" * (w + 1) + (":" if a == "r" else "-") for w, a in zip(widths, align)) + "|"
+    sep = "|" + "|".join(("-" * (w + 1) if pad else "---") + (":" if a == "r" else "-" if pad else "")
+                         for w, a in zip(widths, align)) + "|"
     return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
 
 

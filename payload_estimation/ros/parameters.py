@@ -23,6 +23,8 @@ from typing import Any
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.parameter import Parameter
 
+from ..reporting import format_table
+
 
 class ParameterError(ValueError):
     """A parameter value that is not allowed; the message names the parameter and the allowed values."""
@@ -182,11 +184,9 @@ class ParameterTable:
 
     def markdown(self) -> str:
         """The parameter table of docs/ros_interface.md."""
-        rows = ["| parameter | default | allowed | description | takes effect |", "|---|---|---|---|---|"]
-        for p in self.params:
-            when = "at start-up (read-only)" if p.read_only else p.applies
-            rows.append(f"| `{p.name}` | `{p.doc_default()}` | {p.allowed() or '—'} | {p.description} | {when} |")
-        return "\n".join(rows)
+        rows = [(f"`{p.name}`", f"`{p.doc_default()}`", p.allowed() or "—", p.description,
+                 "at start-up (read-only)" if p.read_only else p.applies) for p in self.params]
+        return format_table(("parameter", "default", "allowed", "description", "takes effect"), rows, pad=False)
 
 
 PARAMS_HEADER = """\
