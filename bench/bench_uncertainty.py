@@ -33,14 +33,22 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 from benchlib import machine, payload, pick_configurations, write_section
 
+from payload_estimation.identification.data import Samples
 from payload_estimation.identification.excitation import ExcitationConfig, ExcitationDesigner, trajectory_points
 from payload_estimation.identification.payload import estimate_payload_anchored, estimate_payload_gravity
 from payload_estimation.identification.payload_recordings import PayloadOptions, estimate_payload_recordings
-from payload_estimation.identification.static_fit import StaticFitConfig, fit_static_payload, precision_problem
+from payload_estimation.identification.robot_identification import identify_gravity
+from payload_estimation.identification.static_fit import (
+    StaticFitConfig,
+    fit_static_payload,
+    precision_problem,
+    unloaded_model,
+)
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.motion.bare_run import BareRunConfig, bare_run
 from payload_estimation.motion.poses import PosePlanConfig, plan_poses
+from payload_estimation.motion.sweep import plan_sweep
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm, true_links
 from payload_estimation.sim.recorders import record_trajectory
 
@@ -49,6 +57,8 @@ OFFSET = 0.5  # N m, largest per-joint sensor offset
 CAPTURE_SAMPLES = 120  # a 0.12 s settle window at 1 kHz
 ANCHOR_SAMPLES = 1000  # ~/capture_unloaded: 1 s
 METHODS = ("one-shot", "differential")
+SWEEP = PosePlanConfig(n_poses=30, amplitude_deg=25.0)  # the sampler's sweep_poses, sweep_amplitude_deg defaults
+SWEEP_SAMPLES = 500  # a 0.5 s capture per sweep pose
 MOTION_METHODS = ("motion one-shot", "motion differential")
 MOTION_RATE = 200.0  # Hz, recording rate of the motion runs
 EXCITATION = ExcitationConfig(f0=1 / 3, max_deviation=np.radians(7), velocity_factor=0.5, acceleration_limit=4.0,
@@ -60,12 +70,28 @@ def _vec(est) -> tuple[np.ndarray, np.ndarray]:
     return np.array([est.mass, *est.com]), np.array([est.std[k] for k in KEYS])
 
 
-def one_run(desc, dyn, q0, body, offsets, model_error: float, seed: int) -> dict:
+def calibrate(desc, dyn, q0, offsets, model_error: float, seed: int):
+    """The gravity model (with offsets) of run ``seed``'s unloaded arm from the calibration sweep around
+    ``q0``, as ``payload_sampler/sweep`` and ``payload_estimator/calibrate`` make it, or why the sweep
+    cannot be planned there. Its own noise stream: the other methods' captures stay as they were."""
+    try:
+        poses = plan_sweep(dyn, q0, SWEEP).poses
+    except ValueError as e:
+        return str(e)
+    arm = SimulatedArm(desc, SimConfig(seed=seed + 500, true_links=true_links(desc, model_error, seed),
+                                       sensor=SensorConfig(noise_std=NOISE, offset=offsets)))
+    captures = Samples(poses, np.array([arm.static_capture(qk, SWEEP_SAMPLES) for qk in poses]))
+    return unloaded_model(dyn, identify_gravity(desc, captures, offset=True), "sweep")
+
+
+def one_run(desc, dyn, q0, body, offsets, model_error: float, seed: int, calibrated: bool = False) -> dict:
     """Every method on the same captures: {name: (error (4,), std (4,), imprecise)}, name 'method' or
-    'method, noise-only σ' (the fit without the model's uncertainty, as before issue 17)."""
+    'method, noise-only σ' (the fit without the model's uncertainty, as before issue 17); with
+    ``calibrated`` also 'calibrated method' (against the model of a calibration sweep)."""
     arm = SimulatedArm(desc, SimConfig(seed=seed, model_error=model_error,
                                        sensor=SensorConfig(noise_std=NOISE, offset=offsets)))
     tau_u = arm.static_capture(q0, ANCHOR_SAMPLES)
+    model = calibrate(desc, dyn, q0, offsets, model_error, seed) if calibrated else None
     arm.attach_payload(body)
     q = plan_poses(dyn, q0, PosePlanConfig(seed=seed)).poses
     tau = np.array([arm.static_capture(qk, CAPTURE_SAMPLES) for qk in q])
@@ -89,6 +115,16 @@ def one_run(desc, dyn, q0, body, offsets, model_error: float, seed: int) -> dict
             out[f"{method}, noise-only σ"] = (v - truth, s, False)
         except ValueError as e:
             out[f"{method}, noise-only σ"] = (None, None, str(e))
+        if calibrated:
+            name = f"calibrated {method}"
+            try:
+                if isinstance(model, str):
+                    raise ValueError(model)
+                est = fit_static_payload(dyn, q, tau, q0[None], tau_u[None], cfg, model)
+                v, s = _vec(est)
+                out[name] = (v - truth, s, bool(precision_problem(est, cfg.max_mass_std, cfg.max_com_std)))
+            except ValueError as e:
+                out[name] = (None, None, str(e))
     return out
 
 
@@ -166,6 +202,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=100, help="runs per robot and model error")
     ap.add_argument("--errors", nargs="+", type=float, default=[0.01, 0.03, 0.05])
     ap.add_argument("--sampler-runs", type=int, default=10, help="runs per robot through the whole sequence")
+    ap.add_argument("--calibrated", action="store_true", help="also the methods against a calibration sweep's model")
     ap.add_argument("--motion-runs", type=int, default=100, help="runs per cell of the motion methods (<= --runs)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-write", action="store_true")
@@ -182,12 +219,14 @@ def main() -> int:
             for k, (_, q0) in enumerate(configs):
                 body = payload(rng, float(rng.uniform(0.5, 5.0)))
                 offsets = rng.uniform(-OFFSET, OFFSET, desc.n)
-                r = one_run(desc, dyn, q0, body, offsets, err, args.seed + 1000 * k + 1)
+                r = one_run(desc, dyn, q0, body, offsets, err, args.seed + 1000 * k + 1, args.calibrated)
                 if k < args.motion_runs:
                     r.update(motion_run(desc, dyn, q0, body, offsets, err, args.seed + 1000 * k + 1))
                 r["mass"] = body.mass
                 results.append(r)
             names = [*METHODS, *(f"{m}, noise-only σ" for m in METHODS)]
+            if args.calibrated:
+                names += [f"calibrated {m}" for m in METHODS]
             if args.motion_runs > 0:
                 names += [*MOTION_METHODS, "motion one-shot, noise-only σ"]
             for name in names:
@@ -211,7 +250,7 @@ def report(cells: list[dict], sampler: list[dict], args, wall: float) -> str:
         "## Does σ tell the truth? (issue 17)", "",
         f"`bench/bench_uncertainty.py --robots {' '.join(args.robots)} --runs {args.runs} --errors "
         f"{' '.join(f'{e:g}' for e in args.errors)} --sampler-runs {args.sampler_runs} "
-        f"--motion-runs {args.motion_runs} --seed {args.seed}` — "
+        f"--motion-runs {args.motion_runs}{' --calibrated' if args.calibrated else ''} --seed {args.seed}` — "
         f"{machine()}, {wall:.0f} s wall.", "",
         f"MuJoCo truth. Per cell {args.runs} runs: a random pick configuration (stretched up, near the limits, "
         f"anywhere), a 0.5-5 kg payload with a random CoM within 0.12 m of the flange, per-joint sensor offsets "
@@ -232,6 +271,11 @@ def report(cells: list[dict], sampler: list[dict], args, wall: float) -> str:
         "`estimate` path (`estimate_payload_recordings`, defaults: filtering, derived accelerations, the "
         "nominal model's declared 5 % link mass/CoM/inertia uncertainty and 0.5 N m offsets propagated into "
         "σ). *motion one-shot, noise-only σ* declares no model uncertainty (the σ before).", "",
+        *([f"Rows *calibrated*: the same captures against the gravity model (with per-joint offsets) identified "
+           f"from the calibration sweep of the unloaded arm around the pick configuration (`plan_sweep`: "
+           f"{SWEEP.n_poses} poses within ±{SWEEP.amplitude_deg:g}°, {SWEEP_SAMPLES}-sample captures; what "
+           "`payload_sampler/sweep` and `payload_estimator/calibrate` do), σ from its coefficient covariance.",
+           ""] if args.calibrated else []),
         "| robot | model error | method | runs | cover m / cx / cy / cz | max abs(e)/σ | mass error % (med / p95) | "
         "CoM error mm (med / p95) | σ_m (kg) | flagged | ≤0.5 %/3 mm |",
         "|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|",

@@ -64,6 +64,12 @@ def load_unloaded_model(dyn: RigidBodyDynamics, path: str | Path) -> UnloadedMod
     if not p.is_file():
         raise IdentificationError(f"gravity model file {p} does not exist")
     model = IdentifiedModel.load(p)
+    return unloaded_model(dyn, model, p.name, str(p))
+
+
+def unloaded_model(dyn: RigidBodyDynamics, model: IdentifiedModel, label: str, source: str = "") -> UnloadedModel:
+    """An identified model (in memory) as the unloaded model of ``dyn``'s robot; ``label`` names it in
+    σ's note, ``source`` in the status (default: the label). Raises IdentificationError for another robot."""
     model.check_robot(dyn.desc)
     zero = np.zeros((1, dyn.n))
 
@@ -71,7 +77,7 @@ def load_unloaded_model(dyn: RigidBodyDynamics, path: str | Path) -> UnloadedMod
         q = np.asarray(q, float)[None]
         return model.predict(dyn, q)[0] if model.kind == "gravity" else model.predict(dyn, q, zero, zero)[0]
 
-    return UnloadedModel(gravity, identified_uncertainty(dyn, model, p.name), str(p), bool(model.offset))
+    return UnloadedModel(gravity, identified_uncertainty(dyn, model, label), source or label, bool(model.offset))
 
 
 def precision_problem(est: PayloadEstimate, max_mass_std: float, max_com_std: float) -> str:
@@ -125,4 +131,4 @@ def fit_static_payload(dyn: RigidBodyDynamics, q: np.ndarray, tau: np.ndarray, q
 
 
 __all__ = ["StaticFitConfig", "UnloadedModel", "fit_static_payload", "load_unloaded_model", "precision_problem",
-           "STATIC_METHODS", "NO_REFERENCE_NOTE"]
+           "unloaded_model", "STATIC_METHODS", "NO_REFERENCE_NOTE"]
