@@ -336,7 +336,14 @@ def plan_poses(dyn, q0: np.ndarray, config: PosePlanConfig | None = None) -> Pos
         chosen.append(k)
         available[k] = False
         info = info + infos[k]
-    poses = cand[chosen]
+    return tour_plan(desc, env, cand[chosen], info, cfg)
+
+
+def tour_plan(desc: RobotDescription, env: Envelope, poses: np.ndarray, info: np.ndarray,
+              cfg: PosePlanConfig) -> PosePlan:
+    """The :class:`PosePlan` visiting ``poses`` in a short tour from ``env.q0`` and back (quintic moves
+    within ``cfg.velocity_scale`` of the limits, at least ``cfg.min_duration``), its D-criterion from
+    the information matrix ``info``; validated (:func:`validate_plan`)."""
     vlim = np.asarray(desc.limits.velocity, dtype=float)
 
     def cost(a, b):
@@ -369,5 +376,5 @@ def validate_plan(plan: PosePlan, desc: RobotDescription) -> None:
 __all__ = [
     "MotionLimitError", "PosePlanConfig", "Envelope", "PosePlan", "make_envelope", "move_duration",
     "check_command", "check_move", "checked_move", "plan_poses", "unknown_payload_duration",
-    "QUINTIC_ACCEL_PEAK", "validate_plan", "shortest_tour", "QUINTIC_PEAK", "stop_point",
+    "QUINTIC_ACCEL_PEAK", "validate_plan", "shortest_tour", "QUINTIC_PEAK", "stop_point", "tour_plan",
 ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.base_parameters import compute_base_parameters
-from .poses import Envelope, PosePlan, PosePlanConfig, make_envelope, move_duration, shortest_tour, validate_plan
+from .poses import Envelope, PosePlan, PosePlanConfig, make_envelope, tour_plan
 
 
 def sweep_regressor(dyn, selection: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -56,24 +56,7 @@ def plan_sweep(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope |
         chosen.append(k)
         available[k] = False
         info = info + infos[k]
-    poses = np.vstack([env.q0[None], cand[chosen]])
-    vlim = np.asarray(dyn.desc.limits.velocity, dtype=float)
-
-    def cost(a, b):
-        return move_duration(a, b, vlim, config.velocity_scale, config.min_duration)
-
-    poses = poses[shortest_tour(env.q0, poses, cost)]
-    durations, prev = [], env.q0
-    for tgt in [*poses, env.q0]:
-        durations.append(0.0 if np.allclose(tgt, prev, atol=1e-12) else cost(prev, tgt))
-        prev = tgt
-    sign, logdet = np.linalg.slogdet(info)
-    ev = np.linalg.eigvalsh(info)
-    cond = float(np.sqrt(ev[-1] / ev[0])) if ev[0] > 0 else float("inf")
-    plan = PosePlan(env.q0.copy(), poses, np.array(durations), env, vlim,
-                    float(logdet) if sign > 0 else float("-inf"), cond)
-    validate_plan(plan, dyn.desc)
-    return plan
+    return tour_plan(dyn.desc, env, np.vstack([env.q0[None], cand[chosen]]), info, config)
 
 
 __all__ = ["plan_sweep", "sweep_regressor"]
