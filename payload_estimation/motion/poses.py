@@ -317,17 +317,23 @@ def plan_poses(dyn, q0: np.ndarray, config: PosePlanConfig | None = None) -> Pos
     cand = _candidates(env, moving, cfg.max_candidates, rng)
     ys = np.stack([dyn.payload_gravity_regressor(c) for c in cand])  # (C, n, 4)
     infos = np.einsum("cij,cik->cjk", ys, ys)  # (C, 4, 4)
+    taken = [int(np.argmin(np.max(np.abs(cand - env.q0), axis=1)))] if cfg.include_pick else []
+    chosen, info = greedy_d_optimal(infos, np.sum(infos[taken], axis=0) if taken else np.zeros((4, 4)),
+                                    cfg.n_poses - len(taken), taken)
+    return tour_plan(desc, env, cand[taken + chosen], info, cfg)
+
+
+def greedy_d_optimal(infos: np.ndarray, info: np.ndarray, count: int,
+                     taken: list[int] | tuple[int, ...] = ()) -> tuple[list[int], np.ndarray]:
+    """Greedily add ``count`` of the candidates' information matrices ``infos`` (C, p, p) to ``info``
+    (p, p), each maximising log det (regularised by 1e-6 of the mean candidate information); ``taken``
+    candidates are not picked again unless every candidate has been. Returns (picked indices, info)."""
+    p = info.shape[0]
+    reg = 1e-6 * max(float(np.trace(infos.mean(axis=0))) / p, 1e-12) * np.eye(p)
+    available = np.ones(len(infos), dtype=bool)
+    available[list(taken)] = False
     chosen: list[int] = []
-    info = np.zeros((4, 4))
-    if cfg.include_pick:
-        k0 = int(np.argmin(np.max(np.abs(cand - env.q0), axis=1)))
-        chosen.append(k0)
-        info = info + infos[k0]
-    scale = max(float(np.trace(infos.mean(axis=0))) / 4.0, 1e-12)
-    reg = 1e-6 * scale * np.eye(4)
-    available = np.ones(len(cand), dtype=bool)
-    available[chosen] = False
-    while len(chosen) < cfg.n_poses:
+    while len(chosen) < count:
         if not available.any():
             available[:] = True  # fewer distinct candidates than poses: allow repeats
         _, logdets = np.linalg.slogdet(info + infos + reg)
@@ -336,7 +342,7 @@ def plan_poses(dyn, q0: np.ndarray, config: PosePlanConfig | None = None) -> Pos
         chosen.append(k)
         available[k] = False
         info = info + infos[k]
-    return tour_plan(desc, env, cand[chosen], info, cfg)
+    return chosen, info
 
 
 def tour_plan(desc: RobotDescription, env: Envelope, poses: np.ndarray, info: np.ndarray,
@@ -377,4 +383,5 @@ __all__ = [
     "MotionLimitError", "PosePlanConfig", "Envelope", "PosePlan", "make_envelope", "move_duration",
     "check_command", "check_move", "checked_move", "plan_poses", "unknown_payload_duration",
     "QUINTIC_ACCEL_PEAK", "validate_plan", "shortest_tour", "QUINTIC_PEAK", "stop_point", "tour_plan",
+    "greedy_d_optimal",
 ]

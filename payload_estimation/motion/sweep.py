@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.base_parameters import compute_base_parameters
-from .poses import Envelope, PosePlan, PosePlanConfig, make_envelope, tour_plan
+from .poses import Envelope, PosePlan, PosePlanConfig, greedy_d_optimal, make_envelope, tour_plan
 
 
 def sweep_regressor(dyn, selection: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -45,17 +45,7 @@ def plan_sweep(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope |
     ys = np.stack([sweep_regressor(dyn, base.selection, c) for c in cand])
     infos = np.einsum("cij,cik->cjk", ys, ys)
     y0 = sweep_regressor(dyn, base.selection, env.q0)
-    info = y0.T @ y0
-    reg = 1e-6 * max(float(np.trace(infos.mean(axis=0))) / rows, 1e-12) * np.eye(rows)
-    chosen: list[int] = []
-    available = np.ones(len(cand), dtype=bool)
-    while len(chosen) < config.n_poses - 1:
-        _, logdets = np.linalg.slogdet(info + infos + reg)
-        logdets[~available] = -np.inf
-        k = int(np.argmax(logdets))
-        chosen.append(k)
-        available[k] = False
-        info = info + infos[k]
+    chosen, info = greedy_d_optimal(infos, y0.T @ y0, config.n_poses - 1)
     return tour_plan(dyn.desc, env, np.vstack([env.q0[None], cand[chosen]]), info, config)
 
 
