@@ -119,14 +119,16 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
                               cutoff: float = DEFAULT_CUTOFF, order: int = DEFAULT_ORDER, weights=None,
                               model_uncertainty: ModelUncertainty | None = None,
                               limits: PayloadLimits | None = None, inertia_rsd: float = INERTIA_RSD,
-                              correlated: bool = True) -> PayloadEstimate:
+                              correlated: bool = True, own_scale: bool = True,
+                              project: bool = False) -> PayloadEstimate:
     """Mass, CoM and, where the motion determines it, the inertia of the payload from a motion that
     starts at rest: samples at times ``t`` (N,) with positions ``q``, velocities ``dq`` and loaded
     torques (N, n). ``tau_reference``: the unloaded torque on the same motion (a recorded unloaded run
     at the same times: differential; with its ``reference_q``, ``reference_dq`` the torque of the
     tracking difference between the runs is moved over with ``dyn``); without it ``dyn``'s own
     prediction in the same filtered form (``model_uncertainty``: how wrong it may be, in σ). What is
-    and is not determined, the std and the errors are :func:`.payload_motion.estimate_payload_motion`'s.
+    and is not determined, the std and the errors are :func:`.payload_motion.estimate_payload_motion`'s
+    (``own_scale``, ``project``: :func:`.payload_motion.fit_payload_rows`).
     """
     n = dyn.n
     q = sample_array(q, "q", n)
@@ -158,7 +160,7 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
             return np.hstack([r, np.tile(np.eye(n), (n_s, 1))])  # constant offsets pass the filter unchanged
     return fit_payload_rows(dyn, q, y, rhs.reshape(-1), weights, method=f"filtered {how} ({cutoff:g} Hz)",
                             limits=limits, inertia_rsd=inertia_rsd, correlated=correlated, model_uncertainty=unc,
-                            error_rows=rows)
+                            error_rows=rows, own_scale=own_scale, project=project)
 
 
 def _error_regressor(unc: ModelUncertainty) -> Regressor:

@@ -34,6 +34,7 @@ from .payload_result import (
     effective_limits,
     frame_name,
     inertia_problem,
+    nearest_physical_inertia,
 )
 
 # ------------------------------------------------------------------------------- full (10 parameters)
@@ -212,8 +213,11 @@ def block_jackknife_covariance(y: np.ndarray, rhs: np.ndarray, w: np.ndarray, n:
     return (blocks - 1) / blocks * (d.T @ d)
 
 
-def _inertia_determined(p10: np.ndarray, cov10: np.ndarray, rsd: float) -> tuple[list[str], str]:
-    """(undetermined I_c components, reason) of a 10-parameter fit; ([], '') when all are determined."""
+def _inertia_determined(p10: np.ndarray, cov10: np.ndarray, rsd: float, own_scale: bool = True
+                        ) -> tuple[list[str], str]:
+    """(undetermined I_c components, reason) of a 10-parameter fit; ([], '') when all are determined.
+    ``own_scale``: a moment's std is judged against its own magnitude (else, like the products,
+    against the largest moment: a thin object's small moment counts as determined when the tensor is)."""
     derived = derived_parameters(p10)
     std = derived_std(p10, cov10)[3:]
     inertia = derived[3:]
@@ -222,14 +226,15 @@ def _inertia_determined(p10: np.ndarray, cov10: np.ndarray, rsd: float) -> tuple
     scale = float(np.max(np.abs(inertia[diag])))
     bad = []
     for i, nm in enumerate(ICOM_NAMES):
-        ref = abs(inertia[i]) if i in diag else scale
+        ref = abs(inertia[i]) if i in diag and own_scale else scale
         if not std[i] <= rsd * ref:
             bad.append(nm)
     detail = ", ".join(f"{nm} {inertia[i]:.3g} +- {std[i]:.2g}" for i, nm in enumerate(ICOM_NAMES))
     if problem:
         return list(ICOM_NAMES), f"the fitted inertia is not physical ({problem}; {detail} kg m^2)"
     if bad:
-        return bad, (f"std above {rsd:.0%} of the moment for {', '.join(bad)} ({detail} kg m^2)")
+        which = "moment" if own_scale else "largest moment"
+        return bad, f"std above {rsd:.0%} of the {which} for {', '.join(bad)} ({detail} kg m^2)"
     return [], ""
 
 
@@ -279,11 +284,13 @@ def estimate_payload_motion(
 def fit_payload_rows(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray, rhs: np.ndarray, weights=None, *,
                      method: str, limits: PayloadLimits | None = None, inertia_rsd: float = INERTIA_RSD,
                      correlated: bool = True, model_uncertainty: ModelUncertainty | None = None,
-                     error_rows=None) -> PayloadEstimate:
+                     error_rows=None, own_scale: bool = True, project: bool = False) -> PayloadEstimate:
     """The fit of :func:`estimate_payload_motion` on given rows: ``y`` (N n x 10) the payload rows of
     the N samples at ``q`` (N, n), ``rhs`` (N n) what they must explain; ``error_rows()`` the rows of
     ``model_uncertainty``'s error in the same form (e.g. filtered alike), when ``rhs`` holds a model's
-    prediction."""
+    prediction. ``own_scale``: see :func:`_inertia_determined`; ``project``: a fitted inertia that is not
+    physical is replaced by the nearest physical one (:func:`.payload_result.nearest_physical_inertia`)
+    before it is judged, with a note."""
     n = dyn.n
     n_s = q.shape[0]
     w = row_weights(weights, n_s, n)
@@ -316,8 +323,15 @@ def fit_payload_rows(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray, rhs: 
     p10[cols] = res.params
     cov10 = np.zeros((10, 10))
     cov10[np.ix_(cols, cols)] = cov
+    if len(inertia_cols) == 6 and project:
+        derived = derived_parameters(p10)
+        problem = inertia_problem(p10[0], derived[:3], derived[3:])
+        if problem and p10[0] > 0:
+            p10 = nearest_physical_inertia(p10, cov10)
+            notes.append(f"the fitted inertia was not physical ({problem}): replaced by the nearest physical one "
+                         "within its uncertainty")
     if len(inertia_cols) == 6:
-        undetermined, why = _inertia_determined(p10, cov10, inertia_rsd)
+        undetermined, why = _inertia_determined(p10, cov10, inertia_rsd, own_scale)
     else:
         undetermined = list(ICOM_NAMES)
         missing = [PAYLOAD_NAMES[c] for c in range(4, 10) if c not in inertia_cols]

@@ -113,6 +113,35 @@ def inertia_problem(mass: float, com: np.ndarray, inertia: np.ndarray, tol: floa
             f"({' and '.join(what) or '; '.join(rep.problems)})")
 
 
+def nearest_physical_inertia(p10: np.ndarray, cov10: np.ndarray) -> np.ndarray:
+    """The 10 parameters with the inertia replaced by the physically consistent one nearest to it in
+    the metric of its covariance (mass and first moments fixed): I_c = tr(S) 1 - S with S = L L^T
+    the CoM second-moment matrix, which is positive definite and obeys the triangle inequality."""
+    from scipy.optimize import least_squares
+
+    m, h = float(p10[0]), np.asarray(p10[1:4], float)
+    shift = vec6_from_sym(skew(h).T @ skew(h) / m)  # about the frame origin = about the CoM + this
+    cov = cov10[4:, 4:] + 1e-18 * np.eye(6)
+    whiten = np.linalg.cholesky(np.linalg.inv(cov)).T
+    target = np.asarray(p10[4:], float)
+    tri = np.tril_indices(3)
+
+    def inertia(x: np.ndarray) -> np.ndarray:
+        low = np.zeros((3, 3))
+        low[tri] = x
+        s = low @ low.T
+        return vec6_from_sym(np.trace(s) * np.eye(3) - s) + shift
+
+    i_c = sym_from_vec6(target - shift)
+    w, v = np.linalg.eigh(0.5 * (np.trace(i_c) * np.eye(3) - 2 * i_c))  # the second moments of I_c
+    s0 = (v * np.clip(w, 1e-3 * max(float(np.max(w)), 1e-9), None)) @ v.T
+    x0 = np.linalg.cholesky(s0)[tri]
+    x = least_squares(lambda x: whiten @ (inertia(x) - target), x0).x
+    out = np.array(p10, float)
+    out[4:] = inertia(x)
+    return out
+
+
 def _check_mass(m: float, std_m: float, limits: PayloadLimits) -> None:
     if m <= limits.min_mass:
         raise PayloadRejected(
@@ -220,6 +249,7 @@ __all__ = [
     "derived_parameters",
     "derived_std",
     "effective_limits",
+    "nearest_physical_inertia",
     "frame_name",
     "inertia_problem",
     "numeric_jacobian",

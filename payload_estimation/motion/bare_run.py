@@ -18,10 +18,13 @@ import numpy as np
 from ..collision.monitor import CollisionMonitor, MonitorConfig
 from ..collision.provisional import ProvisionalFit, ProvisionalPayload
 from ..identification.estimate import PayloadEstimate
+from ..identification.payload_dynamic import DynamicFitConfig, MotionRecording, fit_dynamic_payload
 from ..identification.static_fit import StaticFitConfig, fit_static_payload
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
 from ..sim import SensorConfig, SimConfig, SimulatedArm
+from .excitation_sequence import Excite, Record
+from .payload_excitation import ExcitationPlan, ExcitationPlanConfig
 from .poses import PosePlanConfig
 from .sampling_run import ClearCaptures, Finished, Hold, Observation, RunConfig, SamplingRun, SetActive
 from .sequence import Capture, Estimate, Move, SequenceConfig
@@ -47,12 +50,16 @@ class BareRunConfig:
     model_error: float = 0.03
     seed: int = 0
     grasp_settle: float = 0.5
+    excitation: ExcitationPlanConfig | None = None
+    reference: bool = True
+    dynamic_fit: DynamicFitConfig = field(default_factory=DynamicFitConfig)
 
 
 @dataclass
 class BareRunResult:
     """Outcome, estimate (None if none), robot time of the ``sample`` call (s), commanded points (rad),
-    collisions the monitor raised while sampling, and the peak |r| / threshold while sampling."""
+    collisions the monitor raised while sampling, and the peak |r| / threshold while sampling; for a
+    dynamic run the robot time of its reference run (s, before the grasp; None without) and the plan."""
 
     finished: Finished
     estimate: PayloadEstimate | None
@@ -61,10 +68,14 @@ class BareRunResult:
     collisions: int
     peak_ratio: float
     q0: np.ndarray | None
+    reference_duration: float | None = None
+    plan: ExcitationPlan | None = None
 
 
 def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRunConfig | None = None) -> BareRunResult:
-    """Grasp ``payload`` at rest at ``q_pick`` (rad) on the simulated arm, then one ``~/sample`` request."""
+    """Grasp ``payload`` at rest at ``q_pick`` (rad) on the simulated arm, then one ``~/sample`` request;
+    with ``cfg.excitation`` a dynamic one, after a ``~/record_reference`` run before the grasp when
+    ``cfg.reference``."""
     cfg = cfg or BareRunConfig()
     dyn = RigidBodyDynamics(desc)
     arm = SimulatedArm(desc, SimConfig(seed=cfg.seed, model_error=cfg.model_error,
@@ -109,55 +120,101 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
             if state["active"] and state["count_from"] is not None and s.t >= state["count_from"]:
                 state["peak"] = max(state["peak"], float(np.max(np.abs(r) / detector.thresholds)))
 
+    buffer: dict[str, list | None] = {"rows": None}  # the estimator's recording of (t, q, dq, tau)
+
+    def advance() -> None:
+        step(arm.dt)
+        if buffer["rows"] is not None:
+            s = arm.state()
+            buffer["rows"].append((s.t, s.q, s.dq, s.tau))
+
+    def drive(run: SamplingRun, commands: list[np.ndarray], reference: MotionRecording | None = None
+              ) -> tuple[Finished, PayloadEstimate | MotionRecording | None]:
+        """Carry out ``run``'s actions until it finishes: (outcome, estimate or stored reference recording)."""
+        captures: list[tuple[np.ndarray, np.ndarray]] = []
+        result = None
+        pending: tuple[str, bool, str] | None = None
+        while True:
+            s = arm.state()
+            if pending is not None:
+                run.answered(pending[0], pending[1], pending[2], s.t)
+                pending = None
+            static = run.wants_static and win.check_static(cfg.settle).static
+            obs = Observation(t=s.t, wall=s.t, q=s.q, dq=s.dq, static=static, stream_age=0.0,
+                              collision=detector.in_collision, collisions=state["collisions"])
+            for act in run.update(obs):
+                if isinstance(act, SetActive):
+                    state["active"] = state["learning"] = act.active
+                    detector.scale_thresholds(cfg.sampling_threshold_factor if act.active else 1.0)
+                    if act.active:
+                        provisional.start()
+                elif isinstance(act, ClearCaptures):
+                    captures.clear()
+                elif isinstance(act, (Move, Hold)):
+                    commands.append(np.asarray(act.target, float).copy())
+                    arm.set_trajectory([(act.duration, act.target, None)])
+                elif isinstance(act, Excite):
+                    commands.extend(np.asarray(p[1], float).copy() for p in act.points)
+                    arm.set_trajectory([p for p in act.points if p[0] > 0])
+                elif isinstance(act, Record):
+                    buffer["rows"] = []
+                    pending = ("record", True, "recording")
+                elif isinstance(act, Capture):
+                    r = win.check_static(cfg.settle)
+                    if r.static:
+                        captures.append((r.q, r.tau))
+                    pending = ("capture", r.static, r.reason)
+                elif isinstance(act, Estimate):
+                    result, pending = estimate(run, captures, reference)
+                elif isinstance(act, Finished):
+                    buffer["rows"] = None
+                    return act, result
+            advance()
+
+    def estimate(run: SamplingRun, captures: list, reference: MotionRecording | None):
+        """What the estimator answers to the run's estimate request: (result, pending answer)."""
+        try:
+            if run.excitation is not None:
+                rec = MotionRecording.from_rows(buffer["rows"])
+                buffer["rows"] = None
+                if run.reference:
+                    return rec, ("estimate", True, "reference stored")
+                est = fit_dynamic_payload(dyn, rec, reference, cfg.dynamic_fit)
+            else:
+                q = np.array([c[0] for c in captures])
+                tau = np.array([c[1] for c in captures])
+                est = fit_static_payload(dyn, q, tau, unloaded.q[None], unloaded.tau[None], cfg.fit)
+        except ValueError as e:
+            return None, ("estimate", False, str(e))
+        set_payload(est)
+        state["learning"] = False  # the estimate replaces the provisional payload
+        return est, ("estimate", True, "estimated")
+
     step(1.0)
     unloaded = win.check_static(replace(cfg.settle, min_average_samples=150, max_window=1.0))
+    commands: list[np.ndarray] = []
+    reference: MotionRecording | None = None
+    reference_plan: ExcitationPlan | None = None
+    reference_duration: float | None = None
+    if cfg.excitation is not None and cfg.reference:
+        t_ref = arm.time
+        run = SamplingRun(dyn, cfg.plan, cfg.sequence, cfg.run, arm.time, arm.time, excitation=cfg.excitation,
+                          reference=True)
+        fin, reference = drive(run, commands)
+        reference_duration = arm.time - t_ref
+        if not fin.ok:
+            return BareRunResult(fin, None, 0.0, commands, state["collisions"], state["peak"], run.q0,
+                                 reference_duration, run.excitation_plan)
+        reference_plan = run.excitation_plan
     if payload is not None:
         arm.attach_payload(payload)
     step(cfg.grasp_settle)
     t_start = arm.time
-    run = SamplingRun(dyn, cfg.plan, cfg.sequence, cfg.run, arm.time, arm.time)
-    captures: list[tuple[np.ndarray, np.ndarray]] = []
-    commands: list[np.ndarray] = []
-    estimate: PayloadEstimate | None = None
-    pending: tuple[str, bool, str] | None = None
-    while True:
-        s = arm.state()
-        if pending is not None:
-            run.answered(pending[0], pending[1], pending[2], s.t)
-            pending = None
-        static = run.wants_static and win.check_static(cfg.settle).static
-        obs = Observation(t=s.t, wall=s.t, q=s.q, dq=s.dq, static=static, stream_age=0.0,
-                          collision=detector.in_collision, collisions=state["collisions"])
-        for act in run.update(obs):
-            if isinstance(act, SetActive):
-                state["active"] = state["learning"] = act.active
-                detector.scale_thresholds(cfg.sampling_threshold_factor if act.active else 1.0)
-                if act.active:
-                    provisional.start()
-            elif isinstance(act, ClearCaptures):
-                captures.clear()
-            elif isinstance(act, (Move, Hold)):
-                commands.append(np.asarray(act.target, float).copy())
-                arm.set_trajectory([(act.duration, act.target, None)])
-            elif isinstance(act, Capture):
-                r = win.check_static(cfg.settle)
-                if r.static:
-                    captures.append((r.q, r.tau))
-                pending = ("capture", r.static, r.reason)
-            elif isinstance(act, Estimate):
-                q = np.array([c[0] for c in captures])
-                tau = np.array([c[1] for c in captures])
-                try:
-                    estimate = fit_static_payload(dyn, q, tau, unloaded.q[None], unloaded.tau[None], cfg.fit)
-                    pending = ("estimate", True, "estimated")
-                    set_payload(estimate)
-                    state["learning"] = False  # the estimate replaces the provisional payload
-                except ValueError as e:
-                    pending = ("estimate", False, str(e))
-            elif isinstance(act, Finished):
-                return BareRunResult(act, estimate, arm.time - t_start, commands, state["collisions"],
-                                     state["peak"], run.q0)
-        step(arm.dt)
+    run = SamplingRun(dyn, cfg.plan, cfg.sequence, cfg.run, arm.time, arm.time, excitation=cfg.excitation,
+                      reference_plan=reference_plan)
+    fin, est = drive(run, commands, reference)
+    return BareRunResult(fin, est if isinstance(est, PayloadEstimate) else None, arm.time - t_start, commands,
+                         state["collisions"], state["peak"], run.q0, reference_duration, run.excitation_plan)
 
 
 __all__ = ["bare_run", "BareRunConfig", "BareRunResult"]

@@ -57,7 +57,8 @@ class ExcitationPlanConfig:
 class ExcitationPlan:
     """The planned excitation: ``trajectory`` (one period from q0 back to q0), the ``envelope`` it
     keeps to, its peak |q - q0|, velocity and acceleration per joint (rad, rad/s, rad/s²) and the
-    ``condition_number`` of its column-scaled payload regressor (lower: better determined)."""
+    ``condition_number`` of its column-scaled payload regressor (lower: better determined); the
+    ``velocity_budget`` (rad/s per joint) it was planned for."""
 
     trajectory: FourierTrajectory
     envelope: Envelope
@@ -65,10 +66,25 @@ class ExcitationPlan:
     peak_velocity: np.ndarray
     peak_acceleration: np.ndarray
     condition_number: float
+    velocity_budget: np.ndarray
 
     @property
     def duration(self) -> float:
         return self.trajectory.period
+
+    def recentred(self, envelope: Envelope) -> ExcitationPlan:
+        """The same motion around ``envelope.q0`` (e.g. a reference run's excitation at a pick
+        configuration a fraction of a degree away); raises MotionLimitError when it does not fit
+        that envelope."""
+        t = self.trajectory
+        plan = ExcitationPlan(FourierTrajectory(np.array(envelope.q0, float), t.a, t.b, t.f0, t.joint_names),
+                              envelope, self.peak_deviation, self.peak_velocity, self.peak_acceleration,
+                              self.condition_number, self.velocity_budget)
+        lo, hi = envelope.q0 - plan.peak_deviation, envelope.q0 + plan.peak_deviation
+        if np.any(lo < envelope.lower - 1e-9) or np.any(hi > envelope.upper + 1e-9):
+            raise MotionLimitError("the reference run's excitation does not fit the envelope of this pick "
+                                   "configuration")
+        return plan
 
     def points(self, rate: float = 100.0) -> list[tuple[float, np.ndarray, np.ndarray]]:
         """[(time_from_start s, positions, velocities)] at ``rate`` Hz for a trajectory controller."""
@@ -125,7 +141,7 @@ def plan_payload_excitation(dyn: RigidBodyDynamics, q0: np.ndarray, config: Exci
             best = (cond, traj)
     cond, traj = best
     peak_q, peak_v, peak_a = _peaks(traj)
-    return ExcitationPlan(traj, env, peak_q, peak_v, peak_a, cond)
+    return ExcitationPlan(traj, env, peak_q, peak_v, peak_a, cond, vmax)
 
 
 def check_excitation(plan: ExcitationPlan, desc, rate: float = 1000.0) -> None:

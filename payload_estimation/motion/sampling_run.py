@@ -37,6 +37,8 @@ import numpy as np
 
 from ..collision.provisional import payload_gravity_posterior
 from ..model.description import RobotDescription
+from .excitation_sequence import ExcitationSequence, Excite, Record
+from .payload_excitation import ExcitationPlan, ExcitationPlanConfig, check_excitation, plan_payload_excitation
 from .poses import (
     Envelope,
     MotionLimitError,
@@ -164,7 +166,7 @@ class Finished:
     code: str = "done"
 
 
-RunAction = SetActive | ClearCaptures | Move | Hold | Capture | Estimate | Finished
+RunAction = SetActive | ClearCaptures | Move | Hold | Capture | Estimate | Record | Excite | Finished
 
 
 class SamplingRun:
@@ -173,12 +175,23 @@ class SamplingRun:
 
     def __init__(self, dyn, plan_config: PosePlanConfig, sequence_config: SequenceConfig,
                  run_config: RunConfig, t: float, wall: float, anchor: PickAnchor | None = None,
-                 joint_names: tuple[str, ...] | None = None, sweep: bool = False):
+                 joint_names: tuple[str, ...] | None = None, sweep: bool = False,
+                 excitation: ExcitationPlanConfig | None = None, reference: bool = False,
+                 reference_plan: ExcitationPlan | None = None):
         """``sweep``: a calibration sweep of the unloaded arm (:func:`.sweep.plan_sweep`) instead of the
         payload poses: nothing is grasped, so ``active`` is not raised (the monitor must not learn a
-        provisional payload) and moves are not slowed for an unknown payload."""
+        provisional payload) and moves are not slowed for an unknown payload. ``excitation``: a dynamic
+        run (:class:`.excitation_sequence.ExcitationSequence`) with this plan configuration, or the
+        ``reference_plan`` re-centred on q0 (the motion of the reference run, so the two match);
+        ``reference``: the dynamic run of the unloaded arm before the grasp (like a sweep, ``active`` is
+        not raised; the recording is stored as the reference instead of estimated)."""
         self.dyn = dyn
         self.sweep = sweep
+        self.excitation = excitation
+        self.reference = reference
+        self.reference_plan = reference_plan
+        self.excitation_plan: ExcitationPlan | None = None
+        self.fallback = ""  # why a dynamic run sampled the static poses instead
         self.desc: RobotDescription = dyn.desc
         self.plan_config = plan_config
         self.seq_config = sequence_config
@@ -205,6 +218,11 @@ class SamplingRun:
         self._deferred: SequenceAborted | None = None
         self._abort_code = ""
         self._finished: Finished | None = None
+
+    @property
+    def unloaded(self) -> bool:
+        """Nothing is grasped (a sweep or a reference run): ``active`` is not raised."""
+        return self.sweep or self.reference
 
     @property
     def wants_static(self) -> bool:
@@ -267,9 +285,12 @@ class SamplingRun:
         self._pending = None
         if self._finished is not None or self.sequence is None:
             return
-        if kind == "capture":
+        if kind in ("capture", "record"):
             try:
-                self.sequence.captured(ok, text, t)
+                if kind == "record":
+                    self.sequence.recorded(ok, text, t)
+                else:
+                    self.sequence.captured(ok, text, t)
             except SequenceAborted as e:
                 self._deferred = e  # ends the run at the next update (no static sample at a pose)
         else:
@@ -307,7 +328,7 @@ class SamplingRun:
             if self.phase == "startup":
                 self._t_active = obs.t
                 self._t_phase = obs.t
-                if not self.sweep:
+                if not self.unloaded:
                     out.append(SetActive(True))
                 self.phase = "rest"
             if self.phase == "rest":
@@ -377,6 +398,8 @@ class SamplingRun:
             self.envelope = make_envelope(self.desc, self.q0, self.plan_config.amplitude_deg,
                                           self.plan_config.limit_margin_deg)
         self._may_arm = True  # a collision reported until now is the grasp, not this run's
+        if self.excitation is not None and self._start_excitation(obs, out):
+            return
         try:
             self.plan = _plan_within(self.dyn, self.q0, self.plan_config, self.envelope, self.sweep)
         except (MotionLimitError, ValueError) as e:
@@ -390,26 +413,74 @@ class SamplingRun:
         self.timings = self.sequence.timings
         self.phase = "sequence"
 
+    def _start_excitation(self, obs: Observation, out: list[RunAction]) -> bool:
+        """Plan and start the excitation (True), or fall back to the static poses (False) where the
+        payload's mass is not yet known at rest (e.g. stretched up): its inertial torque along the
+        excitation could exceed ``unknown_payload_torque`` and read as a collision."""
+        try:
+            if self.reference_plan is not None:
+                plan = self.reference_plan.recentred(self.envelope)
+            else:
+                plan = plan_payload_excitation(self.dyn, self.q0, self.excitation, self.envelope)
+            check_excitation(plan, self.desc)
+        except (MotionLimitError, ValueError) as e:
+            raise SequenceAborted(f"cannot plan the excitation at this pick configuration: {e}", hold=False,
+                                  code="plan_failed") from e
+        if not self.reference:
+            torque = self._unknown_payload_excitation_torque(plan)
+            if torque > self.cfg.unknown_payload_torque:
+                self.fallback = (f"static poses instead of the excitation: the payload's mass does not show at rest "
+                                 f"here, its inertial torque along the excitation could reach {torque:.1f} N m (3 σ)")
+                self.excitation = None
+                return False
+        self.excitation_plan = plan
+        if not self.reference:
+            out.append(ClearCaptures())
+        self.sequence = ExcitationSequence(plan, self.seq_config, check=self._check)
+        self.sequence.timings.startup = obs.t - self._t_start
+        self.timings = self.sequence.timings
+        self.phase = "sequence"
+        return True
+
+    def _unknown_payload_excitation_torque(self, plan: ExcitationPlan) -> float:
+        """3 σ (N m, largest joint) of the torque along ``plan`` of the payload mass as known from rest at
+        q0 (the monitor's provisional posterior, at most ``mass_limit``), as a point mass at the flange.
+        The CoM components one pose leaves open move the torque far less than an unseen mass."""
+        _, cov = payload_gravity_posterior(self.dyn, self.q0[None])
+        std_m = min(float(np.sqrt(cov[0, 0])), self.cfg.mass_limit / 3.0)
+        t, q, dq, ddq = plan.trajectory.sample(50.0)
+        y0 = self.dyn.payload_gravity_regressor(self.q0)[:, 0]  # what the provisional fit at q0 already explains
+        worst = max(float(np.max(np.abs(self.dyn.payload_regressor(q[k], dq[k], ddq[k])[:, 0] - y0)))
+                    for k in range(len(t)))
+        return 3.0 * std_m * worst
+
     def _sequence(self, obs: Observation, out: list[RunAction]) -> None:
         seq = self.sequence
-        if self._pending is not None and self._pending[0] == "capture":
+        if self._pending is not None and self._pending[0] in ("capture", "record"):
             return
         clear = self._armed and obs.t - self._t_active >= self.cfg.monitor_fit_delay
         act = seq.update(obs.t, obs.q, seq.wants_static and obs.static, clear_to_move=clear)
         if isinstance(act, Move):
             self._check(act.target)
             out.append(act)
-        elif isinstance(act, (Capture, Estimate)):
-            self._pending = ("capture" if isinstance(act, Capture) else "estimate", obs.wall)
+        elif isinstance(act, Excite):
             out.append(act)
-            if isinstance(act, Estimate):  # the return move is commanded at once: the fit overlaps it
+        elif isinstance(act, (Capture, Estimate, Record)):
+            kind = "capture" if isinstance(act, Capture) else "record" if isinstance(act, Record) else "estimate"
+            self._pending = (kind, obs.wall)
+            out.append(act)
+            if isinstance(act, Estimate) and self.excitation is None:  # the return move is commanded at once
                 ret = seq.update(obs.t, obs.q, False, clear_to_move=True)
                 if isinstance(ret, Move):
                     self._check(ret.target)
                     out.append(ret)
         elif isinstance(act, Done):
-            text = (f"{'calibrated' if self.sweep else 'estimated'} from {seq.n} poses around q0 = "
-                    f"{np.round(np.degrees(self.q0), 2).tolist()} deg (back there now): {act.text}") if act.ok else (
+            what = (f"a {seq.plan.duration:.2f} s excitation" if self.excitation is not None else f"{seq.n} poses")
+            if self.fallback:
+                what += f" ({self.fallback})"
+            verb = "reference recorded" if self.reference else "calibrated" if self.sweep else "estimated"
+            text = (f"{verb} from {what} around q0 = {np.round(np.degrees(self.q0), 2).tolist()} deg (back there "
+                    f"now): {act.text}") if act.ok else (
                 f"estimator rejected the fit: {act.text} (arm returned to the pick configuration)")
             out.extend(self._finish(act.ok, text, None if act.ok else self._anchor(act.text),
                                     "done" if act.ok else "estimate_rejected"))
@@ -470,7 +541,8 @@ class SamplingRun:
     def _finish(self, ok: bool, text: str, anchor: PickAnchor | None, code: str) -> list[RunAction]:
         self.phase = "done"
         self._finished = Finished(ok, text, anchor, code)
-        return [SetActive(False), self._finished] if self._t_active is not None and not self.sweep else [self._finished]
+        raised = self._t_active is not None and not self.unloaded
+        return [SetActive(False), self._finished] if raised else [self._finished]
 
     # ------------------------------------------------------------------ moves
     def _command_return(self, obs: Observation, label: str) -> list[RunAction]:
@@ -527,4 +599,4 @@ def _plan_within(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope
 
 
 __all__ = ["SamplingRun", "RunConfig", "RunRefused", "PickAnchor", "Observation", "SetActive", "ClearCaptures",
-           "Hold", "Finished", "RunAction", "Wait"]
+           "Hold", "Finished", "RunAction", "Wait", "Record", "Excite"]

@@ -4,6 +4,10 @@ Interface (names relative to the node namespace, all remappable):
 
 - subscribes ``joint_states`` (sensor_msgs/JointState; effort = measured joint torque) and, with an
   empty ``robot`` parameter, ``robot_description``;
+- services ``~/start_recording``, ``~/store_reference`` and ``~/estimate_motion`` (std_srvs/Trigger:
+  the sampler's dynamic mode; record the joint-state stream over one excitation, keep it as the
+  unloaded reference run, or fit all ten payload parameters from it, differential against the
+  reference when there is one: :func:`identification.payload_dynamic.fit_dynamic_payload`);
 - services ``~/capture``, ``~/capture_unloaded``, ``~/estimate``, ``~/reset``, ``~/clear_captures``
   (std_srvs/Trigger; clear_captures forgets loaded and calibration captures, used at the start of a run),
   ``~/capture_calibration`` and ``~/calibrate`` (std_srvs/Trigger: static captures of the unloaded arm
@@ -13,6 +17,8 @@ Interface (names relative to the node namespace, all remappable):
   frame_id = payload frame; inertia about the CoM, 0 when only gravity parameters are estimated),
   ``~/status`` and ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, on events and every second).
 
+joint_states are taken by a thread of their own (:mod:`.dedicated_subscription`, a deep queue): a
+recording gets every sample and a static capture judges the newest ones even while a fit runs.
 A capture is rejected when joint_states are stale — judged on the wall clock, also under
 ``use_sim_time`` — or the arm is not static (motion.settle); a stream restart (stamps starting over)
 empties the sample window. Parameters: see :data:`PARAMS` and docs/ros_interface.md.
@@ -38,6 +44,7 @@ from ..identification.estimate import NO_PAYLOAD, PayloadEstimate
 from ..identification.export import write_exports
 from ..identification.model_uncertainty import declared_source
 from ..identification.payload import PayloadLimits
+from ..identification.payload_dynamic import DynamicFitConfig, MotionRecording, fit_dynamic_payload
 from ..identification.payload_recordings import CURRENT_WARNING, effort_to_torque, torque_gains
 from ..identification.robot_identification import identify_gravity
 from ..identification.static_fit import (
@@ -51,6 +58,7 @@ from ..identification.static_fit import (
 from ..model.dynamics import RigidBodyDynamics
 from ..motion.settle import SampleWindow, SettleConfig, check_static
 from ..stream import StampVerdict
+from .dedicated_subscription import create_dedicated_subscription
 from .messages import estimate_to_msg
 from .node_support import (
     LIMIT_PARAMS,
@@ -65,7 +73,7 @@ from .node_support import (
     settle_config,
 )
 from .parameters import Param, ParameterError, ParameterTable
-from .qos import LATCHED_QOS, SENSOR_LATEST_QOS
+from .qos import LATCHED_QOS, SENSOR_QOS
 
 PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + ParameterTable([
     Param("method", "auto", "auto: differential when ~/capture_unloaded captures exist, else one-shot; one-shot: "
@@ -97,6 +105,8 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           "set it when the drive reports motor current ([1.0]: effort is torque in N m; a ROS list parameter "
           "cannot default to empty). Current-based torque includes the drive's friction, which grows with the "
           "load: prefer method differential", low=0.0, low_open=True, min_items=1, applies="next sample"),
+    Param("max_recording", 30.0, "s, longest joint-state recording of a dynamic run (a longer one is cut and "
+          "refused)", low=1.0, high=600.0, applies="next recording"),
     Param("export_dir", "", "directory to write each new estimate into as payload.urdf (<inertial> link), "
           "payload.yaml, payload.kuka.txt (KUKA load data) and payload.franka.yaml (setLoad arguments); "
           "empty: nothing written", applies="next estimate"),
@@ -134,12 +144,17 @@ class PayloadEstimatorNode(Node):
         self.gravity_model: UnloadedModel | None = None
         self._gravity_error = ""  # why gravity_model did not load (estimates are refused meanwhile)
         self._last = (DiagnosticStatus.OK, "unloaded (no payload estimated yet)")
+        self._recording: list | None = None  # (t, q, dq, tau) rows while recording a dynamic run
+        self._recording_overflow = False
+        self._reference: MotionRecording | None = None
+        self._input_lock = threading.Lock()
 
         self.pub_estimate = self.create_publisher(InertiaStamped, "payload/estimate", LATCHED_QOS)
         self.status = StatusReporter(self, "payload", self._snapshot)
-        # A capture must judge the arm *now*: the newest samples, not a backlog of a busy executor (a
-        # depth-200 queue kept this node 0.2 s behind the arm; dropped samples only thin the window).
-        self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_LATEST_QOS)
+        # Its own thread: a capture judges the newest samples (an executor-served depth-200 queue kept
+        # this node 0.2 s behind the arm) and a recording gets every sample (a shallow one dropped them).
+        self._joint_states = create_dedicated_subscription(self, JointState, "joint_states", self._on_joint_states,
+                                                           SENSOR_QOS, self._input_lock)
         self.create_service(Trigger, "~/capture", self._srv_capture)
         self.create_service(Trigger, "~/capture_unloaded", self._srv_capture_unloaded)
         self.create_service(Trigger, "~/estimate", self._srv_estimate)
@@ -147,6 +162,9 @@ class PayloadEstimatorNode(Node):
         self.create_service(Trigger, "~/clear_captures", self._srv_clear)
         self.create_service(Trigger, "~/capture_calibration", self._srv_capture_calibration)
         self.create_service(Trigger, "~/calibrate", self._srv_calibrate)
+        self.create_service(Trigger, "~/start_recording", self._srv_start_recording)
+        self.create_service(Trigger, "~/store_reference", self._srv_store_reference)
+        self.create_service(Trigger, "~/estimate_motion", self._srv_estimate_motion)
         self.model = RobotModelSource(self, self.values, self._on_model)
         # No estimate is published at start: a late-joining latched "0 kg" would overwrite a payload
         # the monitor already uses (e.g. its provisional one while sampling). ~/reset publishes 0 kg.
@@ -248,7 +266,13 @@ class PayloadEstimatorNode(Node):
         with self._lock:
             if verdict is StampVerdict.RESTART:
                 self._window.clear()
-            self._window.append(t, s.q, s.dq, effort_to_torque(s.tau, self.gain))
+            tau = effort_to_torque(s.tau, self.gain)
+            self._window.append(t, s.q, s.dq, tau)
+            if self._recording is not None and s.dq is not None:
+                if len(self._recording) and t - self._recording[0][0] > float(self.values["max_recording"]):
+                    self._recording_overflow = True
+                else:
+                    self._recording.append((t, s.q.copy(), s.dq.copy(), tau.copy()))
 
     # ------------------------------------------------------------------ services
     def _unavailable(self) -> str | None:
@@ -354,14 +378,21 @@ class PayloadEstimatorNode(Node):
         try:
             est = replace(fit_static_payload(self.dyn, q, tau, q_u, tau_u, cfg, self.gravity_model), frame=self.frame)
         except ValueError as e:  # PayloadRejected is a ValueError
-            msg = f"estimate rejected: {e}; previous payload kept ({self.current.mass:.3f} kg)"
-            self.get_logger().error(msg)
-            self._last = (DiagnosticStatus.WARN, msg)
-            self.status.publish()
-            response.success, response.message = False, msg
-            return response
+            return self._rejected(e, response)
         with self._lock:
             self._loaded.clear()  # next sampling run starts fresh; unloaded anchor is kept
+        return self._accept(est, cfg, response)
+
+    def _rejected(self, e: Exception, response):
+        msg = f"estimate rejected: {e}; previous payload kept ({self.current.mass:.3f} kg)"
+        self.get_logger().error(msg)
+        self._last = (DiagnosticStatus.WARN, msg)
+        self.status.publish()
+        response.success, response.message = False, msg
+        return response
+
+    def _accept(self, est: PayloadEstimate, cfg: StaticFitConfig, response):
+        """Publish ``est`` (flagged when imprecise), export it and answer."""
         imprecise = precision_problem(est, cfg.max_mass_std, cfg.max_com_std)
         if imprecise:
             self._publish(est, DiagnosticStatus.WARN, f"payload estimated, imprecise: {imprecise}")
@@ -373,6 +404,67 @@ class PayloadEstimatorNode(Node):
             self._export(est)
         self.get_logger().info(f"payload estimate: {response.message}")
         return response
+
+    # ------------------------------------------------------------------ dynamic runs
+    def _srv_start_recording(self, request, response):
+        why = self._unavailable()
+        if why:
+            response.success, response.message = False, f"recording rejected: {why}"
+            return response
+        with self._lock:
+            self._recording, self._recording_overflow = [], False
+        response.success, response.message = True, "recording joint_states"
+        return response
+
+    def _take_recording(self) -> tuple[MotionRecording | None, str]:
+        """(the recording, '') and recording stopped; (None, why) when there is none or it is unusable."""
+        with self._lock:
+            rows, overflow = self._recording, self._recording_overflow
+            self._recording = None
+        if rows is None:
+            return None, "nothing recorded (call ~/start_recording first)"
+        if overflow:
+            return None, f"the recording exceeded max_recording ({self.values['max_recording']} s)"
+        try:
+            return MotionRecording.from_rows(rows), ""
+        except ValueError as e:
+            return None, str(e)
+
+    def _srv_store_reference(self, request, response):
+        rec, why = self._take_recording()
+        if rec is None:
+            response.success, response.message = False, f"reference rejected: {why}"
+            return response
+        try:
+            start, end = rec.motion_span()
+        except ValueError as e:
+            response.success, response.message = False, f"reference rejected: {e}"
+            return response
+        self._reference = rec
+        response.success = True
+        response.message = (f"reference run stored: {rec.t.size} samples over {rec.duration:.2f} s, motion "
+                            f"{end - start:.2f} s{_stream_gaps(rec)}")
+        self.get_logger().info(response.message)
+        self.status.publish()
+        return response
+
+    def _srv_estimate_motion(self, request, response):
+        if self.dyn is None:
+            response.success, response.message = False, f"estimate rejected: no robot model ({self.model.error})"
+            return response
+        rec, why = self._take_recording()
+        if rec is None:
+            response.success, response.message = False, f"estimate rejected: {why}"
+            return response
+        cfg = self._fit_config()
+        dyn_cfg = DynamicFitConfig(model_uncertainty=cfg.model_uncertainty, torque_offset_std=cfg.torque_offset_std,
+                                   limits=cfg.limits)
+        try:
+            est = fit_dynamic_payload(self.dyn, rec, self._reference, dyn_cfg, previous=self.current)
+        except ValueError as e:
+            return self._rejected(e, response)
+        est = replace(est, frame=self.frame, notes=est.notes + (f"{rec.t.size} samples{_stream_gaps(rec)}",))
+        return self._accept(est, cfg, response)
 
     def _model_label(self) -> str:
         """Which unloaded model the estimates use and how its uncertainty was made (for status)."""
@@ -449,11 +541,24 @@ class PayloadEstimatorNode(Node):
                 "samples": est.samples, "captures": len(self._loaded),
                 "calibration_captures": len(self._calibration), "unloaded_captures": len(self._unloaded),
                 "method": est.method, "frame": self.frame, "configured_method": self.values["method"],
+                "reference_run": "" if self._reference is None else
+                f"{self._reference.t.size} samples, {self._reference.duration:.2f} s",
+                "undetermined": ", ".join(est.undetermined),
                 "model": self._model_label()}
         vals.update({f"std_{k}": v for k, v in (est.std or {}).items()})
         if self.input is not None:
             vals.update(self.input.counters())
         return level, text, vals
+
+
+def _stream_gaps(rec: MotionRecording) -> str:
+    """', N samples missing (x %)' of a recording whose stamps skip (judged on the median interval)."""
+    dt = np.diff(rec.t)
+    if dt.size == 0:
+        return ""
+    step = float(np.median(dt))
+    missing = int(np.sum(np.maximum(np.round(dt / step) - 1, 0)))
+    return f", {missing} samples missing ({100 * missing / (missing + rec.t.size):.1f} %)" if missing else ""
 
 
 def main(args=None) -> int:

@@ -7,10 +7,19 @@ Interface (relative names, remappable):
 - publishes ``joint_trajectory`` (trajectory_msgs/JointTrajectory, one point per move, zero end
   velocity), ``~/active`` (std_msgs/Bool, transient local: True while sampling; the collision
   monitor takes a provisional payload on its rising edge), ``~/status`` and ``/diagnostics``;
-- services ``~/sample``, ``~/sweep``, ``~/cancel`` and ``~/forget_pick`` (std_srvs/Trigger);
+- services ``~/sample``, ``~/sweep``, ``~/record_reference``, ``~/cancel`` and ``~/forget_pick``
+  (std_srvs/Trigger);
 - calls ``payload_estimator/clear_captures``, ``payload_estimator/capture`` and
   ``payload_estimator/estimate`` (std_srvs/Trigger); for ``~/sweep``,
-  ``payload_estimator/capture_calibration`` and ``payload_estimator/calibrate`` instead.
+  ``payload_estimator/capture_calibration`` and ``payload_estimator/calibrate`` instead; for a dynamic
+  run ``payload_estimator/start_recording`` and ``payload_estimator/estimate_motion`` (or
+  ``payload_estimator/store_reference`` for ``~/record_reference``).
+
+``mode`` dynamic: one excitation (:mod:`motion.payload_excitation`, one multi-point
+``joint_trajectory`` with velocities) within the same envelope instead of the static poses, with the
+same collision gate, aborts and return. ``~/record_reference`` runs that excitation on the unloaded arm
+before the grasp (``active`` is not raised) and keeps its plan: the next dynamic ``~/sample`` at the
+same pick configuration repeats exactly that motion and the estimator fits the difference.
 
 ``~/sweep`` calibrates the unloaded arm's gravity model: ``sweep_poses`` static poses within
 ±``sweep_amplitude_deg`` of the current configuration (:func:`motion.sweep.plan_sweep`), run like a
@@ -42,6 +51,8 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..model.dynamics import RigidBodyDynamics
+from ..motion.excitation_sequence import Excite, Record
+from ..motion.payload_excitation import ExcitationPlan, ExcitationPlanConfig
 from ..motion.poses import PosePlanConfig
 from ..motion.sampling_run import (
     ClearCaptures,
@@ -107,6 +118,20 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + ParameterTable([
           "the sweep may use: keep it free of obstacles)", low=0.0, high=30.0, low_open=True, applies="next ~/sweep"),
     Param("sweep_velocity_scale", 0.5, "~/sweep: peak joint speed of a move as a fraction of the velocity limit",
           low=0.0, high=1.0, low_open=True, applies="next ~/sweep"),
+    Param("mode", "auto", "static: the ±amplitude_deg static poses (mass and CoM, about 6 s); dynamic: one "
+          "excitation within the same envelope (mass, CoM and inertia, about 2.5 s; docs/bench/dynamic.md), "
+          "differential against the ~/record_reference run when there is one at this pick configuration, else "
+          "one-shot against the model (coarse, flagged); auto: dynamic when ~/record_reference was recorded at "
+          "this pick configuration, else static", choices=("auto", "static", "dynamic"), applies=NEXT_RUN),
+    Param("excitation_duration", 1.6, "s, planned duration of the dynamic excitation (one Fourier period, rest to "
+          "rest at the pick configuration)", low=0.5, high=20.0, applies="next ~/record_reference"),
+    Param("excitation_harmonics", 5, "harmonics of the excitation (more: faster content within the same ±amplitude)",
+          low=2, high=10, applies="next ~/record_reference"),
+    Param("excitation_velocity_scale", 0.8, "peak joint speed of the excitation as a fraction of the velocity limit",
+          low=0.0, high=1.0, low_open=True, applies="next ~/record_reference"),
+    Param("excitation_max_acceleration", 25.0, "rad/s^2 per joint, acceleration budget of the excitation (robot "
+          "descriptions carry no acceleration limits: set it to what your controller allows)", low=0.0, high=50.0,
+          low_open=True, applies="next ~/record_reference"),
     Param("monitor_timeout", 10.0, "s (wall clock) ~/sample waits for the collision monitor to be monitoring "
           "before it refuses", low=0.0, high=120.0, low_open=True, applies=NEXT_RUN),
 ])
@@ -144,6 +169,8 @@ class PayloadSamplerNode(Node):
         self.last_duration: float | None = None  # s, node clock (sim time when use_sim_time)
         self.last_wall_duration: float | None = None
         self._t_request = (0.0, 0.0)
+        self.reference_plan: ExcitationPlan | None = None  # the excitation of the last ~/record_reference
+        self.last_reference_duration: float | None = None  # s, node clock
 
         self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
         self.pub_active = self.create_publisher(Bool, "~/active", LATCHED_QOS)
@@ -161,8 +188,14 @@ class PayloadSamplerNode(Node):
         self.cli_capture_cal = self.create_client(Trigger, "payload_estimator/capture_calibration",
                                                   callback_group=services)
         self.cli_calibrate = self.create_client(Trigger, "payload_estimator/calibrate", callback_group=services)
+        self.cli_record = self.create_client(Trigger, "payload_estimator/start_recording", callback_group=services)
+        self.cli_estimate_motion = self.create_client(Trigger, "payload_estimator/estimate_motion",
+                                                      callback_group=services)
+        self.cli_store_reference = self.create_client(Trigger, "payload_estimator/store_reference",
+                                                      callback_group=services)
         self.create_service(Trigger, "~/sample", self._srv_sample, callback_group=services)
         self.create_service(Trigger, "~/sweep", self._srv_sweep, callback_group=services)
+        self.create_service(Trigger, "~/record_reference", self._srv_record_reference, callback_group=services)
         self.create_service(Trigger, "~/cancel", self._srv_cancel, callback_group=services)
         self.create_service(Trigger, "~/forget_pick", self._srv_forget_pick, callback_group=services)
         steady_timer(self, TICK_PERIOD, self._tick)
@@ -262,10 +295,33 @@ class PayloadSamplerNode(Node):
         return static
 
     def _run_clients(self, run: SamplingRun | None) -> tuple:
-        """(capture, estimate) clients of ``run``: the payload's, or the calibration's for a sweep."""
+        """(capture or record, estimate) clients of ``run``: the payload's, the calibration's for a sweep,
+        the recording's for a dynamic run."""
+        if run is not None and run.excitation is not None:
+            return self.cli_record, (self.cli_store_reference if run.reference else self.cli_estimate_motion)
         if run is not None and run.sweep:
             return self.cli_capture_cal, self.cli_calibrate
         return self.cli_capture, self.cli_estimate
+
+    def _excitation(self, reference: bool) -> tuple[ExcitationPlanConfig | None, ExcitationPlan | None, str]:
+        """(plan configuration or None for static, the reference run's plan to repeat or None, why) of
+        the next run."""
+        v = self.values
+        cfg = ExcitationPlanConfig(duration=float(v["excitation_duration"]), amplitude_deg=float(v["amplitude_deg"]),
+                                   limit_margin_deg=float(v["limit_margin_deg"]),
+                                   velocity_scale=float(v["excitation_velocity_scale"]),
+                                   max_acceleration=float(v["excitation_max_acceleration"]),
+                                   harmonics=int(v["excitation_harmonics"]))
+        if reference:
+            return cfg, None, "reference run"
+        ref = self.reference_plan
+        near = (ref is not None and self._q is not None
+                and float(np.max(np.abs(self._q - ref.envelope.q0))) <= float(np.radians(v["arrival_tolerance_deg"])))
+        if v["mode"] == "static" or (v["mode"] == "auto" and not near):
+            return None, None, "static"
+        if near:
+            return cfg, ref, "dynamic, differential against the reference run"
+        return cfg, None, "dynamic, no reference run at this pick configuration: one-shot against the model"
 
     def _observe(self) -> Observation:
         run = self._run
@@ -283,7 +339,10 @@ class PayloadSamplerNode(Node):
     async def _srv_sweep(self, request, response):
         return await self._start(response, sweep=True)
 
-    async def _start(self, response, sweep: bool):
+    async def _srv_record_reference(self, request, response):
+        return await self._start(response, sweep=False, reference=True)
+
+    async def _start(self, response, sweep: bool, reference: bool = False):
         """Run one ``~/sample`` (or ``~/sweep``) to its end and answer with its outcome."""
         if self._run is not None:
             response.success = False
@@ -293,9 +352,12 @@ class PayloadSamplerNode(Node):
             response.success, response.message = False, f"rejected: no robot model ({self.model.error})"
             return response
         plan, seq, run = self._configs(sweep)
+        excitation, reference_plan, how = self._excitation(reference) if not sweep else (None, None, "sweep")
         self._cancel = False
         self._t_request = (self._now(), time.monotonic())
-        self._run = SamplingRun(self.dyn, plan, seq, run, *self._t_request, self._anchor, self.joint_names, sweep=sweep)
+        self.get_logger().info(f"{'~/record_reference' if reference else '~/sweep' if sweep else '~/sample'}: {how}")
+        self._run = SamplingRun(self.dyn, plan, seq, run, *self._t_request, self._anchor, self.joint_names, sweep=sweep,
+                                excitation=excitation, reference=reference, reference_plan=reference_plan)
         self._done = Future()
         self._tick()
         fin: Finished = await self._done
@@ -348,13 +410,23 @@ class PayloadSamplerNode(Node):
                 self.get_logger().warning("holding the current position")
             elif act.label.startswith("pose"):
                 self.status.publish()
-        elif isinstance(act, (Capture, Estimate)):
+        elif isinstance(act, Excite):
+            times = [p[0] for p in act.points if p[0] > 0]
+            pos = np.array([p[1] for p in act.points if p[0] > 0])
+            vel = np.array([p[2] for p in act.points if p[0] > 0])
+            self.pub_traj.publish(trajectory_msg(self.joint_names, pos, times, velocities=vel))
+            self.status.publish()
+        elif isinstance(act, (Capture, Estimate, Record)):
             capture_client, estimate_client = self._run_clients(self._run)
-            kind, client = ("capture", capture_client) if isinstance(act, Capture) else ("estimate", estimate_client)
+            kind, client = (("estimate", estimate_client) if isinstance(act, Estimate) else
+                            ("record" if isinstance(act, Record) else "capture", capture_client))
             future = client.call_async(Trigger.Request())
             self._futures.append((client, future))
             future.add_done_callback(lambda f, k=kind: self._answered(k, f))
-            if kind == "estimate":
+            if kind == "estimate" and self._run.excitation is not None:
+                self.get_logger().info("excitation done; " + ("storing the reference run" if self._run.reference
+                                                              else "estimating"))
+            elif kind == "estimate":
                 self.get_logger().info(f"all poses captured; {'calibrating' if self._run.sweep else 'estimating'} "
                                        "while returning to the pick configuration")
                 self.status.publish()
@@ -381,6 +453,9 @@ class PayloadSamplerNode(Node):
                     pass
         self._futures.clear()
         self.last_result = fin
+        if run.reference and fin.ok:
+            self.reference_plan = run.excitation_plan
+            self.last_reference_duration = self._now() - self._t_request[0]
         self.last_q0 = None if run.q0 is None else run.q0.copy()
         self._anchor = fin.anchor
         self.last_timings = run.timings if run.sequence is not None else None
@@ -406,7 +481,8 @@ class PayloadSamplerNode(Node):
             level, text = DiagnosticStatus.ERROR, self.model.error
         elif run is not None:
             seq = run.sequence
-            where = f"pose {seq.pose + 1}/{seq.n}" if seq is not None and run.phase == "sequence" else run.phase
+            where = (seq.progress if run.excitation is not None else f"pose {seq.pose + 1}/{seq.n}") \
+                if seq is not None and run.phase == "sequence" else run.phase
             level, text = DiagnosticStatus.OK, f"sampling: {where}"
         elif self.input is not None and self.input.lost():
             level, text = DiagnosticStatus.WARN, "joint_states lost: cannot sample"
@@ -423,7 +499,10 @@ class PayloadSamplerNode(Node):
                 "pick_anchor_deg": "" if self._anchor is None else
                 str(np.round(np.degrees(self._anchor.q0), 3).tolist()),
                 "last_ok": "" if res is None else res.ok,
-                "last_duration_s": self.last_duration, "last_wall_duration_s": self.last_wall_duration}
+                "last_duration_s": self.last_duration, "last_wall_duration_s": self.last_wall_duration,
+                "mode": self.values["mode"], "reference_run_s": self.last_reference_duration,
+                "reference_pick_configuration_deg": "" if self.reference_plan is None else
+                str(np.round(np.degrees(self.reference_plan.envelope.q0), 3).tolist())}
         if self.last_timings is not None:
             vals.update(self.last_timings.as_dict())
         if self.input is not None:

@@ -1,0 +1,172 @@
+"""The dynamic sampling run as a state machine: record, one excitation from q0 back to q0, estimate.
+
+:class:`ExcitationSequence` is the ``mode: dynamic`` counterpart of :class:`.sequence.SamplingSequence`
+(same interface for :class:`.sampling_run.SamplingRun`):
+
+1. **record** — ask the estimator to start recording the joint-state stream (:class:`Record`; the
+   arm is at rest at q0, so the recording starts at rest);
+2. **gate** — wait for ``clear_to_move`` (the collision monitor has cleared the grasp) at most
+   ``clear_timeout`` s;
+3. **excite** — command the planned excitation (:class:`Excite`: every point checked against the
+   envelope and the velocity limits before it is handed out), which ends at rest at q0; arrived when
+   its duration has passed and every joint is within ``arrival_tolerance`` of q0, ``arrival_timeout``
+   s later it is "not reached";
+4. **tail** — ``tail`` s more at rest at q0 (the fit's filter settles on data after the motion);
+5. **estimate** — ask for the estimate (or, for a reference run, to store the recording) and finish
+   with its answer. The arm is already back at q0: there is no return move.
+
+Times in s of the caller's clock, angles in rad.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .payload_excitation import ExcitationPlan
+from .poses import MotionLimitError
+from .sequence import Done, Estimate, PhaseTimings, SequenceAborted, SequenceConfig, Wait
+
+POINT_RATE = 100.0
+"""Hz: points of the commanded excitation (with velocities; a controller's cubic interpolation
+between them is within 0.01° of the planned series)."""
+TAIL = 0.1
+"""s at rest at q0 after the excitation before the estimate (5 time constants of the fit's 8 Hz filter)."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """Ask the estimator to start recording the joint-state stream; answer with :meth:`ExcitationSequence.recorded`."""
+
+
+@dataclass(frozen=True)
+class Excite:
+    """Command the excitation: ``points`` [(time_from_start s, q rad, dq rad/s)], ``duration`` s."""
+
+    points: list[tuple[float, np.ndarray, np.ndarray]]
+    duration: float
+    label: str = "excitation"
+
+
+class ExcitationSequence:
+    """Record, excite, estimate (module docstring); one instance per run. ``check(point)`` is the
+    run's last-line envelope check, applied to every commanded point."""
+
+    def __init__(self, plan: ExcitationPlan, config: SequenceConfig | None = None, check=None,
+                 tail: float = TAIL, point_rate: float = POINT_RATE):
+        self.plan = plan
+        self.cfg = config or SequenceConfig()
+        self.timings = PhaseTimings()
+        self.tail = tail
+        self.point_rate = point_rate
+        self._check = check
+        self.n = 1
+        self.pose = 0
+        self.duration_floor = None  # interface of SamplingSequence: the excitation's timing is planned
+        self.wants_static = False
+        self._phase = "record"
+        self._t0: float | None = None
+        self._t_gate: float | None = None
+        self._t_cmd = 0.0
+        self._t_arrive = 0.0
+        self._t_estimate = 0.0
+        self._recorded: tuple[bool, str] | None = None
+        self._estimate: tuple[bool, str] | None = None
+
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    @property
+    def progress(self) -> str:
+        return {"record": "starting", "recording": "starting the recording", "gate": "waiting for the collision gate",
+                "excite": f"excitation ({self.plan.duration:.2f} s)", "tail": "at rest after the excitation",
+                "estimate": "estimating", "done": "done"}[self._phase]
+
+    # ------------------------------------------------------------------ answers
+    def recorded(self, ok: bool, text: str, t: float) -> None:
+        """Answer to :class:`Record` at ``t`` s; a refusal aborts the run (nothing has moved)."""
+        if not ok:
+            raise SequenceAborted(f"the estimator did not start recording: {text}", hold=False,
+                                  code="estimate_rejected")
+        self._recorded = (True, text)
+
+    def captured(self, ok: bool, reason: str, t: float) -> None:
+        """For the interface of SamplingSequence: a dynamic run asks for no static capture."""
+        self.recorded(ok, reason, t)
+
+    def estimated(self, ok: bool, text: str, t: float) -> None:
+        """Answer to the :class:`Estimate` request at ``t`` s."""
+        self._estimate = (bool(ok), str(text))
+        self.timings.estimate = t - self._t_estimate
+
+    # ------------------------------------------------------------------ the machine
+    def update(self, t: float, q: np.ndarray, static: bool = False, clear_to_move: bool = True):
+        """Next action at ``t`` s with measured ``q`` rad: Record, Excite, Estimate, Wait or Done."""
+        q = np.asarray(q, dtype=float)
+        if self._t0 is None:
+            self._t0 = t
+            self._phase = "recording"
+            return Record()
+        if self._phase == "recording":
+            if self._recorded is None:
+                return Wait()
+            self._phase, self._t_gate = "gate", t
+        if self._phase == "gate":
+            if not clear_to_move:
+                if t - self._t_gate > self.cfg.clear_timeout:
+                    raise SequenceAborted(f"not clear to start the excitation after {self.cfg.clear_timeout:.2f} s",
+                                          hold=False, code="gate")
+                return Wait()
+            self.timings.gate = t - self._t_gate
+            return self._excite(t)
+        if self._phase == "excite":
+            if not self._arrived(t, q):
+                return Wait()
+            self.timings.moves.append(t - self._t_cmd)
+            self._phase, self._t_arrive = "tail", t
+        if self._phase == "tail":
+            if t - self._t_arrive < self.tail:
+                return Wait()
+            self.timings.settles.append(t - self._t_arrive)
+            self.timings.attempts.append(1)
+            self._phase, self._t_estimate = "estimate", t
+            return Estimate()
+        if self._phase == "estimate":
+            if self._estimate is None:
+                return Wait()
+            self.timings.ret = 0.0
+            self.timings.finish = t - self._t_estimate
+            self.timings.total = t - self._t0
+            self._phase = "done"
+        ok, text = self._estimate
+        return Done(ok, text)
+
+    def _excite(self, t: float) -> Excite:
+        points = self.plan.points(self.point_rate)
+        try:
+            for _, q, dq in points:
+                if self._check is not None:
+                    self._check(q)
+                over = np.abs(dq) > self.plan.velocity_budget + 1e-9
+                if np.any(over):
+                    raise MotionLimitError(f"excitation velocity {np.max(np.abs(dq)):.3f} rad/s above the budget")
+        except MotionLimitError as e:
+            raise SequenceAborted(f"refusing to command the excitation: {e}", code="motion_limit") from e
+        self._phase, self._t_cmd = "excite", t
+        return Excite(points, self.plan.duration)
+
+    def _arrived(self, t: float, q: np.ndarray) -> bool:
+        err = np.abs(q - self.plan.envelope.q0)
+        if t - self._t_cmd >= self.plan.duration and np.max(err) < self.cfg.arrival_tolerance:
+            return True
+        if t - self._t_cmd > self.plan.duration + self.cfg.arrival_timeout:
+            j = int(np.argmax(err))
+            raise SequenceAborted(f"the excitation did not end at the pick configuration within "
+                                  f"{self.cfg.arrival_timeout:.2f} s: joint {j + 1} is {np.degrees(err[j]):.2f} "
+                                  "deg off", code="not_reached")
+        return False
+
+
+__all__ = ["ExcitationSequence", "Excite", "Record", "POINT_RATE", "TAIL"]
