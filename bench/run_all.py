@@ -17,8 +17,8 @@ from pathlib import Path
 from benchlib import machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ["model", "payload", "uncertainty", "dynamic", "sim", "collision", "identification", "panda", "nodes", "sampler",
-         "demo"]
+ORDER = ["model", "payload", "uncertainty", "dynamic", "sim", "collision", "identification", "panda", "nodes",
+         "sampler", "demo"]
 
 
 
