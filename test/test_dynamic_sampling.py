@@ -30,6 +30,7 @@ from payload_estimation.model.robot_file import load_robot
 from payload_estimation.ros.bringup import override_file, ros_args, start_processes, stop_processes
 from payload_estimation.ros.messages import trajectory_from_msg, trajectory_msg
 from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+from payload_estimation.ros.spin_thread import SpinThread
 
 pytestmark = pytest.mark.flaky(reruns=1, reruns_delay=2)
 
@@ -87,10 +88,7 @@ def system(request):
     nodes = start_processes(["estimator", "sampler", "monitor"],
                             ros_args(None, ns, True, clock) + ["--params-file", str(over)])
     probe = Probe(desc.joint_names)
-    executor = SingleThreadedExecutor()
-    from payload_estimation.ros.spin_thread import SpinThread
-
-    spin = SpinThread(executor, probe)
+    spin = SpinThread(SingleThreadedExecutor(), probe)
     try:
         assert wait_for(lambda: probe.q is not None, 30.0)
         assert wait_for(lambda: probe.values("payload_sampler").get("busy") == "False", 30.0)

@@ -61,9 +61,6 @@ class ExcitationSequence:
         self.tail = tail
         self.point_rate = point_rate
         self._check = check
-        self.n = 1
-        self.pose = 0
-        self.duration_floor = None  # interface of SamplingSequence: the excitation's timing is planned
         self.wants_static = False
         self._phase = "record"
         self._t0: float | None = None
@@ -91,10 +88,6 @@ class ExcitationSequence:
             raise SequenceAborted(f"the estimator did not start recording: {text}", hold=False,
                                   code="estimate_rejected")
         self._recorded = (True, text)
-
-    def captured(self, ok: bool, reason: str, t: float) -> None:
-        """For the interface of SamplingSequence: a dynamic run asks for no static capture."""
-        self.recorded(ok, reason, t)
 
     def estimated(self, ok: bool, text: str, t: float) -> None:
         """Answer to the :class:`Estimate` request at ``t`` s."""

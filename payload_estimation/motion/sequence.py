@@ -199,6 +199,11 @@ class SamplingSequence:
     def phase(self) -> str:
         return self._phase
 
+    @property
+    def progress(self) -> str:
+        """Where the run is, for status: ``pose k/n``."""
+        return f"pose {min(self._k, self.n - 1) + 1}/{self.n}"
+
     # ------------------------------------------------------------------ answers
     def captured(self, ok: bool, reason: str, t: float) -> None:
         """Answer to a :class:`Capture` request at time ``t`` (s)."""

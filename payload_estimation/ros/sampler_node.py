@@ -481,8 +481,7 @@ class PayloadSamplerNode(Node):
             level, text = DiagnosticStatus.ERROR, self.model.error
         elif run is not None:
             seq = run.sequence
-            where = (seq.progress if run.excitation is not None else f"pose {seq.pose + 1}/{seq.n}") \
-                if seq is not None and run.phase == "sequence" else run.phase
+            where = seq.progress if seq is not None and run.phase == "sequence" else run.phase
             level, text = DiagnosticStatus.OK, f"sampling: {where}"
         elif self.input is not None and self.input.lost():
             level, text = DiagnosticStatus.WARN, "joint_states lost: cannot sample"
