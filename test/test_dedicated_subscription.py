@@ -103,3 +103,28 @@ def test_stops_on_rclpy_shutdown(ctx):
     assert isinstance(sub, DedicatedSubscription) and sub._thread.is_alive()
     rclpy.shutdown(context=ctx)
     assert wait_for(lambda: not sub._thread.is_alive(), 3.0), "thread still running after shutdown"
+
+
+EXIT_WITHOUT_DESTROY = """
+import threading, time, rclpy
+from std_msgs.msg import Float64
+from payload_estimation.ros.dedicated_subscription import create_dedicated_subscription
+from payload_estimation.ros.qos import SENSOR_QOS
+rclpy.init()
+nodes = [rclpy.create_node(f"dedicated_exit_{i}") for i in range(3)]
+subs = [create_dedicated_subscription(n, Float64, "z", lambda m: None, SENSOR_QOS, threading.Lock()) for n in nodes]
+time.sleep(0.3)
+rclpy.shutdown()
+"""
+
+
+def test_process_exits_cleanly_without_destroy():
+    """Threads left in rcl's wait at interpreter exit aborted the process on Jazzy ("terminate called
+    without an active exception", 15 of 15 runs before the atexit hook): now it exits 0 every time."""
+    import subprocess
+    import sys
+
+    for _ in range(3):
+        run = subprocess.run([sys.executable, "-c", EXIT_WITHOUT_DESTROY], capture_output=True, text=True,
+                             timeout=60)
+        assert run.returncode == 0, run.stderr[-2000:]

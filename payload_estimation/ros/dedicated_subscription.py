@@ -21,6 +21,7 @@ Callbacks run concurrently with the executor's callbacks: guard state shared bet
 
 from __future__ import annotations
 
+import atexit
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -41,8 +42,12 @@ class DedicatedSubscription:
     and when it reached this process).
 
     The thread starts at construction and stops on :meth:`destroy`, on rclpy shutdown, or when the
-    context becomes invalid. An exception in ``callback`` is logged (rate-limited) and the loop goes
-    on: one bad message must not end monitoring.
+    context becomes invalid. A subscription still alive when the interpreter exits is destroyed by an
+    ``atexit`` hook: a daemon thread left inside rcl's wait at finalization aborts the process
+    ("terminate called without an active exception", exit -6 instead of 0).
+
+    An exception in ``callback`` is logged (rate-limited) and the loop goes on: one bad message must
+    not end monitoring.
     """
 
     def __init__(self, node: Node, msg_type: type, topic: str, callback: Callable[[Any], None],
@@ -66,6 +71,8 @@ class DedicatedSubscription:
         """Messages taken so far (for diagnostics and tests)."""
         self._thread = threading.Thread(target=self._run, name=f"{node.get_name()}:{self.topic}", daemon=True)
         self._thread.start()
+        self._destroyed = False
+        atexit.register(self.destroy)
 
     def _request_stop(self) -> None:
         self._stop.set()
@@ -110,7 +117,11 @@ class DedicatedSubscription:
                     log.error(f"{self.topic} callback failed: {type(e).__name__}: {e}", throttle_duration_sec=2.0)
 
     def destroy(self) -> None:
-        """Stop the thread and destroy the subscription handle."""
+        """Stop the thread and destroy the subscription handle (idempotent)."""
+        if self._destroyed:
+            return
+        self._destroyed = True
+        atexit.unregister(self.destroy)
         self._request_stop()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=2.0)

@@ -550,6 +550,11 @@ class PayloadEstimatorNode(Node):
             vals.update(self.input.counters())
         return level, text, vals
 
+    def destroy_node(self) -> None:
+        if self._joint_states is not None:
+            self._joint_states.destroy()
+        super().destroy_node()
+
 
 def _stream_gaps(rec: MotionRecording) -> str:
     """', N samples missing (x %)' of a recording whose stamps skip (judged on the median interval)."""
