@@ -150,6 +150,46 @@ def plot_residuals(path: Path, panels: Sequence[tuple[str, np.ndarray, np.ndarra
     return Path(path)
 
 
+@dataclass(frozen=True)
+class SamplingMotion:
+    """One sampling call as recorded: its ``title``, stamps ``t`` (s from the call), positions ``q``
+    (rad) and measured torques ``tau`` (N m), (N, n) each, the call starting at rest at ``q[0]``."""
+
+    title: str
+    t: np.ndarray
+    q: np.ndarray
+    tau: np.ndarray
+
+
+def plot_sampling_motion(path: Path, runs: Sequence[SamplingMotion], joint_names: Sequence[str],
+                         amplitude_deg: float) -> Path:
+    """Per sampling call a row: q - q0 (deg) per joint with the ±``amplitude_deg`` envelope, and the
+    measured torque change τ - τ(0) (N m); one shared time axis, so the calls' durations compare at a
+    glance (e.g. static poses vs one excitation)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(runs), 2, figsize=(13, 3.2 * len(runs)), sharex=True, squeeze=False)
+    for (ax_q, ax_t), run in zip(axes, runs):
+        for j, name in enumerate(joint_names):
+            ax_q.plot(run.t, np.degrees(run.q[:, j] - run.q[0, j]), lw=0.9, label=name)
+            ax_t.plot(run.t, run.tau[:, j] - run.tau[0, j], lw=0.8, label=name)
+        for sign in (1, -1):
+            ax_q.axhline(sign * amplitude_deg, color="k", ls="--", lw=1,
+                         label=f"envelope ±{amplitude_deg:g}°" if sign > 0 else None)
+        ax_q.set_ylabel("q - q0 [deg]")
+        ax_t.set_ylabel("τ_J - τ_J(0) [N m]")
+        ax_q.set_title(f"{run.title}: {run.t[-1]:.2f} s", fontsize=10)
+        ax_t.set_title("measured joint torque change", fontsize=10)
+        for ax in (ax_q, ax_t):
+            ax.grid(alpha=0.3)
+    axes[-1, 0].legend(fontsize=7, ncol=2, loc="upper right")  # the shorter call leaves room
+    for ax in axes[-1]:
+        ax.set_xlabel("time since the sample call [s]")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "", pad: bool = True) -> str:
     """The package's one Markdown table writer: floats with 4 significant digits, strings as given.
     ``align``: one letter per column, ``l`` or ``r`` (default left); ``pad``: columns padded to equal

@@ -1,4 +1,5 @@
-"""The README's main job: `payload-estimation demo` end to end (all nodes as processes, real DDS)."""
+"""The README's main job: `payload-estimation demo` end to end (all nodes as processes, real DDS):
+static and dynamic sampling on the same grasp, then the monitored move."""
 
 import json
 import subprocess
@@ -22,10 +23,17 @@ def test_demo_runs_the_whole_mission(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "contacts detected (with estimate)" in proc.stdout  # the results table is printed
     s = json.loads((out / "summary.json").read_text())
-    assert abs(s["mass_error_pct"]) < 2.0 and s["com_error_mm"] < 8.0
+    # both modes on the same grasp: static poses, then the excitation against the reference run
+    for mode in ("static", "dynamic"):
+        assert abs(s[mode]["mass_error_pct"]) < 2.0 and s[mode]["com_error_mm"] < 8.0, s[mode]
+        assert s[mode]["collisions_during_sampling"] == 0
+    assert s["dynamic"]["sample_call_sim_s"] < 0.6 * s["static"]["sample_call_sim_s"]
+    assert "excitation" in s["dynamic"]["message"] and "poses" in s["static"]["message"]
+    assert s["mass_error_pct"] == s["dynamic"]["mass_error_pct"]  # the move runs with the dynamic estimate
     assert s["with_estimate"]["detected"] == len(s["contacts"]) == 3
     assert s["with_estimate"]["false_alarms"] == 0
     # the paper's point: without the payload update the same run is not monitored correctly
     assert s["without_update"]["time_above_s"] > 1.0
+    assert len(s["plots"]) == 3 and s["plots"][2].endswith("fig7_sampling_motion.png")
     for p in s["plots"]:
         assert Path(p).stat().st_size > 20_000

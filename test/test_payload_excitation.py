@@ -7,13 +7,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from payload_estimation.collision.provisional import payload_gravity_posterior
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.motion.payload_excitation import (
     ExcitationPlanConfig,
+    UnknownPayload,
+    UnsafeExcitation,
     check_excitation,
     plan_payload_excitation,
+    unknown_payload_torque,
 )
 from payload_estimation.motion.poses import MotionLimitError
 
@@ -58,6 +62,36 @@ def test_the_plan_is_better_conditioned_than_a_random_series(dyn):
     single = [plan_payload_excitation(dyn, PICK, ExcitationPlanConfig(candidates=1, seed=s)).condition_number
               for s in range(20)]
     assert best.condition_number < np.median(single)
+
+
+FAST = ExcitationPlanConfig(duration=1.6, harmonics=5, velocity_scale=0.8, max_acceleration=25.0, candidates=40)
+
+
+def test_the_unseen_payload_torque_is_kept_within_the_budget(dyn):
+    """Where one rest pose leaves the mass uncertain (σ 0.35 kg) the full-speed plan would put more than
+    3 N m on a joint at 3 σ; the planned one is scaled down until it does not (checked against an
+    independent evaluation: the payload regressor at 1 kHz, not the planner's samples)."""
+    sigma = 0.35
+    full = plan_payload_excitation(dyn, PICK, FAST)
+    assert unknown_payload_torque(dyn, full.trajectory, sigma) > 3.0
+    plan = plan_payload_excitation(dyn, PICK, FAST, unknown=UnknownPayload(sigma, 3.0))
+    assert 0.3 <= plan.scale < 1.0 and plan.unknown_torque <= 3.0
+    t, q, dq, ddq = plan.trajectory.sample(1000.0)
+    y0 = dyn.payload_gravity_regressor(PICK)[:, 0]
+    worst = max(np.max(np.abs(dyn.payload_regressor(a, b, c)[:, 0] - y0)) for a, b, c in zip(q, dq, ddq))
+    assert 3 * sigma * worst <= 3.0 * 1.02  # the planner samples 80 points per period
+    check_excitation(plan, dyn.desc)
+
+
+def test_stretched_up_no_useful_excitation_is_safe(dyn):
+    """At the stretched-up pose the mass does not show at rest (the monitor's posterior keeps its prior):
+    planning says so instead of running a motion whose unseen inertial torque would read as a collision."""
+    q0 = np.zeros(dyn.n)
+    _, cov = payload_gravity_posterior(dyn, q0[None])
+    sigma = min(float(np.sqrt(cov[0, 0])), 5.0)
+    assert sigma > 1.0
+    with pytest.raises(UnsafeExcitation, match="does not show at rest"):
+        plan_payload_excitation(dyn, q0, FAST, unknown=UnknownPayload(sigma, 3.0))
 
 
 def test_bad_settings_and_configurations_are_refused(dyn):

@@ -1,10 +1,14 @@
 """`payload-estimation demo`: the simulated pick-estimate-and-move mission, end to end over real DDS.
 
 sim_node (MuJoCo arm with sensor noise and a model error), payload_estimator, payload_sampler and
-collision_monitor run as separate processes. This process is the user's task code: it grasps an
-unknown object, calls ``payload_sampler/sample``, moves with the monitor armed while three contacts
-are injected, then prints a results table and writes plots. The comparison "without payload update"
-(paper 000 Fig. 6) is the same core observer run on the recorded joint states without the estimate.
+collision_monitor run as separate processes. This process is the user's task code: before the grasp it
+takes an unloaded capture and records the reference excitation (``payload_sampler/record_reference``);
+it grasps an unknown object and calls ``payload_sampler/sample`` twice on the same grasp, ``mode``
+static (ten poses) and then dynamic (one excitation, mass, CoM and inertia); it moves with the
+dynamic estimate in the monitor while three contacts are injected, then prints a results table and
+writes plots (validation torques, residuals, and the two sampling motions side by side). The
+comparison "without payload update" (paper 000 Fig. 6) is the same core observer run on the recorded
+joint states without the estimate.
 """
 
 from __future__ import annotations
@@ -122,7 +126,7 @@ def run(args) -> int:
         "collision_clear_timeout: 3.0, pick_rest_timeout: 10.0}\n"
         "/**/collision_monitor:\n  ros__parameters: {robot: '', residual_decimation: 2, quadrature: hold}\n")
     pfile = config_file(args.robot)
-    _say("1/6", f"starting sim_node ({args.robot}, {sc.rate_hz:.0f} Hz joint_states, torque noise "
+    _say("1/7", f"starting sim_node ({args.robot}, {sc.rate_hz:.0f} Hz joint_states, torque noise "
                 f"{sc.noise_std} N m, {100 * sc.model_error:.0f} % model error), payload_estimator, payload_sampler, "
                 f"collision_monitor (ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']})")
     procs = start_processes(["sim", "estimator", "sampler", "monitor"],
@@ -150,10 +154,17 @@ def _mission(client, desc, sc: Scenario) -> dict:
     client.wait_for(lambda: client.now() > 0.5, 60.0, "the simulation to run")
     nodes = ("payload_estimator", "payload_sampler", MONITOR)
     client.wait_for(lambda: client.nodes_ready(nodes), 60.0, "every node's robot model (a status below ERROR)")
-    _say("2/6", "unloaded capture at the pick configuration (anchors the model locally), then grasp the object")
+    _say("2/7", "before the grasp: an unloaded capture at the pick configuration (anchors the static fit) and "
+                "payload_sampler/record_reference (the excitation without the object, for the dynamic fit)")
     res = client.call_until_success("payload_estimator/capture_unloaded")
     if not res.success:
         raise RuntimeError(f"capture_unloaded refused: {res.message}")
+    t_ref0 = client.now()
+    res = client.call("payload_sampler/record_reference", timeout=180.0)
+    t_ref1 = client.now()
+    if not res.success:
+        raise RuntimeError(f"record_reference failed: {res.message}")
+    _say("2/7", f"reference run: {t_ref1 - t_ref0:.2f} s sim")
     t_grasp = client.now()
     if not client.call("sim_node/attach_payload").success:
         raise RuntimeError("sim_node refused to attach the payload")
@@ -168,18 +179,32 @@ def _mission(client, desc, sc: Scenario) -> dict:
     client.wait_for(lambda: client.residual_arrays(MONITOR)[0][-1:].tolist() > [t_rest], 60.0,
                     "the collision monitor to catch up")
 
-    _say("3/6", "payload_sampler/sample: 10 static poses within ±7°, estimate, back to the pick configuration")
-    t_sample0, wall0 = client.now(), time.monotonic()
-    res = client.call("payload_sampler/sample", timeout=180.0)
-    t_sample1, wall = client.now(), time.monotonic() - wall0
-    if not res.success:
-        raise RuntimeError(f"sampling failed: {res.message}")
-    client.wait_for(lambda: client.estimate is not None and client.estimate.mass > 0, 10.0, "payload/estimate")
-    est = client.estimate
-    _say("3/6", f"estimate: {est.mass:.3f} kg, CoM {np.round(1e3 * est.com, 1)} mm "
-                f"({t_sample1 - t_sample0:.1f} s sim, {wall:.1f} s wall)")
+    samples = {}
+    for step, mode, what in (("3/7", "static", "10 static poses within ±7°"),
+                             ("4/7", "auto", "one excitation within ±7°, differential against the reference run")):
+        client.set_parameters("payload_sampler", {"mode": mode})
+        _say(step, f"payload_sampler/sample (mode {mode}): {what}, estimate, back to the pick configuration")
+        seen = client.estimates
+        t0, wall0 = client.now(), time.monotonic()
+        res = client.call("payload_sampler/sample", timeout=180.0)
+        t1, wall = client.now(), time.monotonic() - wall0
+        if not res.success:
+            raise RuntimeError(f"sampling ({mode}) failed: {res.message}")
+        client.wait_for(lambda seen=seen: client.estimates > seen and client.estimate.mass > 0, 10.0,
+                        "payload/estimate")
+        est = client.estimate
+        kind = "dynamic" if mode == "auto" else "static"
+        samples[kind] = {"estimate": est, "std": dict(client.estimator_status), "t": (t0, t1), "wall_s": wall,
+                         "message": res.message}
+        inertia = ("" if est.inertia is None else
+                   f", inertia diag {np.round(np.asarray(est.inertia)[[0, 3, 5]], 4).tolist()} kg m²")
+        _say(step, f"estimate: {est.mass:.3f} kg, CoM {np.round(1e3 * est.com, 1)} mm{inertia} "
+                   f"({t1 - t0:.2f} s sim, {wall:.1f} s wall)")
+        client.wait_for(lambda: np.max(np.abs(client.q_dot)) < 2e-3, 60.0, "the arm to rest after sampling")
+    est = samples["dynamic"]["estimate"]
 
-    _say("4/6", f"moving with the monitor armed; {len(sc.contacts)} contacts will be injected")
+    _say("5/7", f"moving with the monitor armed (dynamic estimate in use); {len(sc.contacts)} contacts will be "
+                "injected")
     t_move0 = client.now()
     times = [sc.segment_time * (k + 1) for k in range(len(sc.waypoints))]
     client.send_trajectory(sc.waypoints, times)
@@ -193,14 +218,13 @@ def _mission(client, desc, sc: Scenario) -> dict:
         capsule = geometry.capsules[[f"link_{k + 1}" for k in range(desc.n)].index(link)]
         t_c = client.push(link, f_link, point=push_point(capsule, f_link, 0.6))
         contacts.append((t_c, t_c + sc.contact_duration, link, force))
-        _say("4/6", f"  contact: {force:.0f} N on {link} at t = {t_c - t_move0:.2f} s")
+        _say("5/7", f"  contact: {force:.0f} N on {link} at t = {t_c - t_move0:.2f} s")
     client.wait_for(lambda: np.max(np.abs(client.q - sc.q_pick)) < np.radians(0.5)
                     and np.max(np.abs(client.q_dot)) < 0.01, 120.0, "the move to finish")
     client.sleep_sim(0.5)
     t_end = client.now()
-    return {"estimate": est, "std": dict(client.estimator_status), "t_grasp": t_grasp,
-            "t_sample": (t_sample0, t_sample1), "sample_wall_s": wall,
-            "sample_message": res.message, "t_move": (t_move0, t_end), "contacts": contacts,
+    return {"estimate": est, "samples": samples, "reference_run_s": t_ref1 - t_ref0, "t_grasp": t_grasp,
+            "t_move": (t_move0, t_end), "contacts": contacts,
             "states": client.snapshot(),
             "residuals": {MONITOR: client.residual_arrays(MONITOR)},
             "collisions": {MONITOR: list(client.collisions[MONITOR]), UNLOADED_MONITOR: []}, "ok": True}
@@ -247,12 +271,34 @@ def _contact_estimates(desc, states: dict, est, t0: float, t1: float, windows) -
     return out
 
 
+def _accuracy(smp: dict, sc: Scenario, flags: list[bool]) -> dict:
+    """One sample call's figures against the simulator's truth (%, mm, s; ``flags``: the monitor's
+    collision flags during the call)."""
+    e = smp["estimate"]
+    trace_true = float(np.asarray(sc.payload_inertia)[[0, 3, 5]].sum())
+    return {"mass_error_pct": 100 * (e.mass - sc.payload_mass) / sc.payload_mass,
+            "com_error_mm": 1e3 * float(np.linalg.norm(e.com - sc.payload_com)),
+            "trace_error_pct": None if e.inertia is None else
+            100 * (float(np.asarray(e.inertia)[[0, 3, 5]].sum()) / trace_true - 1),
+            "sample_call_sim_s": smp["t"][1] - smp["t"][0], "sample_call_wall_s": smp["wall_s"],
+            "std_mass": float(smp["std"].get("std_mass", "nan")), "estimate": e.to_dict(),
+            "collisions_during_sampling": sum(1 for v in flags if v), "message": smp["message"]}
+
+
 def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
     from ..collision.detector import CollisionDetector
     from ..collision.scoring import score_detections, time_above
-    from ..reporting import ContactMark, format_table, plot_residuals, plot_torques, validation_torques
+    from ..reporting import (
+        ContactMark,
+        SamplingMotion,
+        format_table,
+        plot_residuals,
+        plot_sampling_motion,
+        plot_torques,
+        validation_torques,
+    )
 
-    _say("5/6", "scoring and plotting")
+    _say("6/7", "scoring and plotting")
     est = res["estimate"]
     t0, t1 = res["t_move"]
     windows = [(a, b) for a, b, _, _ in res["contacts"]]
@@ -272,8 +318,15 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
         live[m] = sum(1 for t, v in res["collisions"][m] if v and t0 <= t <= t1)
         alarm_time[m] = time_above(tr[keep], rr[keep], sc.threshold, [(a, b + 1.0) for a, b in windows])
     contact_estimates = _contact_estimates(desc, res["states"], est, t0, t1, windows)
-    ts0, ts1 = res["t_sample"]
-    sampling_alarms = sum(1 for t, v in res["collisions"][MONITOR] if v and ts0 <= t <= ts1)
+    samples = res["samples"]
+    tq, qs = res["states"]["q"]
+    _, taus = res["states"]["tau"]
+    motion = []
+    for kind, label in (("static", "static poses (mode static)"), ("dynamic", "one excitation (mode dynamic)")):
+        a, b = samples[kind]["t"]
+        keep = (tq >= a) & (tq <= b)
+        motion.append(SamplingMotion(label, tq[keep] - a, qs[keep], taus[keep]))
+    f7 = plot_sampling_motion(out / "fig7_sampling_motion.png", motion, desc.joint_names, 7.0)
 
     # Fig. 5: measured vs predicted torques on the validation move (free motion, 100 Hz grid)
     t, q = res["states"]["q"]
@@ -297,23 +350,34 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
     marks = [ContactMark(a - t0, b - t0, link, f) for a, b, link, f in res["contacts"]]
     dets = [[t - t0 for t in scores[m].detection_times + scores[m].false_alarms if np.isfinite(t)]
             for m in (MONITOR, UNLOADED_MONITOR)]
-    phases = [(res["t_grasp"] - t0, ts0 - t0, "grasp"), (ts0 - t0, ts1 - t0, "±7° sampling + estimate"),
-              (0.0, t1 - t0, "move with contacts")]
+    (s0, s1), (d0, d1) = samples["static"]["t"], samples["dynamic"]["t"]
+    phases = [(res["t_grasp"] - t0, s0 - t0, "grasp"), (s0 - t0, s1 - t0, "static sampling"),
+              (d0 - t0, d1 - t0, "dynamic"), (0.0, t1 - t0, "move with contacts")]
     f6 = plot_residuals(out / "fig6_residuals.png", panels, desc.joint_names, sc.threshold, marks, dets, phases)
 
-    mass_err = 100 * (est.mass - sc.payload_mass) / sc.payload_mass
-    com_err = 1e3 * np.linalg.norm(est.com - sc.payload_com)
+    acc = {kind: _accuracy(smp, sc, [v for t, v in res["collisions"][MONITOR] if smp["t"][0] <= t <= smp["t"][1]])
+           for kind, smp in samples.items()}
+    st, dy = acc["static"], acc["dynamic"]
+    mass_err, com_err = dy["mass_error_pct"], dy["com_error_mm"]
     s_on, s_off = scores[MONITOR], scores[UNLOADED_MONITOR]
     n_c = len(windows)
+    es = samples["static"]["estimate"]
+    mm = lambda v: np.round(1e3 * np.asarray(v), 1).tolist()  # noqa: E731
     rows = [
-        ("payload mass [kg]", sc.payload_mass, est.mass,
-         f"{mass_err:+.2f} % (σ {float(res['std'].get('std_mass', 'nan')):.4f} kg)"),
-        ("payload CoM x [mm]", 1e3 * sc.payload_com[0], 1e3 * est.com[0], ""),
-        ("payload CoM y [mm]", 1e3 * sc.payload_com[1], 1e3 * est.com[1], ""),
-        ("payload CoM z [mm]", 1e3 * sc.payload_com[2], 1e3 * est.com[2], f"|error| {com_err:.2f} mm"),
-        ("sample call (sim / wall) [s]", "", f"{ts1 - ts0:.2f} / {res['sample_wall_s']:.2f}",
+        ("payload mass [kg] static / dynamic", sc.payload_mass, f"{es.mass:.4f} / {est.mass:.4f}",
+         f"{st['mass_error_pct']:+.2f} % / {mass_err:+.2f} % (σ {st['std_mass']:.4f} / {dy['std_mass']:.4f} kg)"),
+        ("payload CoM [mm] static", mm(sc.payload_com), mm(es.com), f"|error| {st['com_error_mm']:.2f} mm"),
+        ("payload CoM [mm] dynamic", mm(sc.payload_com), mm(est.com), f"|error| {com_err:.2f} mm"),
+        ("payload inertia diag [kg m²] dynamic", np.round(np.asarray(sc.payload_inertia)[[0, 3, 5]], 4).tolist(),
+         "-" if est.inertia is None else np.round(np.asarray(est.inertia)[[0, 3, 5]], 4).tolist(),
+         ("not determined" if dy["trace_error_pct"] is None else f"trace {dy['trace_error_pct']:+.1f} %")
+         + "; static poses do not determine it"),
+        ("sample call (sim / wall) [s] static", "", f"{st['sample_call_sim_s']:.2f} / {st['sample_call_wall_s']:.2f}",
          "paper: 10 × (move + 1 s)"),
-        ("collisions during sampling", 0, sampling_alarms, ""),
+        ("sample call (sim / wall) [s] dynamic", "", f"{dy['sample_call_sim_s']:.2f} / {dy['sample_call_wall_s']:.2f}",
+         f"+ {res['reference_run_s']:.2f} s reference run before the grasp"),
+        ("collisions during sampling (static, dynamic)", "0, 0",
+         f"{st['collisions_during_sampling']}, {dy['collisions_during_sampling']}", ""),
         ("contacts detected (with estimate)", n_c, s_on.detected,
          "delays " + ", ".join(f"{1e3 * d:.0f}" for d in s_on.delays if np.isfinite(d)) + " ms; isolated "
          + ", ".join(links[MONITOR].get(t, "-") for t in s_on.detection_times)),
@@ -328,24 +392,24 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
          f"without payload: {np.sqrt(np.mean(rms0 ** 2)):.3f}"),
     ]
     table = format_table(("quantity", "true", "measured / estimated", "note"), rows)
-    ok = (s_on.detected == n_c and not s_on.false_alarms and abs(mass_err) < 5.0)
+    ok = (s_on.detected == n_c and not s_on.false_alarms and abs(mass_err) < 5.0 and abs(st["mass_error_pct"]) < 5.0)
     summary = {
         "robot": desc.name, "estimate": est.to_dict(),
         "truth": {"mass": sc.payload_mass, "com": sc.payload_com.tolist()},
         "mass_error_pct": mass_err, "com_error_mm": com_err,
-        "sample_call_sim_s": ts1 - ts0, "sample_call_wall_s": res["sample_wall_s"],
+        "static": st, "dynamic": dy, "reference_run_sim_s": res["reference_run_s"],
         "contacts": [{"link": lk, "force_N": f, "t": a - t0, "estimated": e}
                      for (a, _, lk, f), e in zip(res["contacts"], contact_estimates)],
         "with_estimate": {"detected": s_on.detected, "delays_s": list(s_on.delays),
                           "false_alarms": len(s_on.false_alarms), "time_above_s": alarm_time[MONITOR]},
         "without_update": {"detected": s_off.detected, "false_alarms": len(s_off.false_alarms),
                            "time_above_s": alarm_time[UNLOADED_MONITOR]},
-        "collisions_during_sampling": sampling_alarms,
+        "collisions_during_sampling": st["collisions_during_sampling"] + dy["collisions_during_sampling"],
         "validation_rms_Nm": rms.tolist(), "validation_rms_unloaded_Nm": rms0.tolist(),
-        "wall_time_s": res["wall_time_s"], "plots": [str(f5), str(f6)], "ok": bool(ok),
+        "wall_time_s": res["wall_time_s"], "plots": [str(f5), str(f6), str(f7)], "ok": bool(ok),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    _say("6/6", f"results ({desc.name}, {res['wall_time_s']:.0f} s wall):")
+    _say("7/7", f"results ({desc.name}, {res['wall_time_s']:.0f} s wall):")
     print(table)
-    print(f"\nplots: {f5}\n       {f6}\nsummary: {out / 'summary.json'}")
+    print(f"\nplots: {f5}\n       {f6}\n       {f7}\nsummary: {out / 'summary.json'}")
     res["ok"] = ok

@@ -59,13 +59,15 @@ class MotionRecording:
         return float(self.t[-1] - self.t[0]) if self.t.size else 0.0
 
     def motion_span(self, threshold: float = ONSET) -> tuple[float, float]:
-        """(start, end) s of the motion: the first and last sample farther than ``threshold`` rad from
-        the first sample's position."""
+        """(start, end) s of the motion: the first sample farther than ``threshold`` rad from the first
+        sample's position, and the last one farther than that from the last sample's (a loaded arm may
+        come to rest a little off where it started)."""
         away = np.flatnonzero(np.max(np.abs(self.q - self.q[0]), axis=1) > threshold)
         if away.size == 0:
             raise PayloadDataError(f"the arm did not move during the {self.duration:.2f} s recording (no joint "
                                    f"left its start by {np.degrees(threshold):.2f} deg)")
-        return float(self.t[away[0]]), float(self.t[away[-1]])
+        moving = np.flatnonzero(np.max(np.abs(self.q - self.q[-1]), axis=1) > threshold)
+        return float(self.t[away[0]]), float(self.t[moving[-1]] if moving.size else self.t[-1])
 
 
 @dataclass(frozen=True)

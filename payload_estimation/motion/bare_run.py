@@ -59,7 +59,9 @@ class BareRunConfig:
 class BareRunResult:
     """Outcome, estimate (None if none), robot time of the ``sample`` call (s), commanded points (rad),
     collisions the monitor raised while sampling, and the peak |r| / threshold while sampling; for a
-    dynamic run the robot time of its reference run (s, before the grasp; None without) and the plan."""
+    dynamic run the robot time of its reference run (s, before the grasp; None without), the plan, and
+    why the reference run failed ("" if it did not; where it found no safe excitation the sample uses
+    the static poses, as the sampler's auto mode does)."""
 
     finished: Finished
     estimate: PayloadEstimate | None
@@ -70,6 +72,7 @@ class BareRunResult:
     q0: np.ndarray | None
     reference_duration: float | None = None
     plan: ExcitationPlan | None = None
+    reference_error: str = ""
 
 
 def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRunConfig | None = None) -> BareRunResult:
@@ -196,25 +199,30 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
     reference: MotionRecording | None = None
     reference_plan: ExcitationPlan | None = None
     reference_duration: float | None = None
+    excitation, reference_error = cfg.excitation, ""
     if cfg.excitation is not None and cfg.reference:
         t_ref = arm.time
         run = SamplingRun(dyn, cfg.plan, cfg.sequence, cfg.run, arm.time, arm.time, excitation=cfg.excitation,
                           reference=True)
         fin, reference = drive(run, commands)
         reference_duration = arm.time - t_ref
-        if not fin.ok:
+        if fin.ok:
+            reference_plan = run.excitation_plan
+        elif fin.code == "plan_failed":  # no safe excitation here: the sampler's auto mode samples static poses
+            excitation, reference_error = None, fin.text
+        else:
             return BareRunResult(fin, None, 0.0, commands, state["collisions"], state["peak"], run.q0,
-                                 reference_duration, run.excitation_plan)
-        reference_plan = run.excitation_plan
+                                 reference_duration, run.excitation_plan, fin.text)
     if payload is not None:
         arm.attach_payload(payload)
     step(cfg.grasp_settle)
     t_start = arm.time
-    run = SamplingRun(dyn, cfg.plan, cfg.sequence, cfg.run, arm.time, arm.time, excitation=cfg.excitation,
+    run = SamplingRun(dyn, cfg.plan, cfg.sequence, cfg.run, arm.time, arm.time, excitation=excitation,
                       reference_plan=reference_plan)
     fin, est = drive(run, commands, reference)
     return BareRunResult(fin, est if isinstance(est, PayloadEstimate) else None, arm.time - t_start, commands,
-                         state["collisions"], state["peak"], run.q0, reference_duration, run.excitation_plan)
+                         state["collisions"], state["peak"], run.q0, reference_duration, run.excitation_plan,
+                         reference_error)
 
 
 __all__ = ["bare_run", "BareRunConfig", "BareRunResult"]

@@ -10,6 +10,13 @@ regressor along the motion is best conditioned (columns scaled to unit norm: the
 units do not matter), which is what the inertia's precision depends on. Planning is a random search:
 fast (a fraction of a second) and reproducible by ``seed``.
 
+The payload is grasped but not yet known when the excitation runs: the collision monitor's model
+carries only what one rest pose at q0 shows of it. Given that mass's standard deviation
+(:class:`UnknownPayload`), every candidate is also scaled down until 3 σ of the unseen mass's torque
+along it stays within the torque budget (:func:`unknown_payload_torque`); where even
+``min_scale`` of the motion would exceed it (at the stretched-up pose the mass does not show at
+rest at all) planning raises :class:`UnsafeExcitation` and the sampler uses the static poses.
+
 Units: rad, rad/s, rad/s², s.
 """
 
@@ -25,6 +32,25 @@ from .poses import Envelope, MotionLimitError, make_envelope
 
 CHECK_SAMPLES = 400  # per period: where the limits are checked
 FIT_SAMPLES = 40  # per period: where the payload regressor is evaluated for the condition number
+TORQUE_SAMPLES = 80  # per period: where the unseen payload's torque is bounded
+BUDGET_MARGIN = 0.9  # plan to this fraction of the torque budget (the run re-checks at its own q0)
+
+
+class UnsafeExcitation(MotionLimitError):
+    """No useful excitation keeps the unseen payload's torque within the budget here."""
+
+
+@dataclass(frozen=True)
+class UnknownPayload:
+    """The payload mass the collision monitor does not know yet when the excitation starts: its
+    standard deviation ``mass_std`` (kg, :func:`collision.provisional.payload_gravity_posterior` at
+    q0, capped by the largest mass accepted), the ``torque_budget`` (N m) that ``k_sigma`` of it may
+    add on any joint, and the smallest fraction ``min_scale`` of a planned motion worth running."""
+
+    mass_std: float
+    torque_budget: float
+    k_sigma: float = 3.0
+    min_scale: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -58,7 +84,9 @@ class ExcitationPlan:
     """The planned excitation: ``trajectory`` (one period from q0 back to q0), the ``envelope`` it
     keeps to, its peak |q - q0|, velocity and acceleration per joint (rad, rad/s, rad/s²) and the
     ``condition_number`` of its column-scaled payload regressor (lower: better determined); the
-    ``velocity_budget`` (rad/s per joint) it was planned for."""
+    ``velocity_budget`` (rad/s per joint) it was planned for; ``scale``: the fraction of its limits'
+    motion it was scaled to for the unseen payload's torque (1: none), and that torque (N m, 0: not
+    bounded)."""
 
     trajectory: FourierTrajectory
     envelope: Envelope
@@ -67,6 +95,8 @@ class ExcitationPlan:
     peak_acceleration: np.ndarray
     condition_number: float
     velocity_budget: np.ndarray
+    scale: float = 1.0
+    unknown_torque: float = 0.0
 
     @property
     def duration(self) -> float:
@@ -79,7 +109,7 @@ class ExcitationPlan:
         t = self.trajectory
         plan = ExcitationPlan(FourierTrajectory(np.array(envelope.q0, float), t.a, t.b, t.f0, t.joint_names),
                               envelope, self.peak_deviation, self.peak_velocity, self.peak_acceleration,
-                              self.condition_number, self.velocity_budget)
+                              self.condition_number, self.velocity_budget, self.scale, self.unknown_torque)
         lo, hi = envelope.q0 - plan.peak_deviation, envelope.q0 + plan.peak_deviation
         if np.any(lo < envelope.lower - 1e-9) or np.any(hi > envelope.upper + 1e-9):
             raise MotionLimitError("the reference run's excitation does not fit the envelope of this pick "
@@ -110,11 +140,46 @@ def scaled_condition(dyn: RigidBodyDynamics, traj: FourierTrajectory, samples: i
     return float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
 
 
+def unknown_payload_torque(dyn: RigidBodyDynamics, traj: FourierTrajectory, mass_std: float,
+                           k_sigma: float = 3.0, samples: int = TORQUE_SAMPLES) -> float:
+    """``k_sigma`` x ``mass_std`` (kg) x the largest torque (N m/kg, any joint) a unit point mass at the
+    payload frame adds along ``traj`` beyond what it adds at rest at ``traj.q0`` (which the monitor's
+    provisional fit at q0 already explains). The CoM components one pose leaves open move the torque
+    far less than an unseen mass."""
+    if mass_std <= 0:
+        return 0.0
+    t = np.arange(samples + 1) * (traj.period / samples)
+    q, dq, ddq = traj.evaluate(t)
+    y0 = dyn.payload_gravity_regressor(traj.q0)[:, 0]
+    worst = max(float(np.max(np.abs(dyn.payload_regressor(a, b, c)[:, 0] - y0))) for a, b, c in zip(q, dq, ddq))
+    return k_sigma * mass_std * worst
+
+
+def _within_budget(dyn: RigidBodyDynamics, traj: FourierTrajectory, unknown: UnknownPayload
+                   ) -> tuple[FourierTrajectory, float, float]:
+    """(``traj`` scaled down until its unseen-payload torque is within BUDGET_MARGIN of the budget, the
+    scale, that torque). The torque is not linear in the scale (gravity and Coriolis parts): a few
+    proportional steps."""
+    scale, torque = 1.0, unknown_payload_torque(dyn, traj, unknown.mass_std, unknown.k_sigma)
+    target = BUDGET_MARGIN * unknown.torque_budget
+    for _ in range(4):
+        if torque <= target or scale < unknown.min_scale:
+            break
+        step = 0.98 * target / torque
+        scale *= step
+        traj = FourierTrajectory(traj.q0, traj.a * step, traj.b * step, traj.f0, traj.joint_names)
+        torque = unknown_payload_torque(dyn, traj, unknown.mass_std, unknown.k_sigma)
+    return traj, scale, torque
+
+
 def plan_payload_excitation(dyn: RigidBodyDynamics, q0: np.ndarray, config: ExcitationPlanConfig | None = None,
-                            envelope: Envelope | None = None) -> ExcitationPlan:
+                            envelope: Envelope | None = None, unknown: UnknownPayload | None = None
+                            ) -> ExcitationPlan:
     """The best-conditioned of ``config.candidates`` random excitations around ``q0`` (module
-    docstring). Raises :class:`~.poses.MotionLimitError` for a configuration outside the limits or
-    out-of-range settings, ``ValueError`` when no joint may move."""
+    docstring), each scaled for ``unknown`` when given. Raises :class:`~.poses.MotionLimitError` for a
+    configuration outside the limits or out-of-range settings, :class:`UnsafeExcitation` when no
+    candidate fits the unknown payload's torque budget at ``unknown.min_scale`` or more, ``ValueError``
+    when no joint may move."""
     config = config if config is not None else ExcitationPlanConfig()
     config.check()
     desc = dyn.desc
@@ -128,7 +193,8 @@ def plan_payload_excitation(dyn: RigidBodyDynamics, q0: np.ndarray, config: Exci
     null = constraint_nullspace(config.harmonics)
     f0 = 1.0 / config.duration
     rng = np.random.default_rng(config.seed)
-    best: tuple[float, FourierTrajectory] | None = None
+    best: tuple[float, FourierTrajectory, float, float] | None = None
+    smallest = 1.0
     for _ in range(config.candidates):
         x = (null @ rng.normal(size=(desc.n, null.shape[1])).T).T  # n x 2L, rest-to-rest at q0
         raw = FourierTrajectory(q0.copy(), x[:, :config.harmonics], x[:, config.harmonics:], f0, desc.joint_names)
@@ -136,12 +202,23 @@ def plan_payload_excitation(dyn: RigidBodyDynamics, q0: np.ndarray, config: Exci
         ratio = np.maximum.reduce([dq_dev / np.maximum(dev, 1e-12), v / vmax, a / amax])
         scale = np.where(dev > 1e-6, 0.999 / np.maximum(ratio, 1e-300), 0.0)[:, None]
         traj = FourierTrajectory(q0.copy(), raw.a * scale, raw.b * scale, f0, desc.joint_names)
+        fraction, torque = 1.0, 0.0
+        if unknown is not None:
+            traj, fraction, torque = _within_budget(dyn, traj, unknown)
+            smallest = min(smallest, fraction)
+            if fraction < unknown.min_scale or torque > unknown.torque_budget:
+                continue
         cond = scaled_condition(dyn, traj)
         if best is None or cond < best[0]:
-            best = (cond, traj)
-    cond, traj = best
+            best = (cond, traj, fraction, torque)
+    if best is None:
+        raise UnsafeExcitation(
+            f"the payload's mass does not show at rest here (σ {unknown.mass_std:.2f} kg): every excitation "
+            f"would have to shrink to {100 * smallest:.0f} % or less (at least {100 * unknown.min_scale:.0f} % "
+            f"is useful) to keep {unknown.k_sigma:g} σ of its torque within {unknown.torque_budget:g} N m")
+    cond, traj, fraction, torque = best
     peak_q, peak_v, peak_a = _peaks(traj)
-    return ExcitationPlan(traj, env, peak_q, peak_v, peak_a, cond, vmax)
+    return ExcitationPlan(traj, env, peak_q, peak_v, peak_a, cond, vmax, fraction, torque)
 
 
 def check_excitation(plan: ExcitationPlan, desc, rate: float = 1000.0) -> None:
@@ -161,5 +238,5 @@ def check_excitation(plan: ExcitationPlan, desc, rate: float = 1000.0) -> None:
                                    f"{desc.joint_names[j]} ({dq[k][j]:.3f} rad/s)")
 
 
-__all__ = ["ExcitationPlan", "ExcitationPlanConfig", "check_excitation", "plan_payload_excitation",
-           "scaled_condition"]
+__all__ = ["ExcitationPlan", "ExcitationPlanConfig", "UnknownPayload", "UnsafeExcitation", "check_excitation",
+           "plan_payload_excitation", "scaled_condition", "unknown_payload_torque"]

@@ -38,7 +38,15 @@ import numpy as np
 from ..collision.provisional import payload_gravity_posterior
 from ..model.description import RobotDescription
 from .excitation_sequence import ExcitationSequence, Excite, Record
-from .payload_excitation import ExcitationPlan, ExcitationPlanConfig, check_excitation, plan_payload_excitation
+from .payload_excitation import (
+    ExcitationPlan,
+    ExcitationPlanConfig,
+    UnknownPayload,
+    UnsafeExcitation,
+    check_excitation,
+    plan_payload_excitation,
+    unknown_payload_torque,
+)
 from .poses import (
     Envelope,
     MotionLimitError,
@@ -415,24 +423,32 @@ class SamplingRun:
 
     def _start_excitation(self, obs: Observation, out: list[RunAction]) -> bool:
         """Plan and start the excitation (True), or fall back to the static poses (False) where the
-        payload's mass is not yet known at rest (e.g. stretched up): its inertial torque along the
-        excitation could exceed ``unknown_payload_torque`` and read as a collision."""
+        payload's mass is not yet known at rest (e.g. stretched up): its inertial torque along any useful
+        excitation could exceed ``unknown_payload_torque`` and read as a collision. A reference run plans
+        for the payload it will be compared with (the same bound: it depends on q0 alone) and fails
+        there instead, so that no unusable reference is recorded."""
+        unknown = UnknownPayload(self._unknown_mass_std(), self.cfg.unknown_payload_torque)
         try:
             if self.reference_plan is not None:
                 plan = self.reference_plan.recentred(self.envelope)
+                torque = unknown_payload_torque(self.dyn, plan.trajectory, unknown.mass_std, unknown.k_sigma)
+                if torque > unknown.torque_budget:
+                    raise UnsafeExcitation(f"the payload's mass does not show at rest here as it did where the "
+                                           f"reference was recorded: its torque along the excitation could "
+                                           f"reach {torque:.1f} N m (3 σ)")
             else:
-                plan = plan_payload_excitation(self.dyn, self.q0, self.excitation, self.envelope)
+                plan = plan_payload_excitation(self.dyn, self.q0, self.excitation, self.envelope, unknown)
             check_excitation(plan, self.desc)
+        except UnsafeExcitation as e:
+            if self.reference:
+                raise SequenceAborted(f"no reference recorded: {e}; sample uses the static poses at this pick "
+                                      f"configuration", hold=False, code="plan_failed") from e
+            self.fallback = f"static poses instead of the excitation: {e}"
+            self.excitation = None
+            return False
         except (MotionLimitError, ValueError) as e:
             raise SequenceAborted(f"cannot plan the excitation at this pick configuration: {e}", hold=False,
                                   code="plan_failed") from e
-        if not self.reference:
-            torque = self._unknown_payload_excitation_torque(plan)
-            if torque > self.cfg.unknown_payload_torque:
-                self.fallback = (f"static poses instead of the excitation: the payload's mass does not show at rest "
-                                 f"here, its inertial torque along the excitation could reach {torque:.1f} N m (3 σ)")
-                self.excitation = None
-                return False
         self.excitation_plan = plan
         if not self.reference:
             out.append(ClearCaptures())
@@ -442,17 +458,11 @@ class SamplingRun:
         self.phase = "sequence"
         return True
 
-    def _unknown_payload_excitation_torque(self, plan: ExcitationPlan) -> float:
-        """3 σ (N m, largest joint) of the torque along ``plan`` of the payload mass as known from rest at
-        q0 (the monitor's provisional posterior, at most ``mass_limit``), as a point mass at the flange.
-        The CoM components one pose leaves open move the torque far less than an unseen mass."""
+    def _unknown_mass_std(self) -> float:
+        """Standard deviation (kg) of the payload mass as known from rest at q0 (the monitor's
+        provisional posterior), at most mass_limit / 3: a heavier payload is refused anyway."""
         _, cov = payload_gravity_posterior(self.dyn, self.q0[None])
-        std_m = min(float(np.sqrt(cov[0, 0])), self.cfg.mass_limit / 3.0)
-        t, q, dq, ddq = plan.trajectory.sample(50.0)
-        y0 = self.dyn.payload_gravity_regressor(self.q0)[:, 0]  # what the provisional fit at q0 already explains
-        worst = max(float(np.max(np.abs(self.dyn.payload_regressor(q[k], dq[k], ddq[k])[:, 0] - y0)))
-                    for k in range(len(t)))
-        return 3.0 * std_m * worst
+        return min(float(np.sqrt(cov[0, 0])), self.cfg.mass_limit / 3.0)
 
     def _sequence(self, obs: Observation, out: list[RunAction]) -> None:
         seq = self.sequence
@@ -475,7 +485,8 @@ class SamplingRun:
                     self._check(ret.target)
                     out.append(ret)
         elif isinstance(act, Done):
-            what = (f"a {seq.plan.duration:.2f} s excitation" if self.excitation is not None else f"{seq.n} poses")
+            what = (f"a {seq.plan.duration:.2f} s excitation{_scaled(seq.plan)}" if self.excitation is not None
+                    else f"{seq.n} poses")
             if self.fallback:
                 what += f" ({self.fallback})"
             verb = "reference recorded" if self.reference else "calibrated" if self.sweep else "estimated"
@@ -598,5 +609,14 @@ def _plan_within(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope
     return replace(plan, envelope=envelope) if plan.envelope is not envelope else plan
 
 
+def _scaled(plan: ExcitationPlan) -> str:
+    """' at N % of its limits (...)' for an excitation scaled down for the unseen payload; '' if not."""
+    if plan.scale >= 1.0:
+        return ""
+    return (f" at {100 * plan.scale:.0f} % of its limits (3 σ of the payload's mass not seen at rest here adds up "
+            f"to {plan.unknown_torque:.1f} N m along it)")
+
+
 __all__ = ["SamplingRun", "RunConfig", "RunRefused", "PickAnchor", "Observation", "SetActive", "ClearCaptures",
            "Hold", "Finished", "RunAction", "Wait", "Record", "Excite"]
+

@@ -17,6 +17,7 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
+from rcl_interfaces.srv import SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -85,6 +86,8 @@ class MissionClient(Node):
         self.residuals = {m: Trace() for m in monitors}
         self.collisions: dict[str, list[tuple[float, bool]]] = {m: [] for m in monitors}
         self.estimate = None
+        self.estimates = 0
+        """payload/estimate messages received so far (to wait for the next one)."""
         self.estimator_status: dict[str, str] = {}
         self.create_subscription(JointState, "joint_states", self._on_js, SENSOR_QOS)
         self.create_subscription(InertiaStamped, "payload/estimate", self._on_estimate, LATCHED_QOS)
@@ -137,6 +140,7 @@ class MissionClient(Node):
 
     def _on_estimate(self, msg: InertiaStamped) -> None:
         self.estimate = estimate_from_msg(msg)
+        self.estimates += 1
 
     def _on_estimator_status(self, msg: DiagnosticArray) -> None:
         if msg.status:
@@ -164,17 +168,29 @@ class MissionClient(Node):
         t0 = self.now()
         self.wait_for(lambda: self.now() - t0 >= seconds, wall_timeout, f"{seconds} s of sim time")
 
-    def call(self, service: str, timeout: float = 60.0) -> Trigger.Response:
-        """Call a std_srvs/Trigger service; raise MissionError if unavailable or unanswered."""
-        cli = self.create_client(Trigger, service)
+    def _request(self, srv_type, service: str, request, timeout: float):
+        """Call ``service``; raise MissionError if unavailable or unanswered within ``timeout`` s (wall)."""
+        cli = self.create_client(srv_type, service)
         try:
             if not cli.wait_for_service(timeout_sec=15.0):
                 raise MissionError(f"service {service} is not available")
-            fut = cli.call_async(Trigger.Request())
+            fut = cli.call_async(request)
             self.wait_for(fut.done, timeout, f"an answer from {service}")
             return fut.result()
         finally:
             self.destroy_client(cli)
+
+    def call(self, service: str, timeout: float = 60.0) -> Trigger.Response:
+        """Call a std_srvs/Trigger service; raise MissionError if unavailable or unanswered."""
+        return self._request(Trigger, service, Trigger.Request(), timeout)
+
+    def set_parameters(self, node: str, values: dict[str, object], timeout: float = 15.0) -> None:
+        """Set parameters of ``node`` as ``ros2 param set`` does; raise MissionError naming a refused one."""
+        req = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
+        res = self._request(SetParameters, f"{node}/set_parameters", req, timeout)
+        for name, r in zip(values, res.results):
+            if not r.successful:
+                raise MissionError(f"{node} refused {name} = {values[name]!r}: {r.reason}")
 
     def call_until_success(self, service: str, timeout: float = 15.0) -> Trigger.Response:
         """Call ``service`` until it succeeds (e.g. a node still waiting for its first message)."""

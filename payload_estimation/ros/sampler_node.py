@@ -19,7 +19,10 @@ Interface (relative names, remappable):
 ``joint_trajectory`` with velocities) within the same envelope instead of the static poses, with the
 same collision gate, aborts and return. ``~/record_reference`` runs that excitation on the unloaded arm
 before the grasp (``active`` is not raised) and keeps its plan: the next dynamic ``~/sample`` at the
-same pick configuration repeats exactly that motion and the estimator fits the difference.
+same pick configuration repeats exactly that motion and the estimator fits the difference. The plan
+is scaled down where the object's mass, unseen at rest at the pick configuration, could put more
+than ``unknown_payload_torque`` on a joint at 3 σ along it; where less than 30 % would remain
+(stretched up) ``~/record_reference`` refuses and ``~/sample`` uses the static poses.
 
 ``~/sweep`` calibrates the unloaded arm's gravity model: ``sweep_poses`` static poses within
 ±``sweep_amplitude_deg`` of the current configuration (:func:`motion.sweep.plan_sweep`), run like a
@@ -501,7 +504,8 @@ class PayloadSamplerNode(Node):
                 "last_duration_s": self.last_duration, "last_wall_duration_s": self.last_wall_duration,
                 "mode": self.values["mode"], "reference_run_s": self.last_reference_duration,
                 "reference_pick_configuration_deg": "" if self.reference_plan is None else
-                str(np.round(np.degrees(self.reference_plan.envelope.q0), 3).tolist())}
+                str(np.round(np.degrees(self.reference_plan.envelope.q0), 3).tolist()),
+                "excitation_scale": "" if self.reference_plan is None else f"{self.reference_plan.scale:.2f}"}
         if self.last_timings is not None:
             vals.update(self.last_timings.as_dict())
         if self.input is not None:
