@@ -44,7 +44,12 @@ from ..identification.estimate import NO_PAYLOAD, PayloadEstimate
 from ..identification.export import write_exports
 from ..identification.model_uncertainty import declared_source
 from ..identification.payload import PayloadLimits
-from ..identification.payload_dynamic import DynamicFitConfig, MotionRecording, fit_dynamic_payload
+from ..identification.payload_dynamic import (
+    DynamicFitConfig,
+    MotionRecording,
+    check_recording,
+    fit_dynamic_payload,
+)
 from ..identification.payload_recordings import CURRENT_WARNING, effort_to_torque, torque_gains
 from ..identification.robot_identification import identify_gravity
 from ..identification.static_fit import (
@@ -435,10 +440,12 @@ class PayloadEstimatorNode(Node):
         if rec is None:
             response.success, response.message = False, f"reference rejected: {why}"
             return response
-        try:
+        try:  # what the fit will demand of it, checked now: a bad reference is found before the grasp
+            rec = check_recording(rec, len(self.joint_names), "reference run", DynamicFitConfig().max_gap)
             start, end = rec.motion_span()
         except ValueError as e:
-            response.success, response.message = False, f"reference rejected: {e}"
+            response.success, response.message = False, f"reference rejected: {e}; record it again"
+            self.get_logger().error(response.message, throttle_duration_sec=2.0)
             return response
         self._reference = rec
         response.success = True
