@@ -33,6 +33,11 @@ from .payload_filtered import DEFAULT_CUTOFF, estimate_payload_filtered
 from .payload_motion import INERTIA_RSD
 from .payload_result import ICOM_NAMES, PayloadDataError, PayloadLimits
 
+DYNAMIC_INERTIA_ADVICE = ("for the inertia, a longer excitation (payload_sampler excitation_duration, then "
+                          "~/record_reference again) or a pick configuration where the excitation need not be "
+                          "scaled down (its answer says when it was)")
+"""The undetermined-inertia note's suggestion after a sampler excitation."""
+
 ONSET = float(np.radians(0.05))
 """rad: a joint this far from where the recording started marks the start of the motion."""
 
@@ -146,8 +151,12 @@ def align_reference(loaded: MotionRecording, reference: MotionRecording, search:
         tr = np.clip(t + shift, reference.t[0], reference.t[-1])
         return float(np.sum((_interp(tr, reference.t, reference.q) - reference.q[0] - dl) ** 2))
 
-    step = max(float(np.median(np.diff(loaded.t))) / 4, 1e-4)
-    shifts = coarse + np.arange(-search, search + step / 2, step)
+    sample = max(float(np.median(np.diff(loaded.t))), 4e-4)
+    # one sample apart over the search window, then a quarter sample around the best, then a parabola
+    shifts = coarse + np.arange(-search, search + sample / 2, sample)
+    mid = shifts[int(np.argmin([cost(s) for s in shifts]))]
+    step = sample / 4
+    shifts = mid + step * np.arange(-4, 5)
     costs = np.array([cost(s) for s in shifts])
     k = int(np.clip(np.argmin(costs), 1, len(shifts) - 2))
     c0, c1, c2 = costs[k - 1:k + 2]
@@ -186,7 +195,8 @@ def fit_dynamic_payload(dyn: RigidBodyDynamics, loaded: MotionRecording, referen
                                "rest before the motion and last until it ends")
     t = np.arange(t0, t1, step)
     q, dq, tau = (_box(t, step, loaded.t, getattr(loaded, k)) for k in ("q", "dq", "tau"))
-    common = dict(cutoff=cfg.cutoff, limits=cfg.limits, inertia_rsd=cfg.inertia_rsd, own_scale=False, project=True)
+    common = dict(cutoff=cfg.cutoff, limits=cfg.limits, inertia_rsd=cfg.inertia_rsd, own_scale=False, project=True,
+                  inertia_advice=DYNAMIC_INERTIA_ADVICE)
     tr = t - t[0]
     if reference is not None:
         ts = np.clip(t + shift, reference.t[0], reference.t[-1])

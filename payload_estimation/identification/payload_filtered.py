@@ -31,7 +31,7 @@ from ..model.dynamics import RigidBodyDynamics
 from .estimate import PayloadEstimate
 from .model_uncertainty import ModelUncertainty
 from .payload import sample_array
-from .payload_motion import INERTIA_RSD, fit_payload_rows
+from .payload_motion import INERTIA_ADVICE, INERTIA_RSD, fit_payload_rows
 from .payload_result import PayloadDataError, PayloadLimits
 
 Regressor = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -120,7 +120,7 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
                               model_uncertainty: ModelUncertainty | None = None,
                               limits: PayloadLimits | None = None, inertia_rsd: float = INERTIA_RSD,
                               correlated: bool = True, own_scale: bool = True,
-                              project: bool = False) -> PayloadEstimate:
+                              project: bool = False, inertia_advice: str = INERTIA_ADVICE) -> PayloadEstimate:
     """Mass, CoM and, where the motion determines it, the inertia of the payload from a motion that
     starts at rest: samples at times ``t`` (N,) with positions ``q``, velocities ``dq`` and loaded
     torques (N, n). ``tau_reference``: the unloaded torque on the same motion (a recorded unloaded run
@@ -128,7 +128,7 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
     tracking difference between the runs is moved over with ``dyn``); without it ``dyn``'s own
     prediction in the same filtered form (``model_uncertainty``: how wrong it may be, in σ). What is
     and is not determined, the std and the errors are :func:`.payload_motion.estimate_payload_motion`'s
-    (``own_scale``, ``project``: :func:`.payload_motion.fit_payload_rows`).
+    (``own_scale``, ``project``, ``inertia_advice``: :func:`.payload_motion.fit_payload_rows`).
     """
     n = dyn.n
     q = sample_array(q, "q", n)
@@ -160,7 +160,7 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
             return np.hstack([r, np.tile(np.eye(n), (n_s, 1))])  # constant offsets pass the filter unchanged
     return fit_payload_rows(dyn, q, y, rhs.reshape(-1), weights, method=f"filtered {how} ({cutoff:g} Hz)",
                             limits=limits, inertia_rsd=inertia_rsd, correlated=correlated, model_uncertainty=unc,
-                            error_rows=rows, own_scale=own_scale, project=project)
+                            error_rows=rows, own_scale=own_scale, project=project, inertia_advice=inertia_advice)
 
 
 def _error_regressor(unc: ModelUncertainty) -> Regressor:

@@ -153,6 +153,9 @@ def _model_note(unc: ModelUncertainty) -> str:
     return note
 
 
+INERTIA_ADVICE = "for the inertia use a faster, more varied motion (e.g. an excitation trajectory)"
+"""The undetermined-inertia note's suggestion for a motion that was not planned for the payload."""
+
 INERTIA_RSD = 0.25
 """An inertia component about the CoM counts as determined when its std is at most this fraction of
 its own magnitude (moments Ixx, Iyy, Izz) or of the largest moment (products Ixy, Ixz, Iyz)."""
@@ -284,13 +287,15 @@ def estimate_payload_motion(
 def fit_payload_rows(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray, rhs: np.ndarray, weights=None, *,
                      method: str, limits: PayloadLimits | None = None, inertia_rsd: float = INERTIA_RSD,
                      correlated: bool = True, model_uncertainty: ModelUncertainty | None = None,
-                     error_rows=None, own_scale: bool = True, project: bool = False) -> PayloadEstimate:
+                     error_rows=None, own_scale: bool = True, project: bool = False,
+                     inertia_advice: str = INERTIA_ADVICE) -> PayloadEstimate:
     """The fit of :func:`estimate_payload_motion` on given rows: ``y`` (N n x 10) the payload rows of
     the N samples at ``q`` (N, n), ``rhs`` (N n) what they must explain; ``error_rows()`` the rows of
     ``model_uncertainty``'s error in the same form (e.g. filtered alike), when ``rhs`` holds a model's
     prediction. ``own_scale``: see :func:`_inertia_determined`; ``project``: a fitted inertia that is not
     physical is replaced by the nearest physical one (:func:`.payload_result.nearest_physical_inertia`)
-    before it is judged, with a note."""
+    before it is judged, with a note; ``inertia_advice``: what the note suggests when the inertia is not
+    determined."""
     n = dyn.n
     n_s = q.shape[0]
     w = row_weights(weights, n_s, n)
@@ -344,14 +349,14 @@ def fit_payload_rows(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray, rhs: 
     determined = [nm for nm in ICOM_NAMES if nm not in undetermined]
     notes.append("inertia not determined by this motion: " + why
                  + (f"; determined: {', '.join(determined)}" if determined else "")
-                 + " -- mass and CoM do not depend on it; for the inertia use a faster, more varied motion "
-                   "(e.g. an excitation trajectory)")
+                 + f" -- mass and CoM do not depend on it; {inertia_advice}")
     est = build_estimate(p10[:4], cov10[:4, :4], np.ones(4, bool), GRAVITY_NAMES,
                           method=method + " (inertia not determined)", **common)
     return replace(est, undetermined=tuple(undetermined), notes=tuple(notes))
 
 
 __all__ = [
+    "INERTIA_ADVICE",
     "INERTIA_RSD",
     "JACKKNIFE_BLOCKS",
     "block_jackknife_covariance",
