@@ -1,4 +1,5 @@
-"""Helpers shared by the real-rclpy tests (test_nodes.py, test_end_to_end.py; bench/bench_sampler.py too).
+"""Helpers shared by the real-rclpy tests (test_nodes.py, test_end_to_end.py, the sim_node stacks of
+test_dynamic_sampling.py and test_sampler_envelope.py; bench/bench_sampler.py too).
 
 Wall-clock waits: these tests run real DDS and real processes on a shared 2-core machine.
 """
@@ -6,10 +7,13 @@ Wall-clock waits: these tests run real DDS and real processes on a shared 2-core
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from rclpy.node import Node
 from std_srvs.srv import Trigger
+
+from payload_estimation.ros.bringup import override_file, ros_args, start_processes, stop_processes
 
 
 def wait_for(pred: Callable[[], bool], timeout: float, period: float = 0.01) -> bool:
@@ -39,3 +43,20 @@ def call_trigger(node: Node, service: str, timeout: float = 30.0, discovery: flo
         return fut.result()
     finally:
         node.destroy_client(cli)
+
+
+@contextmanager
+def sim_stack(ns: str, sim_params: list[str], overrides: list[str]) -> Iterator[None]:
+    """sim_node (``sim_params``, ``name:=value``) and the estimator, sampler and monitor (``overrides``,
+    in a params file) as processes in namespace ``ns`` on its simulated clock; all stopped after."""
+    clock = [f"/clock:={ns}/clock"]
+    sim = start_processes(["sim"], ros_args(None, ns, None, clock, sim_params))
+    over = override_file(overrides, ["estimator", "sampler", "monitor"])
+    nodes = []
+    try:
+        nodes = start_processes(["estimator", "sampler", "monitor"],
+                                ros_args(None, ns, True, clock) + ["--params-file", str(over)])
+        yield
+    finally:
+        stop_processes(nodes + sim)
+        over.unlink(missing_ok=True)

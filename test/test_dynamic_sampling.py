@@ -21,13 +21,12 @@ from geometry_msgs.msg import InertiaStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from ros_helpers import call_trigger, wait_for
+from ros_helpers import call_trigger, sim_stack, wait_for
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from trajectory_msgs.msg import JointTrajectory
 
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.ros.bringup import override_file, ros_args, start_processes, stop_processes
 from payload_estimation.ros.messages import trajectory_from_msg, trajectory_msg
 from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from payload_estimation.ros.spin_thread import SpinThread
@@ -78,26 +77,22 @@ def system(request):
     ns = f"/dyn{os.getpid()}{robot}"
     rclpy.init(args=["--ros-args", "-r", f"__ns:={ns}", "-r", f"/clock:={ns}/clock"])
     desc = load_robot(robot)
-    clock = [f"/clock:={ns}/clock"]
-    sim = start_processes(["sim"], ros_args(None, ns, None, clock, [
-        f"robot:={robot}", "noise_std:=[0.1]", "model_error:=0.03", "offset:=[0.3, -0.4, 0.2, 0.5, -0.3, 0.2, -0.1]",
-        f"payload_mass:={MASS}", f"payload_com:={COM.tolist()}", f"payload_inertia:={INERTIA.tolist()}",
-        f"initial_positions:={PICK.tolist()}"]))
-    over = override_file(["robot:=''", "joint_state_timeout:=2.0", "service_timeout:=10.0",
-                          "pick_rest_timeout:=10.0"], ["estimator", "sampler", "monitor"])
-    nodes = start_processes(["estimator", "sampler", "monitor"],
-                            ros_args(None, ns, True, clock) + ["--params-file", str(over)])
-    probe = Probe(desc.joint_names)
-    spin = SpinThread(SingleThreadedExecutor(), probe)
     try:
-        assert wait_for(lambda: probe.q is not None, 30.0)
-        assert wait_for(lambda: probe.values("payload_sampler").get("busy") == "False", 30.0)
-        yield desc, probe
+        with sim_stack(ns, [f"robot:={robot}", "noise_std:=[0.1]", "model_error:=0.03",
+                            "offset:=[0.3, -0.4, 0.2, 0.5, -0.3, 0.2, -0.1]", f"payload_mass:={MASS}",
+                            f"payload_com:={COM.tolist()}", f"payload_inertia:={INERTIA.tolist()}",
+                            f"initial_positions:={PICK.tolist()}"],
+                       ["robot:=''", "joint_state_timeout:=2.0", "service_timeout:=10.0", "pick_rest_timeout:=10.0"]):
+            probe = Probe(desc.joint_names)
+            spin = SpinThread(SingleThreadedExecutor(), probe)
+            try:
+                assert wait_for(lambda: probe.q is not None, 30.0)
+                assert wait_for(lambda: probe.values("payload_sampler").get("busy") == "False", 30.0)
+                yield desc, probe
+            finally:
+                spin.stop()
+                probe.destroy_node()
     finally:
-        spin.stop()
-        probe.destroy_node()
-        stop_processes(nodes + sim)
-        over.unlink(missing_ok=True)
         rclpy.shutdown()
 
 

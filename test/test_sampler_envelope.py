@@ -21,13 +21,12 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from ros_helpers import call_trigger, wait_for
+from ros_helpers import call_trigger, sim_stack, wait_for
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.ros.bringup import override_file, ros_args, start_processes, stop_processes
 from payload_estimation.ros.messages import trajectory_from_msg, trajectory_msg
 from payload_estimation.ros.monitor_node import HOLD_MARK
 from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
@@ -76,25 +75,22 @@ class Probe(Node):
 def system():
     rclpy.init(args=["--ros-args", "-r", f"__ns:={NS}", "-r", f"/clock:={NS}/clock"])
     desc = load_robot(ROBOT)
-    clock = [f"/clock:={NS}/clock"]
-    sim = start_processes(["sim"], ros_args(None, NS, None, clock, [
-        f"robot:={ROBOT}", "noise_std:=[0.1]", "model_error:=0.03", "payload_mass:=2.0",
-        "contact_duration:=0.4", f"initial_positions:={np.radians([0, 30, 0, -80, 0, 50, 0]).tolist()}"]))
-    over = override_file(["robot:=''", "joint_state_timeout:=2.0", "service_timeout:=10.0", "dwell:=3.0",
-                          "pick_rest_timeout:=10.0"], ["estimator", "sampler", "monitor"])
-    nodes = start_processes(["estimator", "sampler", "monitor"],
-                            ros_args(None, NS, True, clock) + ["--params-file", str(over)])
-    probe = Probe(desc.joint_names)
-    spin = SpinThread(SingleThreadedExecutor(), probe)
     try:
-        assert wait_for(lambda: probe.q is not None, 30.0)
-        assert wait_for(lambda: probe.values().get("busy") == "False", 30.0)
-        yield desc, probe
+        with sim_stack(NS, [f"robot:={ROBOT}", "noise_std:=[0.1]", "model_error:=0.03", "payload_mass:=2.0",
+                            "contact_duration:=0.4",
+                            f"initial_positions:={np.radians([0, 30, 0, -80, 0, 50, 0]).tolist()}"],
+                       ["robot:=''", "joint_state_timeout:=2.0", "service_timeout:=10.0", "dwell:=3.0",
+                        "pick_rest_timeout:=10.0"]):
+            probe = Probe(desc.joint_names)
+            spin = SpinThread(SingleThreadedExecutor(), probe)
+            try:
+                assert wait_for(lambda: probe.q is not None, 30.0)
+                assert wait_for(lambda: probe.values().get("busy") == "False", 30.0)
+                yield desc, probe
+            finally:
+                spin.stop()
+                probe.destroy_node()
     finally:
-        spin.stop()
-        probe.destroy_node()
-        stop_processes(nodes + sim)
-        over.unlink(missing_ok=True)
         rclpy.shutdown()
 
 
