@@ -33,6 +33,7 @@ ROBOTS = {  # file -> (joint names, tip link = payload frame)
     "fr3_hand": ([f"fr3_joint{i}" for i in range(1, 8)], "fr3_hand_tcp"),
 }
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
+GAZ_URDF = URDF_DIR.parents[1] / "datasets/lwr4-iit/kuka_lwr4_gaz.urdf"  # published with xmlns:xacro on its root
 # A clone without shared/ skips; CI (CI=true) must have it.
 pytestmark = pytest.mark.skipif(not URDF_DIR.is_dir() and not os.environ.get("CI"),
                                 reason="../shared/robots/urdf not present")
@@ -189,6 +190,25 @@ def test_xacro_gets_one_line_saying_how_to_expand_it(tmp_path):
         assert "is xacro, not URDF: expand it first" in msg and "xacro " in msg and "\n" not in msg
     # xacro text in comments (as franka_description leaves in its expanded URDF) is not xacro
     assert "${xacro.load_yaml" in urdf("fr3").read_text()
+    # xacro elements under another prefix are xacro too
+    other = '<robot xmlns:x="http://www.ros.org/wiki/xacro" name="r"><x:property name="a" value="1"/></robot>'
+    with pytest.raises(RobotDescriptionError, match="is xacro, not URDF"):
+        robot_from_description(other)
+
+
+@pytest.mark.skipif(not GAZ_URDF.is_file(), reason="../shared/datasets/lwr4-iit not present")
+def test_published_urdf_declaring_xmlns_xacro_without_using_it_loads_as_pinocchio_does():
+    """The Gaz 2016 LWR URDF as published: its root declares xmlns:xacro (older xacro output) but it
+    uses no xacro; from the file and as robot_description text it loads, gravity equal to pinocchio's."""
+    text = GAZ_URDF.read_text()
+    assert 'xmlns:xacro="http://www.ros.org/wiki/xacro"' in text.split(">", 2)[1]
+    model, data, _ = pinocchio_chain(text, {})
+    rng = np.random.default_rng(7)
+    for desc in (load_robot(GAZ_URDF), robot_from_description(text, source="/lwr/robot_description")):
+        assert list(desc.joint_names) == list(model.names)[1:] == [f"lwr_{i}_joint" for i in range(7)]
+        q = random_q(desc, rng)
+        np.testing.assert_allclose(RigidBodyDynamics(desc).gravity(q), pin.computeGeneralizedGravity(model, data, q),
+                                   rtol=0, atol=1e-9)
 
 
 def test_massless_moving_link_accepted_with_warning_refused_by_simulator(caplog, tmp_path):

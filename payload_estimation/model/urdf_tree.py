@@ -5,7 +5,9 @@ Only kinematics and inertia are read: ``<link>`` with its ``<inertial>``, ``<joi
 (visuals, collisions, meshes and ``package://`` URIs, ``<ros2_control>``, ``<gazebo>``,
 ``<transmission>``, ``<dynamics>``) is ignored. A malformed element raises
 :class:`RobotDescriptionError` naming the source and the element; xacro input gets one line saying
-how to expand it.
+how to expand it. Text is xacro when it *uses* xacro (an element in the xacro namespace, ``${...}``
+or ``$(...)`` outside comments), not when its root only declares ``xmlns:xacro`` (older xacro
+versions kept that declaration in their expanded output, and many published URDFs still carry it).
 
 Chain joints are ``revolute`` and ``continuous`` joints that neither mimic another joint nor are
 mimicked (a mimicked joint drives a coupled mechanism: a gripper). With no ``tip_link`` the chain
@@ -27,7 +29,8 @@ from .parameters import BodyInertia, sym_from_vec6
 from .transforms import rot_axis, xyz_rpy
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
-_XACRO = re.compile(r"xmlns:xacro|<xacro:|\$\{|\$\(")
+_XACRO_USE = re.compile(r"<xacro:|\$\{|\$\(")  # xacro elements (usual prefix) and substitutions
+_XACRO_NS = ("http://www.ros.org/wiki/xacro", "http://ros.org/wiki/xacro")
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 TIP_HINT = ("set tip_link (--tip-link on the command line, the tip_link node parameter, kinematics.tip_link "
             "in a robot YAML)")
@@ -113,12 +116,14 @@ def parse_urdf(text: str, source: str = "URDF") -> UrdfTree:
     """Parse and check URDF ``text``; ``source`` (file path or topic) names it in every error."""
     if not isinstance(text, str) or not text.strip():
         raise RobotDescriptionError(f"{source}: the robot description is empty")
-    if source.endswith(".xacro") or _XACRO.search(_COMMENT.sub("", text)):
+    if _XACRO_USE.search(_COMMENT.sub("", text)):
         raise RobotDescriptionError(xacro_hint(source))
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
         raise RobotDescriptionError(f"{source}: URDF is not valid XML: {exc}") from exc
+    if any(el.tag.startswith(tuple("{" + ns + "}" for ns in _XACRO_NS)) for el in root.iter()):
+        raise RobotDescriptionError(xacro_hint(source))  # xacro elements under another prefix
     if root.tag != "robot":
         raise RobotDescriptionError(f"{source}: the root element is <{root.tag}>, expected <robot> (URDF)")
     links: dict[str, BodyInertia | None] = {}
