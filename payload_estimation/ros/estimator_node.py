@@ -170,7 +170,8 @@ class PayloadEstimatorNode(Node):
         self.create_service(Trigger, "~/start_recording", self._srv_start_recording)
         self.create_service(Trigger, "~/store_reference", self._srv_store_reference)
         self.create_service(Trigger, "~/estimate_motion", self._srv_estimate_motion)
-        self.model = RobotModelSource(self, self.values, self._on_model)
+        # a changed robot_description while a dynamic run is recorded is taken when the recording ends
+        self.model = RobotModelSource(self, self.values, self._on_model, busy=lambda: self._recording is not None)
         # No estimate is published at start: a late-joining latched "0 kg" would overwrite a payload
         # the monitor already uses (e.g. its provisional one while sampling). ~/reset publishes 0 kg.
         self.status.publish()

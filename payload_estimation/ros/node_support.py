@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 from sensor_msgs.msg import JointState
@@ -33,6 +34,9 @@ THROTTLE_S = 2.0
 
 STATUS_PERIOD = 1.0
 """s between periodic status messages."""
+
+RETRY_PERIOD = 0.5
+"""s between checks whether a node is idle to take a robot_description deferred while busy."""
 
 LEVEL_NAMES = {DiagnosticStatus.OK: "OK", DiagnosticStatus.WARN: "WARN", DiagnosticStatus.ERROR: "ERROR",
                DiagnosticStatus.STALE: "STALE"}
@@ -76,8 +80,14 @@ def joint_names_for(desc: RobotDescription, names: list[str]) -> tuple[str, ...]
 class RobotModelSource:
     """The node's robot model, now (``robot`` set) or once ``robot_description`` arrives.
 
-    ``on_model(desc)`` runs for every model taken; ``busy()`` returning True defers a new
-    description (e.g. while sampling) until :meth:`retry` is called when idle.
+    ``on_model(desc)`` runs for every model taken; it may raise :class:`ParameterError` to refuse a
+    model (nothing is replaced then). Every later ``robot_description`` message is judged, because
+    real graphs publish it more than once (the simulator and robot_state_publisher both; a restarted
+    robot_state_publisher again): the same text or the same model is ignored, a changed model is
+    taken (logged with what changed), a malformed or refused one is logged at ERROR, counted and shown
+    in the status while the current model is kept. ``busy()`` returning True defers a new
+    description (e.g. while sampling); it is taken once the node is idle (:meth:`retry`, also called
+    by a timer every :data:`RETRY_PERIOD` s).
     """
 
     def __init__(self, node, values: dict, on_model: Callable[[RobotDescription], None],
@@ -90,7 +100,14 @@ class RobotModelSource:
         self.desc: RobotDescription | None = None
         self.source = ""
         self.error = ""
+        self.text = ""  # the robot_description text of the current model ("" when not from the topic)
+        self.refused = 0
+        self.last_refused = ""
+        self.ignored = 0
         self._deferred: str | None = None
+        status = getattr(node, "status", None)
+        if isinstance(status, StatusReporter):  # the node's status shows what happened to its descriptions
+            status.extra.append(self.status_values)
         robot = values.get("robot", "")
         if robot:
             try:
@@ -100,44 +117,136 @@ class RobotModelSource:
             self._take(desc, f"robot parameter ({robot})")
         else:
             node.create_subscription(String, "robot_description", self._on_description, LATCHED_QOS)
-            self.error = f"waiting for the robot model on {node.resolve_topic_name('robot_description')}"
+            steady_timer(node, RETRY_PERIOD, self.retry)
+            self.error = f"waiting for the robot model on {self._topic()}"
             node.get_logger().warning(self.error)
 
     @property
     def ready(self) -> bool:
         return self.desc is not None
 
+    def _topic(self) -> str:
+        return self.node.resolve_topic_name("robot_description")
+
+    def status_values(self) -> dict[str, object]:
+        """Status keys: where the model came from, descriptions refused (count, last reason) and pending."""
+        return {"robot_model": f"{self.desc.name} (from the {self.source})" if self.desc else "none",
+                "robot_descriptions_refused": self.refused, "robot_description_last_refused": self.last_refused,
+                "robot_description_pending": "changed model, taken when idle" if self._deferred is not None else ""}
+
     def _on_description(self, msg: String) -> None:
-        if self.busy():
-            self._deferred = msg.data
-            self.node.get_logger().warning("robot_description changed while busy: taken when idle")
+        if self.desc is not None and msg.data == self.text:
+            self._ignore("the same text")
             return
+        if self.desc is not None and self.busy():
+            if self._deferred is None:
+                self.node.get_logger().warning(f"{self._topic()} changed while busy: taken when idle")
+            self._deferred = msg.data
+            return
+        self._deferred = None
         self._load_text(msg.data)
 
     def retry(self) -> None:
-        """Take a description deferred while busy (call when idle)."""
-        if self._deferred is not None:
+        """Take a description deferred while busy, if the node is idle now."""
+        if self._deferred is not None and not self.busy():
             text, self._deferred = self._deferred, None
             self._load_text(text)
 
+    def _ignore(self, what: str) -> None:
+        self.ignored += 1
+        self.node.get_logger().info(f"{self._topic()} re-published with {what}: current model kept",
+                                    throttle_duration_sec=THROTTLE_S)
+
     def _load_text(self, text: str) -> None:
         try:
-            desc = robot_from_description(text, self.base_link, self.tip_link,
-                                          source=self.node.resolve_topic_name("robot_description"))
+            desc = robot_from_description(text, self.base_link, self.tip_link, source=self._topic())
         except ValueError as e:
-            self.error = f"robot_description rejected: {e}"
-            self.node.get_logger().error(self.error)
+            self._refuse(str(e))
             return
-        if self.desc is not None and desc == self.desc:
+        if self.desc is None:
+            self._take(desc, "robot_description topic", text)
             return
-        self._take(desc, "robot_description topic")
+        changes = model_changes(self.desc, desc)
+        if not changes:
+            self.text = text
+            self._ignore("the same model")
+            return
+        self._take(desc, "robot_description topic", text, changes)
 
-    def _take(self, desc: RobotDescription, source: str) -> None:
+    def _refuse(self, why: str) -> None:
+        """A description that cannot be used: ERROR, counted, in the status; the current model stays."""
+        self.refused += 1
+        kept = (f"keeping the current model {self.desc.name} (from the {self.source})" if self.desc is not None
+                else "no robot model yet")
+        self.last_refused = f"{why}; {kept}"
+        self.node.get_logger().error(f"robot_description refused: {self.last_refused}. Publish a valid URDF of "
+                                     "this robot (or set the robot parameter)")
+        if self.desc is None:
+            self.error = f"robot_description rejected: {why}"
+        status = getattr(self.node, "status", None)
+        if isinstance(status, StatusReporter):
+            status.publish()
+
+    def _take(self, desc: RobotDescription, source: str, text: str = "", changes: list[str] | None = None) -> None:
         changed = self.desc is not None
-        self.on_model(desc)  # may raise ParameterError (e.g. joint_names) before anything is replaced
-        self.desc, self.source, self.error = desc, source, ""
-        self.node.get_logger().info(f"robot model {'replaced' if changed else 'loaded'}: {desc.name}, {desc.n} "
-                                    f"joints, payload frame {desc.payload_frame_name} (from the {source})")
+        try:
+            self.on_model(desc)  # may raise ParameterError (e.g. joint_names) before anything is replaced
+        except ParameterError as e:
+            if not text:  # the robot parameter at start-up: the node cannot start
+                raise
+            self._refuse(str(e))
+            return
+        self.desc, self.source, self.error, self.text = desc, source, "", text
+        what = f" ({'; '.join(changes)})" if changes else ""
+        self.node.get_logger().info(f"robot model {'replaced' if changed else 'loaded'}{what}: {desc.name}, "
+                                    f"{desc.n} joints, payload frame {desc.payload_frame_name} (from the {source})")
+
+
+def model_changes(old: RobotDescription, new: RobotDescription, atol: float = 1e-9) -> list[str]:
+    """What differs between two robot models, in words (e.g. ``link masses changed (link 7: 0.3 -> 0.5 kg)``);
+    [] for the same model (numbers equal within ``atol``)."""
+    out = []
+    if old.name != new.name:
+        out.append(f"robot name changed ({old.name} -> {new.name})")
+    if old.joint_names != new.joint_names:
+        out.append(f"joint names changed ({list(old.joint_names)} -> {list(new.joint_names)})")
+    if old.n == new.n:
+        def differ(get) -> list[int]:
+            return [i for i in range(old.n) if not _close(get(old, i), get(new, i), atol)]
+
+        kin = differ(lambda d, i: np.concatenate([d.joints[i].pre.ravel(), d.joints[i].axis.ravel(),
+                                                  d.joints[i].post.ravel()]))
+        if kin:
+            out.append(f"kinematics changed (joints {_indices(kin)})")
+        masses = differ(lambda d, i: d.links[i].mass)
+        if masses:
+            out.append("link masses changed (" + ", ".join(
+                f"link {i + 1}: {old.links[i].mass:g} -> {new.links[i].mass:g} kg" for i in masses[:3])
+                + (", ..." if len(masses) > 3 else "") + ")")
+        for label, get in (("link CoMs", lambda d, i: d.links[i].com),
+                           ("link inertias", lambda d, i: d.links[i].inertia_com)):
+            idx = differ(get)
+            if idx:
+                out.append(f"{label} changed (links {_indices(idx)})")
+        lim = differ(lambda d, i: np.concatenate([d.limits.position[i], [d.limits.velocity[i], d.limits.effort[i]]]))
+        if lim:
+            out.append(f"joint limits changed (joints {_indices(lim)})")
+    for label, a, b in (("gravity", old.gravity, new.gravity), ("flange", old.flange, new.flange),
+                        ("payload frame", old.payload_frame, new.payload_frame)):
+        if not _close(a, b, atol):
+            out.append(f"{label} changed")
+    if old.payload_frame_name != new.payload_frame_name:
+        out.append(f"payload frame name changed ({old.payload_frame_name} -> {new.payload_frame_name})")
+    return out
+
+
+def _close(a, b, atol: float) -> bool:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=0.0, atol=atol))
+
+
+def _indices(idx: list[int]) -> str:
+    return ", ".join(str(i + 1) for i in idx)
 
 
 class JointStateInput:
@@ -193,7 +302,8 @@ class JointStateInput:
 
 
 class StatusReporter:
-    """``~/status`` (latched) and ``/diagnostics``: ``snapshot()`` -> (level, message, values)."""
+    """``~/status`` (latched) and ``/diagnostics``: ``snapshot()`` -> (level, message, values), plus the
+    keys of every callable in ``extra``."""
 
     def __init__(self, node, name: str, snapshot: Callable[[], tuple[int, str, dict]],
                  period: float = STATUS_PERIOD):
@@ -204,10 +314,13 @@ class StatusReporter:
         self.pub_diag = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.hardware_id = ""
         self.last_level: int | None = None
+        self.extra: list[Callable[[], dict]] = []  # more status keys (e.g. RobotModelSource.status_values)
         self._timer = steady_timer(node, period, self.publish)
 
     def publish(self) -> None:
         level, message, values = self.snapshot()
+        for more in self.extra:
+            values = {**values, **more()}
         st = DiagnosticStatus(level=level, name=self.name, message=message, hardware_id=self.hardware_id)
         st.values = [KeyValue(key=k, value=_text(v)) for k, v in values.items()]
         arr = DiagnosticArray(status=[st])

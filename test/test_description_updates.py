@@ -1,0 +1,138 @@
+"""``robot_description`` published more than once, as real graphs do (issue 27 item 1).
+
+The simulator and robot_state_publisher both publish the description (transient local: a late node gets
+both); robot_state_publisher publishes it again after a restart or a parameter change. The three nodes
+take their model from the topic here and get, in turn: the same text again, a changed model (a link
+mass), a changed model while the estimator records a run (deferred, taken when idle), and a malformed
+text (refused, the model kept, counted in the status). Every node keeps answering throughout; what it
+did is read from outside (``/rosout``, ``~/status``, services).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import Log
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from ros_helpers import call_trigger, wait_for
+from std_msgs.msg import String
+from test_nodes import Q0, StaticArm
+
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.model.urdf import to_urdf
+from payload_estimation.ros.estimator_node import PayloadEstimatorNode
+from payload_estimation.ros.monitor_node import CollisionMonitorNode
+from payload_estimation.ros.qos import LATCHED_QOS
+from payload_estimation.ros.sampler_node import PayloadSamplerNode
+from payload_estimation.ros.spin_thread import SpinThread
+
+pytestmark = pytest.mark.flaky(reruns=2, reruns_delay=2)
+NS = f"/desc{os.getpid()}"
+
+
+class Probe(Node):
+    """Publishes robot_description as robot_state_publisher does; records /rosout and the nodes' status."""
+
+    def __init__(self):
+        super().__init__("desc_probe")
+        self.pub = self.create_publisher(String, "robot_description", LATCHED_QOS)
+        self.logs: list[Log] = []
+        self.status: dict[str, dict[str, str]] = {}
+        self.create_subscription(Log, "/rosout", self.logs.append, QoSProfile(depth=200))
+        for node in ("payload_estimator", "payload_sampler", "collision_monitor"):
+            self.create_subscription(DiagnosticArray, f"{node}/status", self._on_status(node), LATCHED_QOS)
+
+    def _on_status(self, node: str):
+        def cb(msg: DiagnosticArray) -> None:
+            self.status[node] = {kv.key: kv.value for kv in msg.status[0].values}
+        return cb
+
+    def said(self, node: str, *words: str) -> list[str]:
+        return [m.msg for m in list(self.logs) if m.name.endswith(node) and all(w in m.msg for w in words)]
+
+
+@pytest.fixture
+def graph(ros):
+    ex = MultiThreadedExecutor(num_threads=3)
+    probe = Probe()
+    nodes = [PayloadEstimatorNode(parameter_overrides=[Parameter("robot", value="")]),
+             PayloadSamplerNode(parameter_overrides=[Parameter("robot", value="")]),
+             CollisionMonitorNode(parameter_overrides=[Parameter("robot", value="")])]
+    spin = SpinThread(ex, probe, *nodes)
+    yield probe, nodes
+    spin.stop()
+    for n in [probe, *nodes]:
+        n.destroy_node()
+
+
+def answers(probe: Probe) -> bool:
+    """Every node's services still answer (a callback that raised would have stopped the executor)."""
+    res = call_trigger(probe, "payload_estimator/reset", 10.0)
+    res2 = call_trigger(probe, "payload_sampler/forget_pick", 10.0)
+    return res.success and res2 is not None
+
+
+def test_republished_changed_deferred_and_malformed_descriptions(graph):
+    probe, (estimator, sampler, monitor) = graph
+    desc = load_robot("lwr4")
+    text = to_urdf(desc)
+    probe.pub.publish(String(data=text))
+    assert wait_for(lambda: all(n.model.ready for n in (estimator, sampler, monitor)), 15.0)
+    mass7 = estimator.model.desc.links[6].mass
+
+    # the same text again (a second publisher, a restarted robot_state_publisher): ignored
+    probe.pub.publish(String(data=text))
+    assert wait_for(lambda: len(probe.said("payload_estimator", "re-published with the same text")) >= 1, 10.0)
+    assert answers(probe)
+    assert all(n.model.desc.links[6].mass == mass7 for n in (estimator, sampler, monitor))
+
+    # a changed link mass: taken, and the log says what changed
+    heavier = desc.with_links([*desc.links[:6], replace(desc.links[6], mass=mass7 + 0.5)])
+    probe.pub.publish(String(data=to_urdf(heavier)))
+    assert wait_for(lambda: all(abs(n.model.desc.links[6].mass - (mass7 + 0.5)) < 1e-9
+                                for n in (estimator, sampler, monitor)), 10.0)
+    words = ("robot model replaced", "link masses changed", "link 7")
+    for node in ("payload_estimator", "payload_sampler", "collision_monitor"):
+        assert wait_for(lambda node=node: probe.said(node, *words), 5.0), node
+    assert answers(probe)
+
+    # changed while the estimator records a dynamic run: deferred, taken once the recording ends
+    arm = StaticArm(RigidBodyDynamics(desc), Q0)  # joint_states: a recording needs a stream
+    spin_arm = SpinThread(MultiThreadedExecutor(num_threads=1), arm)
+    try:
+        assert wait_for(lambda: call_trigger(probe, "payload_estimator/start_recording", 10.0).success, 10.0)
+        defer_while_recording(probe, estimator, sampler, text, mass7)
+    finally:
+        arm.stop()
+        spin_arm.stop()
+        arm.destroy_node()
+
+    # malformed: refused at ERROR, counted and shown in the status, the model kept
+    probe.pub.publish(String(data="<robot name='broken'><link name="))
+    for node in ("payload_estimator", "payload_sampler", "collision_monitor"):
+        assert wait_for(lambda node=node: probe.status.get(node, {}).get("robot_descriptions_refused") == "1",
+                        10.0), node
+        st = probe.status[node]
+        assert "keeping the current model" in st["robot_description_last_refused"], st
+        assert probe.said(node, "robot_description refused")
+        assert [m for m in probe.logs if m.name.endswith(node) and "refused" in m.msg][-1].level == Log.ERROR
+    assert all(n.model.ready and n.model.desc.links[6].mass == mass7 for n in (estimator, sampler, monitor))
+    assert answers(probe)
+
+
+def defer_while_recording(probe: Probe, estimator, sampler, text: str, mass7: float) -> None:
+    """The estimator records (busy): it defers the original model while the idle sampler takes it."""
+    probe.pub.publish(String(data=text))
+    assert wait_for(lambda: probe.said("payload_estimator", "changed while busy: taken when idle"), 10.0)
+    assert wait_for(lambda: probe.status.get("payload_estimator", {}).get("robot_description_pending"), 5.0)
+    assert abs(estimator.model.desc.links[6].mass - (mass7 + 0.5)) < 1e-9  # not while recording
+    assert wait_for(lambda: sampler.model.desc.links[6].mass == mass7, 10.0)  # an idle node takes it at once
+    call_trigger(probe, "payload_estimator/store_reference", 10.0)  # ends the recording (refused: nothing moved)
+    assert wait_for(lambda: estimator.model.desc.links[6].mass == mass7, 5.0)
