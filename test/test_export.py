@@ -5,6 +5,9 @@
 - KUKA load data: Rz(A) Ry(B) Rx(C) diag(JX, JY, JZ) (...)ᵀ rebuilds the inertia about the CoM
   (KRL ``$LOAD``: M kg, CM X/Y/Z mm and A/B/C deg, J X/Y/Z kg m²); a hand-worked example.
 - franka ``setLoad``: mass, F_x_Cload (m), load_inertia column-major 3x3 (kg m²).
+- KUKA and franka files read back as the vendor defines them (flange frame, mm/kg, A/B/C ZYX, inertia
+  about the CoM, column-major), attached by pinocchio at the model's flange, give the estimate's own
+  gravity and inverse dynamics at random states (lwr4: flange 0.078 m from the payload frame).
 - YAML and the command line.
 """
 
@@ -14,12 +17,14 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
+from data_paths import urdf
 
 from payload_estimation.identification.estimate import PayloadEstimate
 from payload_estimation.identification.export import (
@@ -27,15 +32,17 @@ from payload_estimation.identification.export import (
     franka_set_load,
     kuka_load_data,
     principal_axes,
+    render,
     urdf_snippet,
+    write_exports,
     yaml_record,
 )
-from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.dynamics import RigidBodyDynamics, build_pinocchio_model
 from payload_estimation.model.parameters import vec6_from_sym
-from payload_estimation.model.robot_file import robot_from_description
+from payload_estimation.model.robot_file import load_robot, robot_from_description
 
 ROOT = Path(__file__).resolve().parents[1]
-IIWA_URDF = ROOT.parent / "shared" / "robots" / "urdf" / "iiwa14.urdf"
+IIWA_URDF = urdf("iiwa14")
 
 
 def rot(axis: str, deg: float) -> np.ndarray:
@@ -52,9 +59,90 @@ def estimate(inertia_c: np.ndarray | None, frame: str = "lbr_link_ee") -> Payloa
 
 ROTATED = rot("z", 30.0) @ rot("y", -20.0) @ rot("x", 10.0)
 INERTIA = ROTATED @ np.diag([0.012, 0.02, 0.006]) @ ROTATED.T
+IIWA = load_robot("iiwa14")  # payload frame lbr_link_ee = the flange
+LWR = load_robot("lwr4")  # payload frame DH frame 7, the flange 0.078 m along its z
 
 
-@pytest.mark.skipif(not IIWA_URDF.exists(), reason="../shared/robots/urdf not present")
+def pose(r: np.ndarray, xyz) -> np.ndarray:
+    t = np.eye(4)
+    t[:3, :3], t[:3, 3] = r, xyz
+    return t
+
+
+def read_kuka(text: str) -> pin.Inertia:
+    """KRL ``$LOAD`` as KUKA defines it: M kg; CM X, Y, Z mm and A, B, C deg (Rz(A) Ry(B) Rx(C): the principal
+    axes in the flange frame); J X, Y, Z kg m² principal moments about the CoM."""
+    num = r"(-?[\d.]+)"
+    m = re.search(rf"\$LOAD=\{{M {num},CM \{{X {num},Y {num},Z {num},A {num},B {num},C {num}\}},"
+                  rf"J \{{X {num},Y {num},Z {num}\}}\}}", text)
+    assert m, text
+    mass, x, y, z, a, b, c, jx, jy, jz = (float(v) for v in m.groups())
+    r = rot("z", a) @ rot("y", b) @ rot("x", c)
+    return pin.Inertia(mass, np.array([x, y, z]) * 1e-3, r @ np.diag([jx, jy, jz]) @ r.T)
+
+
+def read_franka(text: str) -> pin.Inertia:
+    """franka setLoad: mass kg, centre of mass m in the flange frame, load_inertia column-major about the CoM."""
+    d = yaml.safe_load(text)
+    com = d["center_of_mass"] if "center_of_mass" in d else d["F_x_Cload"]
+    i = np.reshape(d["load_inertia"], (3, 3), order="F")
+    return pin.Inertia(float(d["mass"]), np.asarray(com, float), 0.5 * (i + i.T))
+
+
+def at_flange(desc, load: pin.Inertia) -> RigidBodyDynamics:
+    """``desc`` unloaded with ``load`` (given in the flange frame) attached by pinocchio at the model's flange."""
+    dyn = RigidBodyDynamics(desc)
+    flange = dyn.model.frames[dyn.model.getFrameId("flange")]
+    dyn.model.appendBodyToJoint(flange.parentJoint, load, flange.placement)
+    dyn.data = dyn.model.createData()
+    return dyn
+
+
+def random_estimate(rng, frame: str) -> PayloadEstimate:
+    a = rng.standard_normal((3, 3))
+    inertia = 0.01 * (a @ a.T) + 0.002 * np.eye(3)
+    return PayloadEstimate(float(rng.uniform(0.5, 5.0)), rng.uniform(-0.1, 0.1, 3) + [0, 0, 0.1],
+                           vec6_from_sym(inertia), frame, method="test")
+
+
+LWR_TURNED = replace(LWR, flange=pose(rot("z", -45.0) @ rot("x", 90.0), [0.01, -0.02, 0.078]))
+
+
+@pytest.mark.parametrize("desc", [LWR, IIWA, LWR_TURNED], ids=["lwr4", "iiwa14", "lwr4-turned-flange"])
+@pytest.mark.parametrize("fmt", ["kuka", "franka"])
+def test_vendor_files_read_back_at_the_flange_give_the_estimates_dynamics(desc, fmt, tmp_path):
+    rng = np.random.default_rng(7)
+    assert build_pinocchio_model(desc).existFrame("flange")
+    for _ in range(3):
+        est = random_estimate(rng, desc.payload_frame_name)
+        path, = write_exports(est, tmp_path, (fmt,), robot=desc)
+        text = path.read_text()
+        assert "flange frame" in text
+        vendor = at_flange(desc, (read_kuka if fmt == "kuka" else read_franka)(text))
+        ours = RigidBodyDynamics(desc).with_payload(est.body())
+        for _ in range(5):
+            q = rng.uniform(*desc.limits.position.T)
+            dq, ddq = rng.uniform(-1, 1, desc.n), rng.uniform(-3, 3, desc.n)
+            np.testing.assert_allclose(vendor.gravity(q), ours.gravity(q), atol=2e-3)  # file rounding: 0.01 mm
+            np.testing.assert_allclose(vendor.inverse_dynamics(q, dq, ddq), ours.inverse_dynamics(q, dq, ddq),
+                                       atol=5e-3)
+
+
+def test_vendor_files_name_the_flange_and_need_the_robot(tmp_path):
+    est = random_estimate(np.random.default_rng(1), LWR.payload_frame_name)
+    kuka = render(est, "kuka")  # the shipped robot is found from the estimate's frame
+    assert "flange frame: lwr4 flange (origin [0, 0, 78] mm in lwr4_dh_frame_7)" in kuka
+    assert "flange frame: lbr_link_ee" in render(replace(est, frame="lbr_link_ee"), "franka")
+    unknown = replace(est, frame="tool0")
+    with pytest.raises(ExportError, match="flange frame.*export --robot"):
+        render(unknown, "kuka")
+    with pytest.raises(ExportError, match=r"wrote payload.urdf, payload.yaml .*not written: payload.kuka.txt"):
+        write_exports(unknown, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["payload.urdf", "payload.yaml"]
+    with pytest.raises(ExportError, match="payload frame is 'lbr_link_ee'"):
+        kuka_load_data(est, IIWA)
+
+
 def test_urdf_snippet_loaded_by_pinocchio_gives_our_loaded_gravity():
     text = IIWA_URDF.read_text()
     desc = robot_from_description(text)
@@ -76,7 +164,7 @@ def test_urdf_snippet_loaded_by_pinocchio_gives_our_loaded_gravity():
 
 
 def test_kuka_load_data_rebuilds_the_inertia_and_matches_a_hand_example():
-    kuka = kuka_load_data(estimate(INERTIA))
+    kuka = kuka_load_data(estimate(INERTIA), IIWA)
     a, b, c = kuka.abc_deg
     r = rot("z", a) @ rot("y", b) @ rot("x", c)
     np.testing.assert_allclose(r @ np.diag(kuka.j_principal) @ r.T, INERTIA, atol=1e-12)
@@ -92,9 +180,9 @@ def test_kuka_load_data_rebuilds_the_inertia_and_matches_a_hand_example():
 
 
 def test_kuka_diagonal_inertia_needs_no_rotation_and_gravity_only_says_so():
-    k = kuka_load_data(estimate(np.diag([0.01, 0.02, 0.03])))
+    k = kuka_load_data(estimate(np.diag([0.01, 0.02, 0.03])), IIWA)
     assert k.abc_deg == pytest.approx((0.0, 0.0, 0.0), abs=1e-9) and k.j_principal == pytest.approx((0.01, 0.02, 0.03))
-    g = kuka_load_data(estimate(None))
+    g = kuka_load_data(estimate(None), IIWA)
     assert g.j_principal == (0.0, 0.0, 0.0) and "inertia not estimated" in g.text()
 
 
@@ -109,7 +197,7 @@ def test_principal_axes_are_a_proper_rotation():
 
 
 def test_franka_set_load_arguments():
-    d = franka_set_load(estimate(INERTIA))
+    d = franka_set_load(estimate(INERTIA), IIWA)
     assert d["mass"] == 2.5 and d["F_x_Cload"] == pytest.approx([0.03, -0.02, 0.11])
     np.testing.assert_allclose(np.reshape(d["load_inertia"], (3, 3), order="F"), INERTIA, atol=1e-15)
     assert len(d["load_inertia"]) == 9

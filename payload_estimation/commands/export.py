@@ -2,7 +2,9 @@
 
 Reads the estimate JSON that ``estimate --json`` prints (or the estimator node writes with its
 ``export_dir`` parameter) and writes a URDF ``<link>``/``<inertial>`` snippet, a YAML record, KUKA load
-data (KRL ``$LOAD`` and the Sunrise dialog's values) and franka ``set_load`` arguments.
+data (KRL ``$LOAD`` and the Sunrise dialog's values) and franka ``set_load`` arguments. The KUKA and
+franka files are in the robot's flange frame (``--robot`` places it; default: the shipped robot whose
+payload frame the estimate names).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+from .robot_option import robot_from_args
 
 HELP = "write a payload estimate as URDF <inertial>, YAML, KUKA load data and franka set_load arguments"
 
@@ -24,6 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="directory to write payload.<ext> files into (default: print to stdout)")
     parser.add_argument("--parent", default=None, help="URDF: the link the payload is fixed to (default: its frame)")
     parser.add_argument("--model", default="", help="YAML: name of the gravity model the estimate used")
+    parser.add_argument("--robot", default=None,
+                        help="KUKA/franka: the robot the estimate was made with (shipped lwr4, iiwa14, or a robot "
+                             "YAML / URDF path): it places the flange those formats are given in (default: the "
+                             "shipped robot whose payload frame the estimate names)")
+    parser.add_argument("--base-link", default=None, help="URDF robot only: first link of the chain")
+    parser.add_argument("--tip-link", default=None,
+                        help="URDF robot only: last link of the chain (the payload frame and flange)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,10 +48,11 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError(f"{args.estimate}: not an estimate JSON ({exc}); write one with "
                           "`payload-estimation estimate ... --json > est.json`") from exc
     formats = FORMATS if args.format == "all" else (args.format,)
+    robot = None if args.robot is None else robot_from_args(args)
     if args.out is None:
         for fmt in formats:
-            print(render(est, fmt, args.model, args.parent))
+            print(render(est, fmt, args.model, args.parent, robot))
         return 0
-    for path in write_exports(est, args.out, formats, args.model, args.parent):
+    for path in write_exports(est, args.out, formats, args.model, args.parent, robot=robot):
         print(f"wrote {path}")
     return 0

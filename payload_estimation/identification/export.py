@@ -1,14 +1,17 @@
 """A payload estimate in the formats robot controllers take.
 
-All formats describe the payload in the payload frame (the robot's tip/flange link, ``est.frame``):
+The URDF and YAML formats describe the payload in the estimate's payload frame (``est.frame``); the
+vendor formats in the robot's flange frame, as the controllers define their load data, so the estimate is
+first moved there (:func:`in_flange_frame`: CoM and the inertia's axes; the robot model says where its
+flange is, ``RobotDescription.flange``; for a URDF model the flange is the tip link):
 
 - :func:`urdf_snippet` — a ``<link>`` with the ``<inertial>`` (mass kg, CoM m as ``origin xyz``,
   inertia about the CoM in kg m²) and the fixed ``<joint>`` that attaches it to the payload frame;
 - :func:`yaml_record` — mass, CoM, inertia about the CoM, frame, standard deviations, method, model;
-- :func:`kuka_load_data` — KUKA load data as the KRC ``$LOAD`` / Sunrise "Load data" dialog take it:
-  mass M (kg), centre of mass X, Y, Z (mm) and the orientation A, B, C (deg; A about Z, then B about
-  the new Y, then C about the new X) of the principal inertia axes, principal moments JX, JY, JZ
-  (kg m²) about the CoM;
+- :func:`kuka_load_data` — KUKA load data as the KRC ``$LOAD`` / Sunrise "Load data" dialog take it
+  (flange frame): mass M (kg), centre of mass X, Y, Z (mm) and the orientation A, B, C (deg; A about Z,
+  then B about the new Y, then C about the new X) of the principal inertia axes, principal moments
+  JX, JY, JZ (kg m²) about the CoM;
 - :func:`franka_set_load` — the arguments of libfranka's ``Robot::setLoad`` / franka_ros2's
   ``set_load`` service: ``mass`` (kg), ``F_x_Cload`` (m, flange frame), ``load_inertia`` (3x3 about the
   CoM, kg m², column-major).
@@ -18,16 +21,23 @@ A gravity-only estimate has no inertia: every format then carries zeros (a point
 
 from __future__ import annotations
 
+import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from ..model.parameters import sym_from_vec6
+from ..model.description import RobotDescription, RobotDescriptionError
+from ..model.parameters import sym_from_vec6, vec6_from_sym
+from ..model.robot_file import SHIPPED_ROBOTS, load_robot
 from .estimate import PayloadEstimate
 
+log = logging.getLogger(__name__)
+
 FORMATS = ("urdf", "yaml", "kuka", "franka")
+FLANGE_FORMATS = ("kuka", "franka")
+"""Formats the vendor defines in the flange frame: they need the robot model."""
 EXTENSIONS = {"urdf": "urdf", "yaml": "yaml", "kuka": "kuka.txt", "franka": "franka.yaml"}
 
 
@@ -46,6 +56,60 @@ def _check(est: PayloadEstimate) -> None:
         raise ExportError("the estimate has non-finite values; nothing exported")
     if est.mass < 0:
         raise ExportError(f"the estimate's mass {est.mass:g} kg is negative; nothing exported")
+
+
+def flange_frame_name(robot: RobotDescription) -> str:
+    """How the files name the flange frame: the payload frame's TF name when the two coincide (a URDF's
+    tip link, iiwa14's ``lbr_link_ee``), else where the flange is from the payload frame."""
+    t = np.linalg.inv(robot.payload_frame) @ robot.flange  # the flange in the payload frame
+    if np.allclose(t, np.eye(4), rtol=0, atol=1e-9):
+        return robot.payload_frame_name
+    xyz = ", ".join(f"{1e3 * x:.4g}" for x in t[:3, 3])
+    turned = "" if np.allclose(t[:3, :3], np.eye(3), rtol=0, atol=1e-9) else ", axes rotated"
+    return f"{robot.name} flange (origin [{xyz}] mm in {robot.payload_frame_name}{turned})"
+
+
+def in_flange_frame(est: PayloadEstimate, robot: RobotDescription) -> PayloadEstimate:
+    """The estimate moved from its payload frame into ``robot``'s flange frame: CoM (m) and inertia about
+    the CoM (kg m²) in the flange's axes; mass unchanged. Only mass, CoM and inertia are carried over
+    (standard deviations, parameters and offsets stay with the payload-frame estimate)."""
+    if est.frame and est.frame != robot.payload_frame_name:
+        raise ExportError(f"the estimate is in frame '{est.frame}' but robot {robot.name}'s payload frame is "
+                          f"'{robot.payload_frame_name}': give the robot the estimate was made with")
+    body = est.body().transformed(np.linalg.inv(robot.flange) @ robot.payload_frame)
+    inertia = None if est.inertia is None else vec6_from_sym(body.inertia_com)
+    return replace(est, com=body.com, inertia=inertia, frame=flange_frame_name(robot), std={}, params={},
+                   offsets=None)
+
+
+def _shipped_robot_in(frame: str) -> RobotDescription | None:
+    """The shipped robot whose payload frame is named ``frame``, if any."""
+    for name in SHIPPED_ROBOTS:
+        robot = load_robot(name)
+        if frame and robot.payload_frame_name == frame:
+            return robot
+    return None
+
+
+def resolve_robot(est: PayloadEstimate, model: str = "") -> RobotDescription | None:
+    """The robot model that places the flange for ``est``: ``model`` when it names a shipped robot or a
+    robot YAML/URDF file, else the shipped robot whose payload frame is ``est.frame``; None if neither."""
+    path = Path(model) if model else None
+    if model in SHIPPED_ROBOTS or (path is not None and path.suffix.lower() in (".yaml", ".yml", ".urdf")
+                                   and path.is_file()):
+        try:
+            return load_robot(model)
+        except RobotDescriptionError as exc:  # e.g. a gravity PARAMS.yaml named as the model
+            log.info("export: model %r is not a robot description (%s); the estimate's frame decides", model, exc)
+    return _shipped_robot_in(est.frame)
+
+
+def _robot_for_flange(est: PayloadEstimate, robot: RobotDescription | None, fmt: str) -> RobotDescription:
+    if robot is None:
+        raise ExportError(f"{fmt} load data are given in the robot's flange frame, and the robot model that "
+                          f"places the flange relative to the estimate's frame '{est.frame}' is not known: give "
+                          f"the robot the estimate was made with (export --robot ROBOT)")
+    return robot
 
 
 def urdf_snippet(est: PayloadEstimate, parent: str | None = None, name: str = "payload") -> str:
@@ -98,6 +162,7 @@ class KukaLoadData:
     abc_deg: tuple[float, float, float]
     j_principal: tuple[float, float, float]
     inertia_estimated: bool
+    frame: str = "flange"
 
     def krl(self) -> str:
         """The KRL ``$LOAD`` aggregate, e.g. ``$LOAD={M 3.0,CM {X 30.0,...},J {X 0.012,...}}``."""
@@ -109,7 +174,7 @@ class KukaLoadData:
 
     def text(self) -> str:
         note = "" if self.inertia_estimated else "; inertia not estimated: J = 0 (enter a value from CAD if known)"
-        return (f"; KUKA load data (flange frame){note}\n{self.krl()}\n"
+        return (f"; KUKA load data in the flange frame: {self.frame}{note}\n{self.krl()}\n"
                 f"; Sunrise load data: mass {self.mass:.4f} kg; MS X {self.xyz_mm[0]:.2f} Y {self.xyz_mm[1]:.2f} "
                 f"Z {self.xyz_mm[2]:.2f} mm; A {self.abc_deg[0]:.2f} B {self.abc_deg[1]:.2f} "
                 f"C {self.abc_deg[2]:.2f} deg; JX {self.j_principal[0]:.6f} JY {self.j_principal[1]:.6f} "
@@ -137,51 +202,69 @@ def euler_zyx_deg(r: np.ndarray) -> tuple[float, float, float]:
     return tuple(float(math.degrees(x)) for x in (a, b, c))  # type: ignore[return-value]
 
 
-def kuka_load_data(est: PayloadEstimate) -> KukaLoadData:
-    """KUKA load data of the estimate (payload frame = the flange)."""
+def kuka_load_data(est: PayloadEstimate, robot: RobotDescription) -> KukaLoadData:
+    """KUKA load data of the estimate in ``robot``'s flange frame."""
     _check(est)
+    est = in_flange_frame(est, robot)
     moments, r = principal_axes(_inertia(est))
     return KukaLoadData(float(est.mass), tuple(float(1e3 * x) for x in est.com), euler_zyx_deg(r),
-                        tuple(float(max(x, 0.0)) for x in moments), est.inertia is not None)
+                        tuple(float(max(x, 0.0)) for x in moments), est.inertia is not None, est.frame)
 
 
-def franka_set_load(est: PayloadEstimate) -> dict:
-    """``{"mass", "F_x_Cload", "load_inertia"}`` for libfranka ``setLoad`` (column-major inertia)."""
+def franka_set_load(est: PayloadEstimate, robot: RobotDescription) -> dict:
+    """``{"mass", "F_x_Cload", "load_inertia"}`` for libfranka ``setLoad`` in ``robot``'s flange frame
+    (column-major inertia)."""
     _check(est)
+    est = in_flange_frame(est, robot)
     return {"mass": float(est.mass), "F_x_Cload": [float(x) for x in est.com],
             "load_inertia": [float(x) for x in _inertia(est).ravel(order="F")]}
 
 
-def franka_yaml(est: PayloadEstimate) -> str:
-    d = franka_set_load(est)
+def franka_yaml(est: PayloadEstimate, robot: RobotDescription) -> str:
+    d = franka_set_load(est, robot)
     note = "" if est.inertia is not None else "  # inertia not estimated: zeros"
-    return ("# franka_ros2 set_load / libfranka Robot::setLoad (flange frame; inertia about the CoM, column-major)\n"
+    return ("# franka_ros2 set_load / libfranka Robot::setLoad (inertia about the CoM, column-major)\n"
+            f"# flange frame: {flange_frame_name(robot)}\n"
             f"mass: {d['mass']:.6g}\n"
             f"F_x_Cload: [{', '.join(f'{x:.6g}' for x in d['F_x_Cload'])}]\n"
             f"load_inertia: [{', '.join(f'{x:.6g}' for x in d['load_inertia'])}]{note}\n")
 
 
-def render(est: PayloadEstimate, fmt: str, model: str = "", parent: str | None = None) -> str:
-    """The text of one format (``urdf``, ``yaml``, ``kuka``, ``franka``)."""
+def render(est: PayloadEstimate, fmt: str, model: str = "", parent: str | None = None,
+           robot: RobotDescription | None = None) -> str:
+    """The text of one format (``urdf``, ``yaml``, ``kuka``, ``franka``). ``robot`` places the flange for
+    the vendor formats (default: :func:`resolve_robot` from ``model`` or the estimate's frame)."""
     if fmt == "urdf":
         return urdf_snippet(est, parent)
     if fmt == "yaml":
         return yaml_record(est, model)
-    if fmt == "kuka":
-        return kuka_load_data(est).text()
-    if fmt == "franka":
-        return franka_yaml(est)
+    if fmt in FLANGE_FORMATS:
+        robot = _robot_for_flange(est, robot or resolve_robot(est, model), fmt)
+        return kuka_load_data(est, robot).text() if fmt == "kuka" else franka_yaml(est, robot)
     raise ExportError(f"unknown export format {fmt!r}; one of: {', '.join(FORMATS)}")
 
 
 def write_exports(est: PayloadEstimate, directory: str | Path, formats: tuple[str, ...] = FORMATS, model: str = "",
-                  parent: str | None = None, stem: str = "payload") -> list[Path]:
-    """Write ``stem.<ext>`` per format into ``directory`` (created); the paths written."""
+                  parent: str | None = None, stem: str = "payload", robot: RobotDescription | None = None
+                  ) -> list[Path]:
+    """Write ``stem.<ext>`` per format into ``directory`` (created); the paths written. A format that cannot
+    be written (e.g. a vendor format without the robot model) does not stop the others: they are written,
+    then :class:`ExportError` names what was and what was not."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
+    if robot is None and any(f in FLANGE_FORMATS for f in formats):
+        robot = resolve_robot(est, model)
+    paths, failed = [], []
     for fmt in formats:
         path = out / f"{stem}.{EXTENSIONS[fmt]}"
-        path.write_text(render(est, fmt, model, parent))
+        try:
+            text = render(est, fmt, model, parent, robot)
+        except ExportError as exc:
+            failed.append(f"{path.name}: {exc}")
+            continue
+        path.write_text(text)
         paths.append(path)
+    if failed:
+        written = ", ".join(p.name for p in paths) or "nothing"
+        raise ExportError(f"wrote {written} in {out}; not written: " + "; ".join(failed))
     return paths
