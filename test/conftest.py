@@ -1,6 +1,7 @@
 """Test-wide setup: isolate the DDS traffic of this test run (own ROS_DOMAIN_ID, localhost only)."""
 
 import os
+from pathlib import Path
 
 # numpy/scipy not imported yet: small dense solves run faster single-threaded on a shared 2-core machine
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -12,6 +13,23 @@ os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import pytest  # noqa: E402
+from data_paths import on_ci  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs_data(*paths): external data the test reads (../shared/datasets, never "
+                            "copied into the repository): skipped when absent, an error under CI")
+
+
+def pytest_runtest_setup(item):
+    """One rule for external data: absent, the test skips with a one-line reason; under CI it fails."""
+    for mark in item.iter_markers("needs_data"):
+        missing = [str(p) for p in mark.args if not Path(p).exists()]
+        if missing and on_ci():
+            pytest.fail(f"CI is set but {', '.join(missing)} is absent: CI must check out shared/ (datasets) "
+                        "beside the repository, or these tests silently stop running", pytrace=False)
+        if missing:
+            pytest.skip(f"{', '.join(missing)} not present (external data, ../shared/datasets)")
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,11 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 import rclpy
+from data_paths import urdf
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from rclpy.executors import SingleThreadedExecutor
@@ -45,8 +45,7 @@ pytestmark = pytest.mark.flaky(reruns=2, reruns_delay=2)
 
 Q0 = {"lwr4": np.radians([10, 40, -5, -70, 15, 50, 20]), "iiwa14": np.radians([-10, 35, 5, -75, -10, 55, 15]),
       "fr3": np.radians([5, -20, 5, -125, -5, 110, 45])}
-FR3_URDF = next((p / "shared/robots/urdf/fr3.urdf" for p in Path(__file__).resolve().parents
-                 if (p / "shared/robots/urdf/fr3.urdf").is_file()), None)
+FR3_URDF = urdf("fr3")
 MASS = 3.0
 COM = np.array([0.03, -0.02, 0.11])  # m, payload frame: off-axis
 SIM_PARAMS = dict(noise_std=[0.15], model_error=0.05, seed=3, real_time_factor=1.0, rate_hz=1000.0,
@@ -361,8 +360,6 @@ def test_pick_estimate_and_move_separate_processes(ros_ctx, tmp_path, robot):
     the nodes take their model (fr3 joint names, payload frame fr3_link8) from there."""
     from payload_estimation.ros.bringup import config_file, start_processes, stop_processes
 
-    if robot == "fr3" and FR3_URDF is None:
-        pytest.skip("../shared/robots/urdf not present")
     model = str(FR3_URDF) if robot == "fr3" else robot
     sim_params = [f"robot:={model}", f"initial_positions:={Q0[robot].tolist()}",
                   *[f"{k}:={v}" for k, v in SIM_PARAMS.items()]]

@@ -1,6 +1,6 @@
 """The nodes take their model from ``robot_description`` (std_msgs/String, transient-local), as on a real robot.
 
-Each real description in ../shared/robots/urdf is published by a test node the way robot_state_publisher
+Each real description in test/data/urdf is published by a test node the way robot_state_publisher
 does; the estimator (``robot: ''``) says it waits until it arrives, then estimates a payload from a
 static arm of that model, in that robot's tip frame. sim_node publishes the description it simulates.
 """
@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from data_paths import urdf
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped
 from rclpy.executors import SingleThreadedExecutor
@@ -20,7 +21,7 @@ from rclpy.parameter import Parameter
 from ros_helpers import call_trigger, wait_for
 from std_msgs.msg import String
 from test_nodes import PAYLOAD, StaticArm
-from test_urdf import ROBOTS, URDF_DIR
+from test_urdf import ROBOTS
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot, robot_from_description
@@ -30,9 +31,7 @@ from payload_estimation.ros.qos import LATCHED_QOS
 from payload_estimation.ros.sim_node import SimNode
 from payload_estimation.ros.spin_thread import SpinThread
 
-pytestmark = [pytest.mark.flaky(reruns=2, reruns_delay=2),
-              pytest.mark.skipif(not URDF_DIR.is_dir() and not os.environ.get("CI"),
-                                 reason="../shared/robots/urdf not present")]
+pytestmark = [pytest.mark.flaky(reruns=2, reruns_delay=2)]
 NS = f"/rd{os.getpid()}"
 
 
@@ -70,7 +69,7 @@ def latest(client: Node, msg_type, topic: str, predicate, timeout: float = 10.0)
 @pytest.mark.parametrize("name", sorted(ROBOTS))
 def test_estimator_takes_the_model_from_the_topic_and_answers_in_its_tip_frame(spin, name):
     client, add = spin
-    text = (URDF_DIR / f"{name}.urdf").read_text()
+    text = urdf(name).read_text()
     desc = robot_from_description(text)
     ns = f"{NS}/{name}"
     add(PayloadEstimatorNode(namespace=ns, use_global_arguments=False,

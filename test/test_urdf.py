@@ -1,4 +1,4 @@
-"""Real robot descriptions (../shared/robots/urdf, exactly as their ROS 2 stacks publish them).
+"""Real robot descriptions (test/data/urdf, exactly as their ROS 2 stacks publish them).
 
 Independent reference: pinocchio's own URDF parser (``pin.buildModelFromXML``) with the joints off
 the chain locked (``pin.buildReducedModel``), MuJoCo for the FR3 end to end. Error paths assert the
@@ -8,13 +8,13 @@ operator-facing message.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 import pytest
+from data_paths import dataset, urdf
 
 from payload_estimation.identification.payload import estimate_payload_gravity
 from payload_estimation.model.description import RobotDescriptionError
@@ -22,9 +22,6 @@ from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot, robot_from_description
 
-# shared/ sits beside the repository (CI: beside the fresh clone; worktrees: further up)
-URDF_DIR = next((p / "shared/robots/urdf" for p in Path(__file__).resolve().parents
-                 if (p / "shared/robots/urdf").is_dir()), Path("shared/robots/urdf"))
 ROBOTS = {  # file -> (joint names, tip link = payload frame)
     "iiwa14": ([f"lbr_A{i}" for i in range(1, 8)], "lbr_link_ee"),
     "iiwa7": ([f"lbr_A{i}" for i in range(1, 8)], "lbr_link_ee"),
@@ -33,14 +30,7 @@ ROBOTS = {  # file -> (joint names, tip link = payload frame)
     "fr3_hand": ([f"fr3_joint{i}" for i in range(1, 8)], "fr3_hand_tcp"),
 }
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
-GAZ_URDF = URDF_DIR.parents[1] / "datasets/lwr4-iit/kuka_lwr4_gaz.urdf"  # published with xmlns:xacro on its root
-# A clone without shared/ skips; CI (CI=true) must have it.
-pytestmark = pytest.mark.skipif(not URDF_DIR.is_dir() and not os.environ.get("CI"),
-                                reason="../shared/robots/urdf not present")
-
-
-def urdf(name: str) -> Path:
-    return URDF_DIR / f"{name}.urdf"
+GAZ_URDF = dataset("lwr4-iit/kuka_lwr4_gaz.urdf")  # published with xmlns:xacro on its root
 
 
 def pinocchio_chain(text: str, lock: dict[str, float]) -> tuple[pin.Model, pin.Data, pin.Model]:
@@ -196,7 +186,7 @@ def test_xacro_gets_one_line_saying_how_to_expand_it(tmp_path):
         robot_from_description(other)
 
 
-@pytest.mark.skipif(not GAZ_URDF.is_file(), reason="../shared/datasets/lwr4-iit not present")
+@pytest.mark.needs_data(GAZ_URDF)
 def test_published_urdf_declaring_xmlns_xacro_without_using_it_loads_as_pinocchio_does():
     """The Gaz 2016 LWR URDF as published: its root declares xmlns:xacro (older xacro output) but it
     uses no xacro; from the file and as robot_description text it loads, gravity equal to pinocchio's."""
