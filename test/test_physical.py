@@ -130,3 +130,33 @@ def test_bad_input(iiwa):
         PhysicalRetrieval(iiwa, CoefficientTarget(np.zeros(3), -np.eye(3), k))
     with pytest.raises(PhysicalRetrievalError, match="starts"):
         PhysicalRetrieval(iiwa, CoefficientTarget(np.zeros(3), np.eye(3), k)).solve(starts=0)
+
+
+def test_nearest_consistent_body_keeps_mass_com_and_no_consistent_body_is_nearer():
+    """The Gaz 2016 LWR link 1 (principal moments -5.8e-3, 0, 2.8e-2 kg m^2): projected, it is
+    consistent with the same mass and CoM, and no random consistent body (same mass, CoM) has a second
+    moment about the CoM nearer to the original's (Frobenius)."""
+    from payload_estimation.identification.physical import nearest_consistent_body
+    from payload_estimation.model.parameters import BodyInertia
+
+    bad = BodyInertia(4.19, np.array([0.0, -0.03, 0.12]),
+                      np.array([[0.0213, 0.0, 0.0], [0.0, -0.0058, 0.0003], [0.0, 0.0003, 0.0005]]))
+    assert not check_consistency(bad).ok
+    near = nearest_consistent_body(bad, margin=0.0)
+    assert check_consistency(near).ok and near.mass == bad.mass and np.array_equal(near.com, bad.com)
+    assert check_consistency(nearest_consistent_body(bad)).ok  # with the default margin, strictly inside
+
+    def sigma(b):
+        return 0.5 * np.trace(b.inertia_com) * np.eye(3) - b.inertia_com
+
+    d_near = np.linalg.norm(sigma(near) - sigma(bad))
+    rng = np.random.default_rng(5)
+    for _ in range(2000):
+        a = rng.normal(scale=0.05, size=(3, 3))
+        other = sigma(bad) + a @ a.T - 0.02 * np.eye(3)
+        w, v = np.linalg.eigh(other)
+        if w.min() < 0:
+            continue
+        assert np.linalg.norm(other - sigma(bad)) >= d_near - 1e-12
+    for body in load_robot("iiwa14").links:  # consistent bodies are left alone
+        np.testing.assert_array_equal(nearest_consistent_body(body, 0.0).inertia_com, body.inertia_com)

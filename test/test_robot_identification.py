@@ -7,6 +7,8 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: BLAS threads thrash on a shared machine
 
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -238,3 +240,27 @@ def test_a_params_file_with_other_base_columns_reads_alike(tmp_path):
     loaded = IdentifiedModel.load(other.save(tmp_path / "other.yaml"))
     q = random_configurations(desc, 20, seed=4)
     np.testing.assert_allclose(loaded.predict(dyn, q), grav.predict(dyn, q), atol=1e-8)
+
+
+# Real LWR 4+ logs and the published Gaz 2016 URDF (../shared/datasets/lwr4-iit), used by path.
+LWR_IIT = next((p / "shared/datasets/lwr4-iit" for p in Path(__file__).resolve().parents
+                if (p / "shared/datasets/lwr4-iit").is_dir()), None)
+needs_lwr_iit = pytest.mark.skipif(LWR_IIT is None, reason="../shared/datasets/lwr4-iit not present")
+
+
+@needs_lwr_iit
+def test_identify_physical_from_the_published_inconsistent_lwr_urdf(tmp_path, capsys):
+    """The Gaz 2016 URDF as shipped has six links whose inertia is not physically consistent: the prior
+    is projected (said in one line) and identify --physical writes a consistent link set."""
+    from payload_estimation.model.parameters import check_consistency
+
+    urdf = LWR_IIT / "kuka_lwr4_gaz.urdf"
+    assert sum(not check_consistency(b).ok for b in load_robot(urdf).links) == 6
+    params = tmp_path / "params.yaml"
+    assert cli_main(["identify", "--robot", str(urdf), "--data", str(LWR_IIT / "measurements_1.csv"), "--physical",
+                     "--starts", "1", "--out", str(params)]) == 0
+    out = capsys.readouterr().out
+    prior = [line for line in out.splitlines() if line.startswith("prior: ")]
+    assert len(prior) == 1 and "links 1 (" in prior[0] and "not physically consistent" in prior[0]
+    ident = load_robot(tmp_path / "params_robot.urdf")
+    assert all(check_consistency(b).ok for b in ident.links)

@@ -205,8 +205,10 @@ def _physical(args, desc, model, data, opts, out):
 
     full = model if not model.info.get("essential") else fit_coefficients(desc, data, full_model_options(opts, model))
     weight = PRIOR_WEIGHT if args.prior_weight is None else args.prior_weight
-    res = PhysicalRetrieval(desc, CoefficientTarget.from_model(full), prior_weight=weight).solve(
-        starts=args.starts, seed=args.seed, progress=False)
+    retrieval = PhysicalRetrieval(desc, CoefficientTarget.from_model(full), prior_weight=weight)
+    if retrieval.prior.changed:
+        print(f"prior: {retrieval.prior.describe(str(args.robot))}")
+    res = retrieval.solve(starts=args.starts, seed=args.seed, progress=False)
     if res.problems:
         raise ValueError("physical retrieval violates constraints: " + "; ".join(res.problems))
     friction = res.joint_friction(desc.n)

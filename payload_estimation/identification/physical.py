@@ -25,8 +25,10 @@ least squares (``scipy.optimize.least_squares``, trust-region reflective) from s
 are bounds on theta and the friction terms, the total-mass range of eq. (17) is a penalty residual
 (``_MASS_PENALTY`` per kg outside it).
 
-Prior: what the data cannot see (parameters outside the range of K, and directions the recording
-barely excites) is held near the nominal description by residuals
+Prior: the nominal description's links, each projected onto the physically consistent set first
+when it is not consistent (published sets often are not: :func:`consistent_prior`, reported in
+:attr:`PhysicalRetrieval.prior`). What the data cannot see (parameters outside the range of K, and
+directions the recording barely excites) is held near that prior by residuals
 sqrt(w) (p - p_nom) / s with s = (m, 0.1 m [x3], 0.01 m [x6]) per link (kg, kg m, kg m^2 -- a
 CoM shift of 0.1 m or a radius of gyration of 0.1 m is one unit). With weight w, one unit of
 deviation costs as much as sqrt(w) standard deviations of one identified coefficient. The default
@@ -128,6 +130,67 @@ def theta_from_body(body: BodyInertia) -> np.ndarray:
     a = rev @ lo @ rev
     return np.array([0.5 * math.log(body.mass), math.log(a[0, 0]), math.log(a[1, 1]), math.log(a[2, 2]),
                      a[0, 1], a[0, 2], a[1, 2], *np.asarray(body.com, float)])
+
+
+PRIOR_MARGIN = 1e-3  # smallest second moment about the CoM of a projected body, x its trace
+
+
+def nearest_consistent_body(body: BodyInertia, margin: float = PRIOR_MARGIN) -> BodyInertia:
+    """The physically consistent body nearest to ``body`` with the same mass and CoM.
+
+    Consistency is a positive-definite second moment about the CoM, Sigma_c = tr(I_c)/2 1 - I_c
+    (positive principal moments *and* their triangle inequalities). Its eigenvalues are clipped to at
+    least ``margin`` tr(Sigma_c) (the nearest such Sigma_c in the Frobenius norm; principal axes kept).
+    A body whose inertia has no positive trace gets a sphere of 5 cm radius of gyration. Raises
+    :class:`PhysicalRetrievalError` for a mass that is not positive (nothing to project onto).
+    """
+    if not np.isfinite(body.mass) or body.mass <= 0:
+        raise PhysicalRetrievalError(f"mass {body.mass} kg is not positive: no physically consistent body keeps it")
+    ic = 0.5 * (body.inertia_com + body.inertia_com.T)
+    sigma = 0.5 * np.trace(ic) * np.eye(3) - ic
+    w, v = np.linalg.eigh(sigma)
+    if np.all(np.isfinite(w)) and w.sum() > 0 and w.min() >= margin * w.sum():
+        return body
+    if w.sum() <= 0 or not np.all(np.isfinite(w)):
+        sigma = 0.5 * body.mass * 0.05 ** 2 * np.eye(3)
+    else:
+        sigma = (v * np.maximum(w, margin * w.sum())) @ v.T
+    return BodyInertia(body.mass, np.asarray(body.com, float).copy(), np.trace(sigma) * np.eye(3) - sigma)
+
+
+@dataclass(frozen=True)
+class ConsistentPrior:
+    """The prior's links made physically consistent: ``bodies`` (the description's own where they
+    were consistent), ``changed`` (0-based link indices that were projected) and, per changed link,
+    the largest change of an inertia entry (kg m^2)."""
+
+    bodies: tuple[BodyInertia, ...]
+    changed: tuple[int, ...]
+    change: tuple[float, ...]
+
+    def describe(self, source: str = "the robot description") -> str:
+        """One line for the operator (empty when nothing was projected)."""
+        if not self.changed:
+            return ""
+        links = ", ".join(f"{k + 1} ({d:.2g} kg m^2)" for k, d in zip(self.changed, self.change))
+        return (f"{source}: the link inertias of links {links} are not physically consistent; the prior used is "
+                "the nearest consistent set (principal moments clipped, mass and CoM kept)")
+
+
+def consistent_prior(desc: RobotDescription, margin: float = PRIOR_MARGIN) -> ConsistentPrior:
+    """Project each inconsistent link of ``desc`` with :func:`nearest_consistent_body`."""
+    bodies, changed, change = [], [], []
+    for k, body in enumerate(desc.links):
+        if check_consistency(body).ok:
+            bodies.append(body)
+            continue
+        near = nearest_consistent_body(body, margin)
+        bodies.append(near)
+        changed.append(k)
+        change.append(float(np.abs(near.inertia_com - body.inertia_com).max()))
+    if changed:
+        log.info("%s", ConsistentPrior(tuple(bodies), tuple(changed), tuple(change)).describe(desc.name))
+    return ConsistentPrior(tuple(bodies), tuple(changed), tuple(change))
 
 
 def bodies_from_theta(theta: np.ndarray) -> list[BodyInertia]:
@@ -278,7 +341,10 @@ class PhysicalRetrieval:
                  prior_weight: float = PRIOR_WEIGHT):
         self.desc = desc
         self.target = target
-        self.bounds = bounds if bounds is not None else default_bounds(desc)
+        # The prior must be a consistent body per link: an inconsistent published set is projected first.
+        self.prior = consistent_prior(desc)
+        prior_desc = desc.with_links(self.prior.bodies)
+        self.bounds = bounds if bounds is not None else default_bounds(prior_desc)
         n = desc.n
         if target.K.shape[1] != N_THETA * n:
             raise PhysicalRetrievalError(f"K has {target.K.shape[1]} columns, expected {N_THETA * n} for {n} links")
@@ -291,11 +357,11 @@ class PhysicalRetrieval:
         self.n_fric = 0 if target.F is None else target.F.shape[1]
         # A weak prior towards the nominal standard parameters fixes what the data cannot see
         # (parameters outside the range of K) without visibly moving the fit.
-        p_nom = np.concatenate([b.to_params() for b in desc.links])
-        scale = np.concatenate([[b.mass] + [b.mass * .1] * 3 + [b.mass * .01] * 6 for b in desc.links])
+        p_nom = np.concatenate([b.to_params() for b in prior_desc.links])
+        scale = np.concatenate([[b.mass] + [b.mass * .1] * 3 + [b.mass * .01] * 6 for b in prior_desc.links])
         self.p_nom, self.p_scale = p_nom, scale
         self.prior_weight = prior_weight
-        self.theta_nom = np.concatenate([theta_from_body(b) for b in desc.links])
+        self.theta_nom = np.concatenate([theta_from_body(b) for b in prior_desc.links])
         self.evaluations = 0
 
     def _split(self, x):
