@@ -4,7 +4,7 @@
   it), loaded by pinocchio's own URDF parser: its gravity equals our model with the estimate attached.
 - KUKA load data: Rz(A) Ry(B) Rx(C) diag(JX, JY, JZ) (...)ᵀ rebuilds the inertia about the CoM
   (KRL ``$LOAD``: M kg, CM X/Y/Z mm and A/B/C deg, J X/Y/Z kg m²); a hand-worked example.
-- franka ``setLoad``: mass, F_x_Cload (m), load_inertia column-major 3x3 (kg m²).
+- franka ``SetLoad``: mass, center_of_mass (m), load_inertia column-major 3x3 (kg m²), nothing else.
 - KUKA and franka files read back as the vendor defines them (flange frame, mm/kg, A/B/C ZYX, inertia
   about the CoM, column-major), attached by pinocchio at the model's flange, give the estimate's own
   gravity and inverse dynamics at random states (lwr4: flange 0.078 m from the payload frame).
@@ -84,9 +84,10 @@ def read_kuka(text: str) -> pin.Inertia:
 def read_franka(text: str) -> pin.Inertia:
     """franka setLoad: mass kg, centre of mass m in the flange frame, load_inertia column-major about the CoM."""
     d = yaml.safe_load(text)
-    com = d["center_of_mass"] if "center_of_mass" in d else d["F_x_Cload"]
+    assert set(d) == {"mass", "center_of_mass", "load_inertia"}, d  # franka_msgs/srv/SetLoad's request, nothing else
+    assert isinstance(d["mass"], float) and len(d["center_of_mass"]) == 3 and len(d["load_inertia"]) == 9
     i = np.reshape(d["load_inertia"], (3, 3), order="F")
-    return pin.Inertia(float(d["mass"]), np.asarray(com, float), 0.5 * (i + i.T))
+    return pin.Inertia(float(d["mass"]), np.asarray(d["center_of_mass"], float), 0.5 * (i + i.T))
 
 
 def at_flange(desc, load: pin.Inertia) -> RigidBodyDynamics:
@@ -198,7 +199,7 @@ def test_principal_axes_are_a_proper_rotation():
 
 def test_franka_set_load_arguments():
     d = franka_set_load(estimate(INERTIA), IIWA)
-    assert d["mass"] == 2.5 and d["F_x_Cload"] == pytest.approx([0.03, -0.02, 0.11])
+    assert d["mass"] == 2.5 and d["center_of_mass"] == pytest.approx([0.03, -0.02, 0.11])
     np.testing.assert_allclose(np.reshape(d["load_inertia"], (3, 3), order="F"), INERTIA, atol=1e-15)
     assert len(d["load_inertia"]) == 9
 

@@ -12,9 +12,11 @@ flange is, ``RobotDescription.flange``; for a URDF model the flange is the tip l
   (flange frame): mass M (kg), centre of mass X, Y, Z (mm) and the orientation A, B, C (deg; A about Z,
   then B about the new Y, then C about the new X) of the principal inertia axes, principal moments
   JX, JY, JZ (kg m²) about the CoM;
-- :func:`franka_set_load` — the arguments of libfranka's ``Robot::setLoad`` / franka_ros2's
-  ``set_load`` service: ``mass`` (kg), ``F_x_Cload`` (m, flange frame), ``load_inertia`` (3x3 about the
-  CoM, kg m², column-major).
+- :func:`franka_set_load` — the request of franka_ros2's ``franka_msgs/srv/SetLoad`` (the arguments of
+  libfranka's ``Robot::setLoad``): ``mass`` (kg), ``center_of_mass`` (m, in the flange frame F =
+  ``fr3_link8``; libfranka's ``F_x_Cload``), ``load_inertia`` (3x3 about the CoM, kg m², column-major;
+  libfranka's ``I_load``). The file is that request as YAML (``ros2 service call .../set_load
+  franka_msgs/srv/SetLoad "$(cat payload.franka.yaml)"``).
 
 A gravity-only estimate has no inertia: every format then carries zeros (a point mass) and says so.
 """
@@ -211,22 +213,29 @@ def kuka_load_data(est: PayloadEstimate, robot: RobotDescription) -> KukaLoadDat
                         tuple(float(max(x, 0.0)) for x in moments), est.inertia is not None, est.frame)
 
 
+FRANKA_SET_LOAD_FIELDS = ("mass", "center_of_mass", "load_inertia")
+"""The request of ``franka_msgs/srv/SetLoad``: float64 mass, float64[3] center_of_mass, float64[9] load_inertia."""
+
+
 def franka_set_load(est: PayloadEstimate, robot: RobotDescription) -> dict:
-    """``{"mass", "F_x_Cload", "load_inertia"}`` for libfranka ``setLoad`` in ``robot``'s flange frame
-    (column-major inertia)."""
+    """The ``franka_msgs/srv/SetLoad`` request ``{"mass", "center_of_mass", "load_inertia"}`` in ``robot``'s
+    flange frame (inertia about the CoM, column-major)."""
     _check(est)
     est = in_flange_frame(est, robot)
-    return {"mass": float(est.mass), "F_x_Cload": [float(x) for x in est.com],
+    return {"mass": float(est.mass), "center_of_mass": [float(x) for x in est.com],
             "load_inertia": [float(x) for x in _inertia(est).ravel(order="F")]}
 
 
 def franka_yaml(est: PayloadEstimate, robot: RobotDescription) -> str:
+    """The SetLoad request as YAML, with comments saying the frame and conventions."""
     d = franka_set_load(est, robot)
     note = "" if est.inertia is not None else "  # inertia not estimated: zeros"
-    return ("# franka_ros2 set_load / libfranka Robot::setLoad (inertia about the CoM, column-major)\n"
+    return ("# franka_msgs/srv/SetLoad request (franka_ros2 set_load; libfranka Robot::setLoad): mass kg,\n"
+            "# center_of_mass m in the flange frame (franka: F = fr3_link8), load_inertia kg m^2 about the CoM,\n"
+            "# column-major 3x3\n"
             f"# flange frame: {flange_frame_name(robot)}\n"
             f"mass: {d['mass']:.6g}\n"
-            f"F_x_Cload: [{', '.join(f'{x:.6g}' for x in d['F_x_Cload'])}]\n"
+            f"center_of_mass: [{', '.join(f'{x:.6g}' for x in d['center_of_mass'])}]\n"
             f"load_inertia: [{', '.join(f'{x:.6g}' for x in d['load_inertia'])}]{note}\n")
 
 
