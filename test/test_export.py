@@ -227,4 +227,21 @@ def test_export_command_from_an_estimate_json(tmp_path):
     assert "$LOAD={M 2.5000" in (tmp_path / "out" / "payload.kuka.txt").read_text()
     bad = subprocess.run([sys.executable, "-m", "payload_estimation.cli", "export", "--estimate",
                           str(tmp_path / "out" / "payload.urdf")], capture_output=True, text=True, cwd=ROOT)
-    assert bad.returncode == 1 and "not an estimate JSON" in bad.stderr
+    assert bad.returncode == 1 and "neither an estimate JSON nor a payload YAML record" in bad.stderr
+
+
+def test_export_command_takes_the_nodes_payload_yaml(tmp_path):
+    """The estimator node's export_dir/payload.yaml (yaml_record, model = its robot parameter) is an input too."""
+    est = random_estimate(np.random.default_rng(5), LWR.payload_frame_name)
+    write_exports(est, tmp_path / "node", ("yaml",), model="lwr4")
+    run = subprocess.run([sys.executable, "-m", "payload_estimation.cli", "export", "--estimate",
+                          str(tmp_path / "node" / "payload.yaml"), "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    back = read_kuka((tmp_path / "out" / "payload.kuka.txt").read_text())
+    direct = read_kuka(render(est, "kuka", robot=LWR))
+    assert back.mass == pytest.approx(direct.mass, abs=1e-4)
+    np.testing.assert_allclose(back.lever, direct.lever, atol=1e-5)
+    np.testing.assert_allclose(back.inertia, direct.inertia, atol=1e-5)
+    again = yaml.safe_load((tmp_path / "out" / "payload.yaml").read_text())
+    assert again["frame"] == "lwr4_dh_frame_7" and again["model"] == "lwr4"

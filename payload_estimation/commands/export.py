@@ -1,7 +1,7 @@
 """`payload-estimation export`: a payload estimate in the formats controllers take.
 
-Reads the estimate JSON that ``estimate --json`` prints (or the estimator node writes with its
-``export_dir`` parameter) and writes a URDF ``<link>``/``<inertial>`` snippet, a YAML record, KUKA load
+Reads the estimate JSON that ``estimate --json`` prints, or the ``payload.yaml`` the estimator node writes
+into its ``export_dir``, and writes a URDF ``<link>``/``<inertial>`` snippet, a YAML record, KUKA load
 data (KRL ``$LOAD`` and the Sunrise dialog's values) and franka ``set_load`` arguments. The KUKA and
 franka files are in the robot's flange frame (``--robot`` places it; default: the shipped robot whose
 payload frame the estimate names).
@@ -10,7 +10,6 @@ payload frame the estimate names).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -21,7 +20,8 @@ HELP = "write a payload estimate as URDF <inertial>, YAML, KUKA load data and fr
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--estimate", required=True, type=Path,
-                        help="estimate JSON (`payload-estimation estimate ... --json > est.json`), or - for stdin")
+                        help="estimate JSON (`payload-estimation estimate ... --json > est.json`), the payload.yaml "
+                             "the estimator node writes into its export_dir, or - for stdin")
     parser.add_argument("--format", choices=("all", "urdf", "yaml", "kuka", "franka"), default="all",
                         help="which format (default: all)")
     parser.add_argument("--out", type=Path, default=None,
@@ -38,15 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..identification.estimate import PayloadEstimate
-    from ..identification.export import FORMATS, ExportError, render, write_exports
+    from ..identification.export import FORMATS, read_estimate, render, write_exports
 
     text = sys.stdin.read() if str(args.estimate) == "-" else args.estimate.read_text()
-    try:
-        est = PayloadEstimate.from_dict(json.loads(text))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ExportError(f"{args.estimate}: not an estimate JSON ({exc}); write one with "
-                          "`payload-estimation estimate ... --json > est.json`") from exc
+    est, model = read_estimate(text, str(args.estimate))
+    args.model = args.model or model
     formats = FORMATS if args.format == "all" else (args.format,)
     robot = None if args.robot is None else robot_from_args(args)
     if args.out is None:

@@ -23,12 +23,14 @@ A gravity-only estimate has no inertia: every format then carries zeros (a point
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from ..model.description import RobotDescription, RobotDescriptionError
 from ..model.parameters import sym_from_vec6, vec6_from_sym
@@ -153,6 +155,45 @@ def yaml_record(est: PayloadEstimate, model: str = "") -> str:
             f"std:\n{std}"
             f"method: \"{est.method}\"\n"
             f"model: \"{model}\"\n")
+
+
+_INERTIA_KEYS = ("xx", "xy", "xz", "yy", "yz", "zz")
+
+
+def _from_yaml_record(doc: dict) -> PayloadEstimate:
+    """Inverse of :func:`yaml_record` (6 significant digits)."""
+    inertia = doc.get("inertia")
+    if inertia is not None:
+        if not isinstance(inertia, dict) or set(inertia) != set(_INERTIA_KEYS):
+            raise ValueError(f"'inertia' must be null or a mapping with keys {', '.join(_INERTIA_KEYS)}")
+        inertia = np.array([float(inertia[k]) for k in _INERTIA_KEYS])
+    com = np.asarray(doc["com"], dtype=float)
+    if com.shape != (3,):
+        raise ValueError(f"'com' must be 3 numbers (m), got {doc['com']!r}")
+    return PayloadEstimate(float(doc["mass"]), com, inertia, str(doc.get("frame") or ""),
+                           std={k: float(v) for k, v in (doc.get("std") or {}).items()},
+                           method=str(doc.get("method") or ""))
+
+
+def read_estimate(text: str, source: str = "the estimate") -> tuple[PayloadEstimate, str]:
+    """(estimate, model name) from the JSON of ``estimate --json`` or the YAML record :func:`yaml_record`
+    writes (the estimator node's ``export_dir/payload.yaml``); the model name is "" for the JSON."""
+    try:
+        return PayloadEstimate.from_dict(json.loads(text)), ""
+    except json.JSONDecodeError:
+        pass  # not JSON: the YAML record
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ExportError(f"{source}: not an estimate JSON ({exc}); write one with "
+                          "`payload-estimation estimate ... --json > est.json`") from exc
+    try:
+        doc = yaml.safe_load(text)
+        if not isinstance(doc, dict):
+            raise ValueError("not a mapping")
+        return _from_yaml_record(doc), str(doc.get("model") or "")
+    except (yaml.YAMLError, ValueError, KeyError, TypeError) as exc:
+        raise ExportError(f"{source}: neither an estimate JSON nor a payload YAML record ({exc}); give the JSON of "
+                          "`payload-estimation estimate ... --json` or the payload.yaml the estimator node writes "
+                          "into its export_dir") from exc
 
 
 @dataclass(frozen=True)
