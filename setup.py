@@ -10,7 +10,7 @@ setup(
     packages=find_packages(exclude=["test", "test.*"]),
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
-        ("share/" + package_name, ["package.xml", "README.md"]),
+        ("share/" + package_name, ["package.xml", "README.md", "LICENSE"]),
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
         ("share/" + package_name + "/config", glob("config/*.yaml")),
         ("share/" + package_name + "/config/robots", glob("config/robots/*")),
