@@ -21,15 +21,23 @@ def pytest_configure(config):
                             "copied into the repository): skipped when absent, an error under CI")
 
 
+def _missing_data(item) -> list[str]:
+    return [str(p) for mark in item.iter_markers("needs_data") for p in mark.args if not Path(p).exists()]
+
+
+def pytest_collection_modifyitems(config, items):
+    """One rule for external data: absent, the test skips with a one-line reason (under CI: it fails, below)."""
+    for item in items:
+        if (missing := _missing_data(item)) and not on_ci():
+            item.add_marker(pytest.mark.skip(reason=f"{', '.join(missing)} not present (external data, "
+                                             "../shared/datasets)"))
+
+
 def pytest_runtest_setup(item):
-    """One rule for external data: absent, the test skips with a one-line reason; under CI it fails."""
-    for mark in item.iter_markers("needs_data"):
-        missing = [str(p) for p in mark.args if not Path(p).exists()]
-        if missing and on_ci():
-            pytest.fail(f"CI is set but {', '.join(missing)} is absent: CI must check out shared/ (datasets) "
-                        "beside the repository, or these tests silently stop running", pytrace=False)
-        if missing:
-            pytest.skip(f"{', '.join(missing)} not present (external data, ../shared/datasets)")
+    """Under CI, absent external data fails the test that needs it: it must not silently stop running."""
+    if (missing := _missing_data(item)) and on_ci():
+        pytest.fail(f"CI is set but {', '.join(missing)} is absent: check out shared/ (datasets) beside the "
+                    "repository", pytrace=False)
 
 
 @pytest.fixture(scope="module")
