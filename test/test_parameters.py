@@ -129,3 +129,69 @@ def test_bad_start_up_values_fail_with_one_line_naming_the_parameter(ros, overri
         cls(parameter_overrides=[override])
     text = str(exc.value)
     assert "\n" not in text and all(w in text for w in words), text
+
+
+def test_whole_numbers_are_taken_for_double_parameters_and_then_range_checked(spin):
+    """``ros2 param set ... amplitude_deg 5`` sends an integer, ``[8, 8, ...]`` an integer array."""
+    client, add = spin
+    sampler = add(PayloadSamplerNode())
+    monitor = add(CollisionMonitorNode())
+    assert set_params(client, "payload_sampler", amplitude_deg=5) == [(True, "")]
+    assert sampler.values["amplitude_deg"] == 5.0 and isinstance(sampler.get_parameter("amplitude_deg").value, float)
+    assert set_params(client, "collision_monitor", thresholds=[8] * 7) == [(True, "")]
+    assert monitor.mon.detector.thresholds.tolist() == [8.0] * 7
+    assert set_params(client, "collision_monitor", thresholds=9) == [(True, "")]  # one number for all joints
+    assert monitor.values["thresholds"] == [9.0]
+    [(ok, why)] = set_params(client, "payload_sampler", amplitude_deg=90)
+    assert not ok and why == "amplitude_deg: 90 is out of range; allowed: (0, 10]", why
+    [(ok, why)] = set_params(client, "collision_monitor", thresholds=[6, 6])
+    assert not ok and why == "thresholds: give one value or 7 (one per joint), got 2", why
+    [(ok, why)] = set_params(client, "collision_monitor", thresholds=[6.0, 0.0, 6.0, 6.0, 6.0, 6.0, 6.0])
+    assert not ok and why == "thresholds: 0 (item 2 of [6, 0, 6, 6, 6, 6, 6]) is out of range; allowed: (0, 200] " \
+                             "each; at least 1 value(s)", why
+    [(ok, why)] = set_params(client, "collision_monitor", thresholds=[0.0])
+    assert not ok and "array(" not in why and why.startswith("thresholds: 0 is out of range"), why
+
+
+def test_wrong_types_unknown_names_and_read_only_are_refused_in_words(spin):
+    client, add = spin
+    sampler = add(PayloadSamplerNode())
+    [(ok, why)] = set_params(client, "payload_sampler", amplitude_deg="five")
+    assert not ok and why == "amplitude_deg takes a number, e.g. 5 or 5.0, got the text 'five'", why
+    [(ok, why)] = set_params(client, "payload_sampler", n_poses=6.5)
+    assert not ok and why == "n_poses takes a whole number, e.g. 10, got the fractional number 6.5", why
+    [(ok, why)] = set_params(client, "payload_sampler", amplitude=5.0)
+    assert not ok and "has no parameter 'amplitude' (did you mean amplitude_deg?)" in why and "[]" not in why, why
+    [(ok, why)] = set_params(client, "payload_sampler", robot="iiwa14")
+    assert not ok and "robot is fixed at start-up (read-only)" in why and "restart" in why, why
+    assert sampler.values["amplitude_deg"] == 7.0
+
+
+def test_one_request_is_applied_whole_or_not_at_all(spin):
+    """``ros2 param load`` and a client's SetParameters with several values: one bad value refuses them all."""
+    client, add = spin
+    sampler = add(PayloadSamplerNode())
+    res = set_params(client, "payload_sampler", amplitude_deg=5.0, n_poses=0)
+    assert [ok for ok, _ in res] == [False, False], res
+    assert res[0][1] == ("amplitude_deg not applied: n_poses in the same request was refused (a request is applied "
+                         "whole or not at all)"), res
+    assert res[1][1].startswith("n_poses: 0 is out of range"), res
+    assert sampler.get_parameter("amplitude_deg").value == 7.0 and sampler.values["amplitude_deg"] == 7.0
+    assert set_params(client, "payload_sampler", amplitude_deg=5, n_poses=6) == [(True, ""), (True, "")]
+    assert sampler.values["amplitude_deg"] == 5.0 and sampler.values["n_poses"] == 6
+
+
+def test_a_parameter_file_with_whole_numbers_for_doubles_starts(ros, tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("/**:\n  ros__parameters:\n    max_payload: 20\n    torque_gain: [2, 2, 2, 2, 2, 2, 2]\n")
+    node = PayloadEstimatorNode(cli_args=["--ros-args", "--params-file", str(path)])
+    try:
+        assert node.values["max_payload"] == 20.0 and isinstance(node.get_parameter("max_payload").value, float)
+        assert node.values["torque_gain"] == [2.0] * 7 and node.gain.tolist() == [2.0] * 7
+    finally:
+        node.destroy_node()
+    path.write_text("/**:\n  ros__parameters:\n    max_payload: heavy\n")
+    with pytest.raises(ParameterError) as exc:
+        PayloadEstimatorNode(cli_args=["--ros-args", "--params-file", str(path)])
+    assert str(exc.value) == ("parameter max_payload takes a number, e.g. 5 or 5.0, got the text 'heavy' (from the "
+                              "parameter file or -p)")

@@ -559,8 +559,9 @@ class PayloadEstimatorNode(Node):
         return level, text, vals
 
     def destroy_node(self) -> None:
-        if self._joint_states is not None:
-            self._joint_states.destroy()
+        subscription = getattr(self, "_joint_states", None)  # None when the constructor failed before it
+        if subscription is not None:
+            subscription.destroy()
         super().destroy_node()
 
 

@@ -10,17 +10,28 @@ A node lists its parameters once as :class:`Param` rows in a :class:`ParameterTa
 - refuses out-of-range and unsafe values of ``ros2 param set`` with that same reason (a
   set-parameters callback), and tells the node which accepted values changed, so it can apply them
   at its next safe point;
+- takes whole numbers for double parameters (``ros2 param set ... amplitude_deg 5`` sends an integer,
+  ``[6, 6]`` an integer array; a parameter file may say ``5``) and words a wrong type, an unknown
+  name or a read-only parameter for a person (rclpy's own reasons, e.g. "Wrong parameter type,
+  expected '3' got '2'", never reach the user);
+- applies one ``SetParameters`` request whole or not at all (rclpy's parameter service applies its
+  parameters one by one, so one good and one bad value applied the good one): the node's
+  ``~/set_parameters`` (and ``~/set_parameters_atomically``) handler is replaced by
+  :meth:`ParameterTable.apply_request`;
 - renders the Markdown table in docs/ros_interface.md (tested to match, so there is one copy).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.srv import SetParameters, SetParametersAtomically
+from rclpy.exceptions import ParameterNotDeclaredException
 from rclpy.parameter import Parameter
 
 from ..reporting import format_table
@@ -69,12 +80,12 @@ class Param:
         return "; ".join(parts)
 
     def check(self, value: Any) -> str | None:
-        """None if ``value`` is allowed, else the reason."""
-        is_list = not isinstance(value, (str, bytes)) and hasattr(value, "__len__")  # list, array.array, ...
+        """None if ``value`` is allowed, else the reason (the value shown as a person writes it)."""
+        is_list = _is_list(value)
         values = list(value) if is_list else [value]
         if isinstance(self.default, list) and len(values) < self.min_items:
             return f"{self.name}: needs at least {self.min_items} value(s), got {len(values)}"
-        for v in values:
+        for i, v in enumerate(values):
             if isinstance(v, str):
                 if self.choices and v not in self.choices:
                     return f"{self.name}: {v!r} is not allowed; allowed: {', '.join(self.choices)}"
@@ -90,8 +101,38 @@ class Param:
             if self.high is not None:
                 bad |= x >= self.high if self.high_open else x > self.high
             if bad:
-                return f"{self.name}: {value!r} is out of range; allowed: {self.allowed()}"
+                where = f" (item {i + 1} of {show_value(value)})" if is_list and len(values) > 1 else ""
+                return f"{self.name}: {show_value(v if is_list else value)}{where} is out of range; allowed: " \
+                       f"{self.allowed()}"
         return None
+
+    def coerce(self, value: Any) -> Any:
+        """``value`` in this parameter's type where a person's way of writing it is unambiguous: a whole
+        number for a double (5 -> 5.0), whole numbers for a double list ([6, 6] -> [6.0, 6.0]), one
+        number for a number list (6 -> [6.0]), a whole double for an integer (6.0 -> 6). Else unchanged."""
+        d = self.default
+        if isinstance(d, list):
+            item = d[0] if d else None
+            if _is_number(value) and isinstance(item, (int, float)) and not isinstance(item, bool):
+                value = [value]
+            if _is_list(value) and isinstance(item, (int, float)) and not isinstance(item, bool):
+                return [_coerce_number(v, type(item)) for v in value]
+            return value
+        if isinstance(d, (int, float)) and not isinstance(d, bool) and _is_number(value):
+            return _coerce_number(value, type(d))
+        return value
+
+    def type_problem(self, value: Any) -> str | None:
+        """None if ``value`` (after :meth:`coerce`) has this parameter's type, else the reason in words."""
+        want = _type_words(self.default)
+        d = self.default
+        if isinstance(d, list):
+            ok = _is_list(value) and all(_same_type(v, d[0]) for v in value) if d else _is_list(value)
+        else:
+            ok = _same_type(value, d)
+        if ok:
+            return None
+        return f"{self.name} takes {want}, got {_value_words(value)}"
 
     def descriptor(self) -> ParameterDescriptor:
         d = ParameterDescriptor(name=self.name, description=self.description, read_only=self.read_only,
@@ -117,6 +158,74 @@ class Param:
         return repr(v) if isinstance(v, str) else str(v)
 
 
+def _is_list(value: Any) -> bool:
+    return not isinstance(value, (str, bytes)) and hasattr(value, "__len__")  # list, array.array, ...
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _coerce_number(v: Any, kind: type) -> Any:
+    if not _is_number(v):
+        return v
+    if kind is float:
+        return float(v)
+    return int(v) if isinstance(v, float) and math.isfinite(v) and v == int(v) else v
+
+
+def _same_type(v: Any, default: Any) -> bool:
+    if isinstance(default, bool) or isinstance(v, bool):
+        return isinstance(v, bool) and isinstance(default, bool)
+    return type(v) is type(default) or (isinstance(default, float) and isinstance(v, float))
+
+
+def _type_words(default: Any) -> str:
+    """What a parameter takes, in words, with an example."""
+    if isinstance(default, list):
+        item = default[0] if default else ""
+        if isinstance(item, bool):
+            return "a list of true/false values, e.g. [true, false]"
+        if isinstance(item, int):
+            return "a list of whole numbers, e.g. [1, 2]"
+        if isinstance(item, float):
+            return "a list of numbers, e.g. [6.0, 6.0] (or one number for all)"
+        return "a list of texts, e.g. ['a', 'b']"
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, int):
+        return "a whole number, e.g. 10"
+    if isinstance(default, float):
+        return "a number, e.g. 5 or 5.0"
+    return "a text (a quoted string)"
+
+
+def _value_words(v: Any) -> str:
+    """A received value with what kind of value it is."""
+    if isinstance(v, bool):
+        return f"the true/false value {str(v).lower()}"
+    if isinstance(v, str):
+        return f"the text {v!r}"
+    if isinstance(v, float):
+        return f"the fractional number {v:g}"
+    if isinstance(v, int):
+        return f"the whole number {v}"
+    if _is_list(v):
+        return f"the list {show_value(v)}"
+    return "no value" if v is None else repr(v)
+
+
+def show_value(v: Any) -> str:
+    """A parameter value as a person writes it: ``[6, 6.5]``, ``0.5``, ``'text'`` (never ``array('d', ...)``)."""
+    if _is_list(v):
+        return "[" + ", ".join(show_value(x) for x in v) + "]"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, float):
+        return f"{v:g}"
+    return repr(v) if isinstance(v, str) else str(v)
+
+
 @dataclass
 class ParameterTable:
     """A node's parameters (see the module docstring)."""
@@ -139,13 +248,22 @@ class ParameterTable:
 
         ``check(values)`` judges a whole set of values (cross-parameter rules, e.g. one threshold
         per joint) at start-up and on every change; ``on_change(names)`` is called after accepted
-        changes. Raises :class:`ParameterError` for a start-up value that is not allowed.
+        changes. Raises :class:`ParameterError` for a start-up value that is not allowed. Installs
+        the conversions and the whole-request handling of the module docstring.
         """
+        overrides = getattr(node, "_parameter_overrides", {})  # parameter files and -p (rclpy keeps them here)
         for p in self.params:
+            given = overrides.get(p.name)
+            if given is not None and given.type_ != Parameter.Type.NOT_SET and p.type_problem(given.value):
+                value = p.coerce(given.value)
+                err = p.type_problem(value)
+                if err:
+                    raise ParameterError(f"parameter {err} (from the parameter file or -p)")
+                overrides[p.name] = Parameter(p.name, value=value)
             try:
                 node.declare_parameter(p.name, p.default, p.descriptor())
             except Exception as e:  # rclpy's own type/range exceptions: re-word them for the operator
-                raise ParameterError(f"parameter {p.name}: {e} (expected {type(p.default).__name__}"
+                raise ParameterError(f"parameter {p.name}: {e} (expected {_type_words(p.default)}"
                                      f"{', ' + p.allowed() if p.allowed() else ''})") from e
         values = self.values(node)
         for p in self.params:
@@ -169,10 +287,88 @@ class ParameterTable:
             err = check(new) if check else None
             return SetParametersResult(successful=err is None, reason=err or "")
 
+        node.add_pre_set_parameters_callback(self.convert)
         node.add_on_set_parameters_callback(on_set)
         if on_change is not None:
             node.add_post_set_parameters_callback(lambda changes: on_change({c.name for c in changes}))
+        self._replace_parameter_services(node)
         return values
+
+    def convert(self, changes: list[Parameter]) -> list[Parameter]:
+        """Pre-set callback: each value of a table parameter in its declared type where unambiguous
+        (:meth:`Param.coerce`); the others unchanged."""
+        out = []
+        for c in changes:
+            spec = self.by_name.get(c.name)
+            if spec is not None and c.type_ != Parameter.Type.NOT_SET:
+                value = spec.coerce(c.value)
+                if spec.type_problem(value) is None:
+                    c = Parameter(c.name, value=value)
+            out.append(c)
+        return out
+
+    def refusal(self, node, param: Parameter) -> str | None:
+        """Why ``param`` (after :meth:`convert`) cannot be set on ``node``, in words; None if it can as far as
+        this one value goes (the cross-parameter check is judged on the whole request)."""
+        if not node.has_parameter(param.name):
+            known = list(node.list_parameters([], 0).names)
+            near = difflib.get_close_matches(param.name, known, n=1)
+            return (f"{node.get_name()} has no parameter {param.name!r}"
+                    + (f" (did you mean {near[0]}?)" if near else "")
+                    + f"; `ros2 param list {node.get_fully_qualified_name()}` lists them")
+        spec = self.by_name.get(param.name)
+        if spec is None:
+            return None  # e.g. use_sim_time: rclpy's own checks
+        if spec.read_only:
+            return (f"{param.name} is fixed at start-up (read-only): set it in the parameter file or with "
+                    f"-p {param.name}:=... and restart the node")
+        if param.type_ == Parameter.Type.NOT_SET:
+            return f"{param.name} cannot be unset; give it a value ({_type_words(spec.default)})"
+        return spec.type_problem(param.value) or spec.check(param.value)
+
+    def apply_request(self, node, params: list[Parameter]) -> list[SetParametersResult]:
+        """Set ``params`` (one SetParameters request) all together or not at all; one result per parameter.
+
+        A refused value gets its reason; the others of the same request get why they were not applied."""
+        params = self.convert(params)
+        reasons = [self.refusal(node, p) for p in params]
+        bad = [p.name for p, r in zip(params, reasons) if r]
+        if not bad:
+            try:
+                res = node.set_parameters_atomically(params)
+            except ParameterNotDeclaredException as e:  # a parameter undeclared meanwhile
+                res = SetParametersResult(successful=False, reason=f"not applied: {e}")
+            if res.successful or len(params) == 1:
+                return [SetParametersResult(successful=res.successful, reason=res.reason) for _ in params]
+            return [SetParametersResult(successful=False, reason=f"{res.reason} (nothing of this request was "
+                                        "applied: a request is applied whole or not at all)") for _ in params]
+        others = ", ".join(bad)
+        return [SetParametersResult(successful=False, reason=r or (
+            f"{p.name} not applied: {others} in the same request {'was' if len(bad) == 1 else 'were'} refused "
+            "(a request is applied whole or not at all)")) for p, r in zip(params, reasons)]
+
+    def _replace_parameter_services(self, node) -> None:
+        """Serve the node's ``~/set_parameters`` and ``~/set_parameters_atomically`` by :meth:`apply_request`
+        (rclpy's parameter service sets a request's parameters one by one and words its refusals for
+        programmers). The services themselves stay: only the callback the executor calls is replaced."""
+        def set_parameters(request, response):
+            msgs = list(request.parameters)
+            response.results = self.apply_request(node, [Parameter.from_parameter_msg(m) for m in msgs])
+            return response
+
+        def set_atomically(request, response):
+            results = self.apply_request(node, [Parameter.from_parameter_msg(m) for m in request.parameters])
+            failed = [r for r in results if not r.successful]
+            response.result = failed[0] if failed else SetParametersResult(successful=True)
+            return response
+
+        base = f"{node.get_name()}/"
+        for srv in node.services:
+            if srv.srv_type is SetParameters and srv.service_name.endswith(base + "set_parameters"):
+                srv.callback = set_parameters
+            elif srv.srv_type is SetParametersAtomically and srv.service_name.endswith(
+                    base + "set_parameters_atomically"):
+                srv.callback = set_atomically
 
     def values(self, node, names: Iterable[str] | None = None) -> dict[str, Any]:
         """Current values by name (lists as Python lists)."""
@@ -243,4 +439,5 @@ def render_docs(text: str, tables: dict[str, ParameterTable]) -> str:
     return "".join(out)
 
 
-__all__ = ["Param", "ParameterTable", "ParameterError", "render_params_file", "render_docs", "yaml_value"]
+__all__ = ["Param", "ParameterTable", "ParameterError", "render_params_file", "render_docs", "show_value",
+           "yaml_value"]
