@@ -35,6 +35,7 @@ from payload_estimation.identification.export import (
     render,
     urdf_snippet,
     write_exports,
+    yaml_float,
     yaml_record,
 )
 from payload_estimation.model.dynamics import RigidBodyDynamics, build_pinocchio_model
@@ -85,7 +86,8 @@ def read_franka(text: str) -> pin.Inertia:
     """franka setLoad: mass kg, centre of mass m in the flange frame, load_inertia column-major about the CoM."""
     d = yaml.safe_load(text)
     assert set(d) == {"mass", "center_of_mass", "load_inertia"}, d  # franka_msgs/srv/SetLoad's request, nothing else
-    assert isinstance(d["mass"], float) and len(d["center_of_mass"]) == 3 and len(d["load_inertia"]) == 9
+    assert len(d["center_of_mass"]) == 3 and len(d["load_inertia"]) == 9
+    assert all(isinstance(x, float) for x in [d["mass"], *d["center_of_mass"], *d["load_inertia"]]), d  # float64
     i = np.reshape(d["load_inertia"], (3, 3), order="F")
     return pin.Inertia(float(d["mass"]), np.asarray(d["center_of_mass"], float), 0.5 * (i + i.T))
 
@@ -214,6 +216,25 @@ def test_yaml_record_and_bad_estimates():
         yaml_record(PayloadEstimate(float("nan"), np.zeros(3)))
     with pytest.raises(ExportError, match="parent link"):
         urdf_snippet(estimate(INERTIA, frame=""))
+
+
+@pytest.mark.parametrize("x", [0.0, 1e-5, -2.6e-14, 2.5, -0.0123456789, 123456789.0, 1e300])
+def test_yaml_numbers_are_floats_to_pyyaml(x):
+    """PyYAML (ros2 service call's reader) takes '0' as an int and '1e-05' as a string."""
+    v = yaml.safe_load(f"v: {yaml_float(x)}")["v"]
+    assert isinstance(v, float) and v == pytest.approx(x, rel=1e-5, abs=0)
+    assert np.isnan(yaml.safe_load(f"v: {yaml_float(float('nan'))}")["v"])
+
+
+def test_a_zero_kg_estimate_exports_no_body_and_a_zero_load_that_says_so(tmp_path):
+    est = PayloadEstimate(0.0, np.zeros(3), None, "lwr4_dh_frame_7", method="static differential (no payload)")
+    paths = {p.name: p.read_text() for p in write_exports(est, tmp_path)}
+    assert "<link" not in paths["payload.urdf"] and "no payload detected" in paths["payload.urdf"]
+    for name in ("payload.yaml", "payload.kuka.txt", "payload.franka.yaml"):
+        assert "no payload detected" in paths[name], name
+    assert "inertia not estimated" not in paths["payload.kuka.txt"] + paths["payload.franka.yaml"]
+    assert read_kuka(paths["payload.kuka.txt"]).mass == 0.0 and read_franka(paths["payload.franka.yaml"]).mass == 0.0
+    assert yaml.safe_load(paths["payload.yaml"])["mass"] == 0.0
 
 
 def test_export_command_from_an_estimate_json(tmp_path):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from payload_estimation.identification.estimate import PayloadEstimate
+from payload_estimation.identification.export import urdf_snippet
 from payload_estimation.identification.payload_dynamic import (
     MotionRecording,
     align_reference,
@@ -84,6 +85,18 @@ def test_a_gentle_excitation_reports_the_inertia_as_not_determined():
     note = next(n for n in est.notes if "inertia not determined" in n)
     assert "excitation_duration" in note  # advice for the sampler's excitation, not "use an excitation"
     assert abs(est.mass - BODY.mass) <= 0.01 * BODY.mass
+
+
+def test_a_dynamic_sample_with_nothing_attached_says_no_payload_and_exports_no_body():
+    """Nothing grasped: the dynamic fit's mass is within noise of 0, so the result is 0 kg with the static
+    path's 'no payload detected' and nothing about the inertia of nothing; the URDF export has no link."""
+    r = bare_run(load_robot("lwr4"), PICK, None, BareRunConfig(excitation=DYNAMIC, seed=3))
+    est = r.estimate
+    assert r.finished.ok and est is not None and r.plan is not None  # the dynamic path, not the static poses
+    assert est.mass == 0.0 and est.inertia is None and est.method.startswith("dynamic differential")
+    assert est.method.endswith("(no payload)") and len(est.notes) == 1, est.notes
+    assert est.notes[0].startswith("no payload detected: mass ") and "physical" not in est.notes[0]
+    assert "<link" not in urdf_snippet(est) and "no payload detected" in urdf_snippet(est)
 
 
 def test_the_previous_inertia_is_kept_for_what_the_motion_did_not_excite():

@@ -18,7 +18,9 @@ flange is, ``RobotDescription.flange``; for a URDF model the flange is the tip l
   libfranka's ``I_load``). The file is that request as YAML (``ros2 service call .../set_load
   franka_msgs/srv/SetLoad "$(cat payload.franka.yaml)"``).
 
-A gravity-only estimate has no inertia: every format then carries zeros (a point mass) and says so.
+A gravity-only estimate has no inertia: every format then carries zeros (a point mass) and says so. An
+estimate of 0 kg (no payload detected, or reset) exports no body: the URDF file holds only a comment, the
+YAML, KUKA and franka files a zero load (what clears a configured load) and say so.
 """
 
 from __future__ import annotations
@@ -116,9 +118,32 @@ def _robot_for_flange(est: PayloadEstimate, robot: RobotDescription | None, fmt:
     return robot
 
 
+NO_PAYLOAD_TEXT = "no payload detected (0 kg)"
+
+
+def yaml_float(x: float) -> str:
+    """``x`` to 6 significant digits as a YAML 1.1 float (what PyYAML and ``ros2 service call`` read as a
+    float: always a '.', so ``0`` is ``0.0`` and ``1e-05`` is ``1.0e-05``; NaN ``.nan``)."""
+    x = float(x)
+    if not math.isfinite(x):
+        return ".nan" if math.isnan(x) else ("-.inf" if x < 0 else ".inf")
+    mantissa, e, exponent = f"{x:.6g}".partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return mantissa + (f"e{int(exponent):+03d}" if e else "")
+
+
+def _nothing(est: PayloadEstimate) -> bool:
+    """A 0 kg estimate: no payload held (detected as such, or reset)."""
+    return est.mass == 0.0
+
+
 def urdf_snippet(est: PayloadEstimate, parent: str | None = None, name: str = "payload") -> str:
-    """A URDF link ``name`` carrying the payload, fixed to ``parent`` (default: the estimate's frame)."""
+    """A URDF link ``name`` carrying the payload, fixed to ``parent`` (default: the estimate's frame); for a
+    0 kg estimate only a comment (no body to attach)."""
     _check(est)
+    if _nothing(est):
+        return f"<!-- {NO_PAYLOAD_TEXT}: no payload link to attach; remove an earlier '{name}' link -->\n"
     parent = parent or est.frame
     if not parent:
         raise ExportError("the estimate names no frame: give the parent link of the payload")
@@ -141,16 +166,17 @@ def yaml_record(est: PayloadEstimate, model: str = "") -> str:
     """The estimate as a small YAML document (SI units; inertia about the CoM, frame axes)."""
     _check(est)
     i = _inertia(est)
-    std = "".join(f"  {k}: {v:.6g}\n" for k, v in est.std.items()) or "  {}\n"
+    std = "".join(f"  {k}: {yaml_float(v)}\n" for k, v in est.std.items()) or "  {}\n"
     inertia = ("null  # not estimated\n" if est.inertia is None else
-               "{" + ", ".join(f"{k}: {v:.6g}" for k, v in zip(("xx", "xy", "xz", "yy", "yz", "zz"),
+               "{" + ", ".join(f"{k}: {yaml_float(v)}" for k, v in zip(("xx", "xy", "xz", "yy", "yz", "zz"),
                                                              (i[0, 0], i[0, 1], i[0, 2], i[1, 1], i[1, 2],
                                                               i[2, 2]))) + "}\n")
     frame = est.frame or '""'
-    return (f"# payload estimate: mass kg, com m, inertia kg m^2 about the CoM in the frame's axes\n"
+    nothing = f"# {NO_PAYLOAD_TEXT}: a zero load\n" if _nothing(est) else ""
+    return (f"# payload estimate: mass kg, com m, inertia kg m^2 about the CoM in the frame's axes\n{nothing}"
             f"frame: {frame}\n"
-            f"mass: {est.mass:.6g}\n"
-            f"com: [{', '.join(f'{x:.6g}' for x in est.com)}]\n"
+            f"mass: {yaml_float(est.mass)}\n"
+            f"com: [{', '.join(f'{yaml_float(x)}' for x in est.com)}]\n"
             f"inertia: {inertia}"
             f"std:\n{std}"
             f"method: \"{est.method}\"\n"
@@ -216,7 +242,10 @@ class KukaLoadData:
                 f"J {{X {jx:.6f},Y {jy:.6f},Z {jz:.6f}}}}}")
 
     def text(self) -> str:
-        note = "" if self.inertia_estimated else "; inertia not estimated: J = 0 (enter a value from CAD if known)"
+        note = ("; inertia not estimated: J = 0 (enter a value from CAD if known)" if not self.inertia_estimated
+                else "")
+        if self.mass == 0.0:
+            note = f"\n; {NO_PAYLOAD_TEXT}: zero load"
         return (f"; KUKA load data in the flange frame: {self.frame}{note}\n{self.krl()}\n"
                 f"; Sunrise load data: mass {self.mass:.4f} kg; MS X {self.xyz_mm[0]:.2f} Y {self.xyz_mm[1]:.2f} "
                 f"Z {self.xyz_mm[2]:.2f} mm; A {self.abc_deg[0]:.2f} B {self.abc_deg[1]:.2f} "
@@ -270,14 +299,15 @@ def franka_set_load(est: PayloadEstimate, robot: RobotDescription) -> dict:
 def franka_yaml(est: PayloadEstimate, robot: RobotDescription) -> str:
     """The SetLoad request as YAML, with comments saying the frame and conventions."""
     d = franka_set_load(est, robot)
-    note = "" if est.inertia is not None else "  # inertia not estimated: zeros"
-    return ("# franka_msgs/srv/SetLoad request (franka_ros2 set_load; libfranka Robot::setLoad): mass kg,\n"
+    note = "" if est.inertia is not None or _nothing(est) else "  # inertia not estimated: zeros"
+    nothing = f"# {NO_PAYLOAD_TEXT}: zero load (clears a configured load)\n" if _nothing(est) else ""
+    return (f"{nothing}# franka_msgs/srv/SetLoad request (franka_ros2 set_load; libfranka Robot::setLoad): mass kg,\n"
             "# center_of_mass m in the flange frame (franka: F = fr3_link8), load_inertia kg m^2 about the CoM,\n"
             "# column-major 3x3\n"
             f"# flange frame: {flange_frame_name(robot)}\n"
-            f"mass: {d['mass']:.6g}\n"
-            f"center_of_mass: [{', '.join(f'{x:.6g}' for x in d['center_of_mass'])}]\n"
-            f"load_inertia: [{', '.join(f'{x:.6g}' for x in d['load_inertia'])}]{note}\n")
+            f"mass: {yaml_float(d['mass'])}\n"
+            f"center_of_mass: [{', '.join(f'{yaml_float(x)}' for x in d['center_of_mass'])}]\n"
+            f"load_inertia: [{', '.join(f'{yaml_float(x)}' for x in d['load_inertia'])}]{note}\n")
 
 
 def render(est: PayloadEstimate, fmt: str, model: str = "", parent: str | None = None,

@@ -31,7 +31,14 @@ from .estimate import PayloadEstimate
 from .model_uncertainty import declared_uncertainty
 from .payload_filtered import DEFAULT_CUTOFF, estimate_payload_filtered
 from .payload_motion import INERTIA_RSD
-from .payload_result import ICOM_NAMES, PayloadDataError, PayloadLimits
+from .payload_result import (
+    ICOM_NAMES,
+    PayloadDataError,
+    PayloadLimits,
+    as_no_payload,
+    effective_limits,
+    is_no_payload,
+)
 
 DYNAMIC_INERTIA_ADVICE = ("for the inertia, a longer excitation (payload_sampler excitation_duration, then "
                           "~/record_reference again) or a pick configuration where the excitation need not be "
@@ -202,12 +209,14 @@ def fit_dynamic_payload(dyn: RigidBodyDynamics, loaded: MotionRecording, referen
         ts = np.clip(t + shift, reference.t[0], reference.t[-1])
         qu, dqu, tau_u = (_box(ts, step, reference.t, getattr(reference, k)) for k in ("q", "dq", "tau"))
         est = estimate_payload_filtered(dyn, tr, q, dq, tau, tau_u, reference_q=qu, reference_dq=dqu, **common)
-        est = replace(est, method=f"dynamic differential ({t1 - t0:.2f} s, reference shifted {1e3 * shift:+.1f} ms)")
+        method = f"dynamic differential ({t1 - t0:.2f} s, reference shifted {1e3 * shift:+.1f} ms)"
     else:
         unc = declared_uncertainty(dyn, cfg.model_uncertainty, cfg.torque_offset_std)
         est = estimate_payload_filtered(dyn, tr, q, dq, tau, model_uncertainty=unc, **common)
-        est = replace(est, method=f"dynamic one-shot ({t1 - t0:.2f} s, no reference run)")
-    return keep_previous_inertia(est, previous)
+        method = f"dynamic one-shot ({t1 - t0:.2f} s, no reference run)"
+    if is_no_payload(est):  # nothing held: the fit's notes on the inertia of nothing do not apply
+        return as_no_payload(est, method, effective_limits(cfg.limits, True).no_payload_below)
+    return keep_previous_inertia(replace(est, method=method), previous)
 
 
 def keep_previous_inertia(est: PayloadEstimate, previous: PayloadEstimate | None) -> PayloadEstimate:

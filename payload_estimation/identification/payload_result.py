@@ -9,7 +9,7 @@ Every estimator of :mod:`.payload` and :mod:`.payload_motion` ends in :func:`bui
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -168,15 +168,39 @@ def _check_body(m: float, com: np.ndarray, inertia: np.ndarray | None, limits: P
             raise PayloadRejected(f"estimated payload inertia is physically impossible: {problem}")
 
 
+NO_PAYLOAD_METHOD = " (no payload)"
+"""The suffix of the method of a fit that found no payload (:func:`is_no_payload`)."""
+
+
+def is_no_payload(est: PayloadEstimate) -> bool:
+    """Whether ``est`` is the 0 kg result of a fit that found no payload held."""
+    return est.mass == 0.0 and est.method.endswith(NO_PAYLOAD_METHOD)
+
+
+def no_payload_note(m: float, std_m: float, below: float) -> str:
+    """What a fit that found no payload says: the fitted mass ``m`` ± ``std_m`` kg within ``below`` kg of 0."""
+    return (f"no payload detected: mass {m:+.4f} ± {std_m:.4f} kg (1 σ) is within {below:g} kg of 0 at 3 σ; "
+            "the result is 0 kg (unloaded)")
+
+
+def as_no_payload(est: PayloadEstimate, method: str, below: float) -> PayloadEstimate:
+    """A no-payload result (:func:`is_no_payload`) under ``method`` + the no-payload suffix, with only the
+    no-payload note (a fit's later notes about inertia or CoM do not apply to nothing) and no inertia;
+    ``below``: the limits' ``no_payload_below`` (kg) the fit used."""
+    note = no_payload_note(est.params.get("m", 0.0), est.std.get("m", float("nan")), below)
+    return replace(est, mass=0.0, com=np.zeros(3), inertia=None, method=method + NO_PAYLOAD_METHOD,
+                   undetermined=("cx", "cy", "cz"), notes=(note,))
+
+
 def _no_payload(m: float, std: dict[str, float], *, method: str, frame: str, samples: int, condition_number: float,
                 residual_rms: float, below: float) -> PayloadEstimate:
-    """The 0 kg result of a fit whose mass is confidently below ``below`` kg (see :class:`PayloadLimits`)."""
-    note = (f"no payload detected: mass {m:+.4f} ± {std['m']:.4f} kg (1 σ) is within {below:g} kg of 0 at 3 σ; "
-            "the result is 0 kg (unloaded)")
+    """The 0 kg result of a fit whose mass is confidently below ``below`` kg (see :class:`PayloadLimits`);
+    ``params`` keep the fitted mass ``m``."""
     return PayloadEstimate(mass=0.0, com=np.zeros(3), inertia=None, frame=frame, std={"mass": std["m"], "m": std["m"]},
                            condition_number=float(condition_number), residual_rms=float(residual_rms),
-                           samples=int(samples), method=f"{method} (no payload)", undetermined=("cx", "cy", "cz"),
-                           notes=(note,))
+                           samples=int(samples), method=f"{method}{NO_PAYLOAD_METHOD}", undetermined=("cx", "cy", "cz"),
+                           params={"m": float(m)},
+                           notes=(no_payload_note(m, std["m"], below),))
 
 
 def build_estimate(p: np.ndarray, cov: np.ndarray, identified: np.ndarray, names: Sequence[str],
@@ -242,9 +266,11 @@ __all__ = [
     "ICOM_NAMES",
     "PAYLOAD_NAMES",
     "InertiaNotExcited",
+    "NO_PAYLOAD_METHOD",
     "PayloadDataError",
     "PayloadLimits",
     "PayloadRejected",
+    "as_no_payload",
     "build_estimate",
     "derived_parameters",
     "derived_std",
@@ -252,5 +278,7 @@ __all__ = [
     "nearest_physical_inertia",
     "frame_name",
     "inertia_problem",
+    "is_no_payload",
+    "no_payload_note",
     "numeric_jacobian",
 ]
