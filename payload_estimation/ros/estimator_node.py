@@ -96,7 +96,7 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           "status ERROR, estimates refused)", applies="next estimate"),
     Param("calibration_file", "", "where ~/calibrate writes the identified gravity model (empty: "
           "~/.ros/payload_estimation/gravity_<robot>.yaml); it is then loaded as gravity_model",
-          applies="next calibrate"),
+          applies="next calibrate", path="file"),
     Param("model_uncertainty", 0.05, "relative 1-σ error of the robot model's link masses and CoMs; propagated "
           "into the estimate's σ (a data-sheet model: a few percent; not used with gravity_model)", low=0.0,
           high=1.0, applies="next estimate"),
@@ -114,7 +114,7 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           "refused)", low=1.0, high=600.0, applies="next recording"),
     Param("export_dir", "", "directory to write each new estimate into as payload.urdf (<inertial> link), "
           "payload.yaml, payload.kuka.txt (KUKA load data) and payload.franka.yaml (setLoad arguments); "
-          "empty: nothing written", applies="next estimate"),
+          "empty: nothing written", applies="next estimate", path="dir"),
 ])
 
 
@@ -148,6 +148,8 @@ class PayloadEstimatorNode(Node):
         self.frame = ""
         self.gravity_model: UnloadedModel | None = None
         self._gravity_error = ""  # why gravity_model did not load (estimates are refused meanwhile)
+        self._export_failures = 0
+        self._export_error = ""  # why the newest failed export failed
         self._last = (DiagnosticStatus.OK, "unloaded (no payload estimated yet)")
         self._recording: list | None = None  # (t, q, dq, tau) rows while recording a dynamic run
         self._recording_overflow = False
@@ -405,9 +407,13 @@ class PayloadEstimatorNode(Node):
             self.get_logger().warning(f"payload estimate is imprecise: {imprecise}; {format_estimate(est)}")
         else:
             self._publish(est, DiagnosticStatus.OK, "payload estimated")
+        failures = self._export_failures
+        exported = self._export(est)
+        if self._export_failures > failures:  # published, but not where the user expects it: WARN, not OK
+            self._last = (DiagnosticStatus.WARN, f"{self._last[1]}; export FAILED: {self._export_error}")
+            self.status.publish()
         response.success = True
-        response.message = (f"IMPRECISE ({imprecise}): " if imprecise else "") + format_estimate(est) + \
-            self._export(est)
+        response.message = (f"IMPRECISE ({imprecise}): " if imprecise else "") + format_estimate(est) + exported
         self.get_logger().info(f"payload estimate: {response.message}")
         return response
 
@@ -525,7 +531,10 @@ class PayloadEstimatorNode(Node):
         try:
             paths = write_exports(est, directory, model=str(self.values["robot"]) or "robot_description")
         except (OSError, ValueError) as e:
-            self.get_logger().error(f"export to {directory} failed: {e}")
+            self._export_failures += 1
+            self._export_error = f"{directory}: {e} (check export_dir)"
+            self.get_logger().error(f"export to {directory} failed: {e}; the estimate is published but not "
+                                    "written: set export_dir to a directory this node can write")
             return f"; export to {directory} FAILED: {e}"
         return f"; exported to {paths[0].parent}"
 
@@ -552,7 +561,8 @@ class PayloadEstimatorNode(Node):
                 "reference_run": "" if self._reference is None else
                 f"{self._reference.t.size} samples, {self._reference.duration:.2f} s",
                 "undetermined": ", ".join(est.undetermined),
-                "model": self._model_label()}
+                "model": self._model_label(), "export_failures": self._export_failures,
+                "last_export_error": self._export_error}
         vals.update({f"std_{k}": v for k, v in (est.std or {}).items()})
         if self.input is not None:
             vals.update(self.input.counters())

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
@@ -48,7 +50,9 @@ class Param:
     ``default`` fixes the type (bool, int, float, str or a list of one of them); ``low``/``high``
     bound numbers (every element of a list), inclusive unless ``low_open``/``high_open``;
     ``choices`` lists the allowed strings; ``read_only`` parameters are fixed at start-up;
-    ``applies`` says when a run-time change takes effect (docs); ``min_items`` for lists.
+    ``applies`` says when a run-time change takes effect (docs); ``min_items`` for lists;
+    ``path`` ("dir" or "file"): a non-empty value must be a location this process can write (a
+    directory it can create and write into, or a file it can create or overwrite), checked when set.
     """
 
     name: str
@@ -63,6 +67,7 @@ class Param:
     applies: str = "immediately"
     min_items: int = 0
     allow_empty_string: bool = True
+    path: str = ""
 
     def allowed(self) -> str:
         """The allowed values in words, e.g. ``(0, 10]`` or ``one of: a, b``."""
@@ -91,6 +96,9 @@ class Param:
                     return f"{self.name}: {v!r} is not allowed; allowed: {', '.join(self.choices)}"
                 if not v and not self.allow_empty_string:
                     return f"{self.name}: must not be empty"
+                problem = writable_problem(v, self.path) if self.path and v else None
+                if problem:
+                    return f"{self.name}: {problem}"
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 continue
@@ -156,6 +164,31 @@ class Param:
         if isinstance(v, float):
             return f"{v:g}"
         return repr(v) if isinstance(v, str) else str(v)
+
+
+def writable_problem(path: str, kind: str) -> str | None:
+    """None if this process can write ``path`` as a ``kind`` ("dir": create it and write into it; "file":
+    create or overwrite it), else why not in words (what is in the way, what to give instead)."""
+    p = Path(path).expanduser()
+    if kind == "file":
+        if p.is_dir():
+            return f"{p} is a directory; give a file name in it (e.g. {p / 'gravity.yaml'})"
+        if p.exists():
+            return None if os.access(p, os.W_OK) else f"{p} exists and this process may not overwrite it"
+        where = p.parent
+    else:
+        if p.exists() and not p.is_dir():
+            return f"{p} exists and is not a directory"
+        where = p
+    ancestor = where
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{where} cannot be created: {ancestor} is a file, not a directory"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        verb = "written" if ancestor == where else "created"
+        return f"{where} cannot be {verb}: this process may not write into {ancestor}"
+    return None
 
 
 def _is_list(value: Any) -> bool:
@@ -440,4 +473,4 @@ def render_docs(text: str, tables: dict[str, ParameterTable]) -> str:
 
 
 __all__ = ["Param", "ParameterTable", "ParameterError", "render_params_file", "render_docs", "show_value",
-           "yaml_value"]
+           "writable_problem", "yaml_value"]
