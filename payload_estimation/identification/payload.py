@@ -181,6 +181,10 @@ def _scaled_rank(y: np.ndarray, rtol: float) -> tuple[int, np.ndarray]:
     return rank, vt
 
 
+SCATTER_NOTE_FACTOR = 1.05
+"""σ scaled up by at least this factor (the torques scatter more than declared) is said in the notes."""
+
+
 def check_pose_rank(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray | None = None,
                     rtol: float = POSE_RANK_RTOL) -> None:
     """Raise :class:`~.least_squares.RankDeficientError` unless the poses ``q`` (N, n) determine the
@@ -209,9 +213,16 @@ def check_pose_rank(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray | None 
         advice = (f"these poses hardly change the orientation of the last link relative to gravity (less than about "
                   f"0.25°; turning about a vertical axis does not count): capture at least {need} poses that tilt it "
                   "by a few degrees")
+    missing = 4 - rank
+    if missing == len(weak):
+        which = f"not determined: {', '.join(weak)}"
+    else:  # fewer directions missing than parameters involved: combinations of them are not determined
+        which = (f"{missing} combination{'s' if missing > 1 else ''} of {', '.join(weak)} "
+                 f"{'are' if missing > 1 else 'is'} not determined")
+    verb = "determines" if k == 1 else "determine"
     raise RankDeficientError(
-        f"the poses are rank deficient for the payload: {poses} determine only {rank} of the 4 gravity parameters "
-        f"(m, m cx, m cy, m cz; not determined: {', '.join(weak)}); {advice}", weak)
+        f"the poses are rank deficient for the payload: {poses} {verb} only {rank} of the 4 gravity parameters "
+        f"(m, m cx, m cy, m cz; {which}); {advice}", weak)
 
 
 def estimate_payload_gravity(
@@ -286,9 +297,10 @@ def estimate_payload_gravity(
         fit = generalized_fit(y, dtau, c, names)
         params, cov, rms = fit.params, fit.covariance, fit.residual_rms
         notes = (f"σ includes the unloaded model's uncertainty ({model_uncertainty.source})",)
-        if fit.scale > 1.0:
-            notes += (f"the torques scatter {np.sqrt(fit.scale):.2g}x more than noise and model uncertainty "
-                      "declare: σ scaled up by that",)
+        factor = float(np.sqrt(fit.scale))
+        if factor >= SCATTER_NOTE_FACTOR:
+            notes += (f"σ scaled up by {factor:.2f}x: the torques scatter that much more than noise and model "
+                      "uncertainty declare",)
     else:
         res = solve_least_squares(y, dtau, row_w, names)
         params, cov, rms = res.params, res.covariance, res.residual_rms

@@ -209,7 +209,7 @@ def fit_dynamic_payload(dyn: RigidBodyDynamics, loaded: MotionRecording, referen
         ts = np.clip(t + shift, reference.t[0], reference.t[-1])
         qu, dqu, tau_u = (_box(ts, step, reference.t, getattr(reference, k)) for k in ("q", "dq", "tau"))
         est = estimate_payload_filtered(dyn, tr, q, dq, tau, tau_u, reference_q=qu, reference_dq=dqu, **common)
-        method = f"dynamic differential ({t1 - t0:.2f} s, reference shifted {1e3 * shift:+.1f} ms)"
+        method = f"dynamic differential ({t1 - t0:.2f} s; {reference_phrase(shift)})"
     else:
         unc = declared_uncertainty(dyn, cfg.model_uncertainty, cfg.torque_offset_std)
         est = estimate_payload_filtered(dyn, tr, q, dq, tau, model_uncertainty=unc, **common)
@@ -217,6 +217,14 @@ def fit_dynamic_payload(dyn: RigidBodyDynamics, loaded: MotionRecording, referen
     if is_no_payload(est):  # nothing held: the fit's notes on the inertia of nothing do not apply
         return as_no_payload(est, method, effective_limits(cfg.limits, True).no_payload_below)
     return keep_previous_inertia(replace(est, method=method), previous)
+
+
+def reference_phrase(shift: float) -> str:
+    """How the reference run lies in time, for the method text: ``shift`` s (:func:`align_reference`) is
+    where the reference run's motion starts relative to this one's -- the time between the two runs
+    (negative: recorded before), not a misalignment."""
+    when = f"{abs(shift):.1f} s {'before' if shift <= 0 else 'after'} this one"
+    return f"reference run recorded {when} (in stamps), aligned on the joint positions"
 
 
 def keep_previous_inertia(est: PayloadEstimate, previous: PayloadEstimate | None) -> PayloadEstimate:
@@ -232,4 +240,4 @@ def keep_previous_inertia(est: PayloadEstimate, previous: PayloadEstimate | None
 
 
 __all__ = ["DynamicFitConfig", "MotionRecording", "align_reference", "check_recording", "fit_dynamic_payload",
-           "keep_previous_inertia"]
+           "keep_previous_inertia", "reference_phrase"]
