@@ -4,6 +4,11 @@
 - ``export_dir`` / ``calibration_file`` are checked when set (a location this process can write); an
   export that fails later (the directory replaced by a file) puts the status at WARN, counted, with
   the reason (issue 27 item 6).
+- The calibrated gravity model persists (issue 29 item 5): ``~/calibrate`` writes it with the model's
+  kinematics fingerprint; a new estimator finds it at ``calibration_file``, checks it belongs (joint
+  names, fingerprint), uses it and says so; a file of another model (other joint names, other
+  kinematics) is refused at ERROR and the nominal model used, said in the status; a ``gravity_model``
+  of another model is refused (estimates refused) instead of giving a wrong payload.
 """
 
 from __future__ import annotations
@@ -12,16 +17,20 @@ import os
 import time
 
 import pytest
+import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
+from rcl_interfaces.msg import Log
 from rcl_interfaces.srv import SetParameters
 from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
 from ros_helpers import wait_for
 from test_nodes import Q0, Rig, StaticArm, status_values
 from test_parameters import call
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
-from payload_estimation.model.robot_file import load_robot
+from payload_estimation.model.robot_file import kinematics_fingerprint, load_robot, robots_dir
 from payload_estimation.motion.poses import PosePlanConfig, plan_poses
+from payload_estimation.motion.sweep import plan_sweep
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
 from payload_estimation.ros.messages import diagnostic_level
 
@@ -93,3 +102,91 @@ def test_a_failed_export_puts_the_status_at_warn(rig, dyn, tmp_path):
     st = status_values(rig, "payload_estimator/status", lambda v: v.get("export_failures") == "1")
     assert st["level"] == diagnostic_level(DiagnosticStatus.WARN), st
     assert "export FAILED" in st["message"] and str(out) in st["last_export_error"], st
+
+
+def calibrate(rig: Rig, dyn: RigidBodyDynamics, path) -> str:
+    """The unloaded arm through a 16-pose sweep around Q0, ~/capture_calibration at each, ~/calibrate: its answer."""
+    arm = rig.add(StaticArm(dyn, Q0, payload=None))
+    node = rig.add(PayloadEstimatorNode(parameter_overrides=[Parameter("calibration_file", value=str(path))]))
+    sweep = plan_sweep(dyn, Q0, PosePlanConfig(n_poses=16, amplitude_deg=20.0, limit_margin_deg=1.0))
+    for pose in sweep.poses:
+        arm.q = pose
+        time.sleep(0.05)
+        assert wait_for(lambda: rig.call("payload_estimator/capture_calibration").success, 3.0)
+    res = rig.call("payload_estimator/calibrate")
+    assert res.success, res.message
+    rig.remove(node)
+    rig.remove(arm)
+    return res.message
+
+
+def started(rig: Rig, logs: list, **params) -> tuple[dict, list[Log]]:
+    """A new estimator with ``params``: its first status (with the calibration key) and its log lines."""
+    n0 = len(logs)
+    node = rig.add(PayloadEstimatorNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]))
+    st = status_values(rig, "payload_estimator/status", lambda v: bool(v.get("calibration")) or "did not load" in
+                       v["message"])
+    time.sleep(0.2)  # /rosout is best effort
+    rig.remove(node)
+    return st, [m for m in logs[n0:] if m.name.endswith("payload_estimator")]
+
+
+def rewritten(src, dst, **changes):
+    """A copy of the identified model file ``src`` at ``dst`` with top-level keys or ``info`` keys changed."""
+    data = yaml.safe_load(src.read_text())
+    for k, v in changes.items():
+        if k in data:
+            data[k] = v
+        elif v is None:
+            data["info"].pop(k, None)
+        else:
+            data["info"][k] = v
+    dst.write_text(yaml.safe_dump(data, sort_keys=False))
+    return dst
+
+
+def test_the_calibrated_model_is_found_on_start_checked_and_used(rig, dyn, tmp_path):
+    path = tmp_path / "gravity_lwr4.yaml"
+    msg = calibrate(rig, dyn, path)
+    assert "found there and checked against the robot model on the next start" in msg, msg
+    info = yaml.safe_load(path.read_text())["info"]
+    assert info["kinematics_fingerprint"] == kinematics_fingerprint(dyn.desc)
+    logs: list[Log] = []
+    rig.on_executor(lambda: rig.client_node.create_subscription(Log, "/rosout", logs.append, QoSProfile(depth=100)))
+
+    # restart: the file at calibration_file is found, checked and used
+    st, said = started(rig, logs, calibration_file=str(path))
+    assert st["calibration"] == f"using {path} (joint names and kinematics fingerprint match)", st
+    assert "identified model gravity_lwr4.yaml" in st["model"] and st["level"] == diagnostic_level(
+        DiagnosticStatus.OK), st
+    assert any(m.msg == f"calibrated gravity model found at {path} and used (joint names and kinematics fingerprint "
+                        "match)" for m in said), [m.msg for m in said]
+
+    # a file written before fingerprints: joint names checked, the kinematics said to be unchecked
+    old = rewritten(path, tmp_path / "old.yaml", kinematics_fingerprint=None)
+    st, _ = started(rig, logs, calibration_file=str(old))
+    assert st["calibration"].startswith(f"using {old} (joint names match; the kinematics could not be checked"), st
+
+    # another model's file (joint names lbr_A1.. on this A1.. model): refused at ERROR, the nominal model used
+    names = [f"lbr_{n}" for n in dyn.desc.joint_names]
+    other = rewritten(path, tmp_path / "other_names.yaml", joint_names=names)
+    st, said = started(rig, logs, calibration_file=str(other))
+    assert st["calibration"].startswith(f"REFUSED {other}: it was identified for joints {names}, this robot model "
+                                        f"(lwr4) has {list(dyn.desc.joint_names)}"), st
+    assert st["calibration"].endswith("the nominal model is used") and "declared 5 %" in st["model"], st
+    assert st["level"] == diagnostic_level(DiagnosticStatus.WARN) and "calibration file refused" in st["message"]
+    assert any(m.level == Log.ERROR and m.msg.startswith(f"calibration file {other} refused") for m in said)
+
+    # the same file on other kinematics (a link 2 cm longer): refused by the fingerprint
+    yaml_text = (robots_dir() / "lwr4.yaml").read_text().replace("[0.0, -1.5707963267948966, 0.4, 0.0]",
+                                                                  "[0.0, -1.5707963267948966, 0.42, 0.0]")
+    longer = tmp_path / "robots" / "lwr4.yaml"
+    longer.parent.mkdir()
+    longer.write_text(yaml_text)
+    st, _ = started(rig, logs, robot=str(longer), calibration_file=str(path))
+    assert st["calibration"].startswith(f"REFUSED {path}: it was identified on other kinematics"), st
+
+    # gravity_model of another model: refused, estimates refused (it gave 4.72 kg for 3.0 kg before)
+    st, _ = started(rig, logs, gravity_model=str(other))
+    assert st["level"] == diagnostic_level(DiagnosticStatus.ERROR), st
+    assert st["message"].startswith(f"gravity_model {other} did not load: it was identified for joints {names}"), st

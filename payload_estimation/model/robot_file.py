@@ -20,6 +20,7 @@ Schema (all SI; see docs/robot_description.md)::
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
 from dataclasses import replace
@@ -276,3 +277,17 @@ def _link(entry, i: int, where: str) -> BodyInertia:
 def degrees_to_radians(values) -> list[float]:
     """Helper for config keys ending in ``_deg``."""
     return [math.radians(v) for v in values]
+
+
+FINGERPRINT_DECIMALS = 6
+"""Rounding (m, rad, m/s^2) of the numbers a kinematics fingerprint hashes: below it, models count as one."""
+
+
+def kinematics_fingerprint(desc: RobotDescription) -> str:
+    """A short hash of what an identified model's coefficients are defined in: every joint's transform
+    (link frame i in frame i-1) at q = 0 and at q = 1 rad, which fixes the joint axis line and the link
+    frames however the description is written (DH, MDH, URDF), and the gravity vector in the base frame.
+    Link inertias, limits and names are not part of it (names are checked on their own)."""
+    numbers = [np.concatenate([j.transform(0.0)[:3].ravel(), j.transform(1.0)[:3].ravel()]) for j in desc.joints]
+    values = np.round(np.concatenate([*numbers, np.asarray(desc.gravity, float)]), FINGERPRINT_DECIMALS) + 0.0
+    return "kin1-" + hashlib.sha256(values.astype("<f8").tobytes()).hexdigest()[:16]

@@ -42,6 +42,7 @@ from std_srvs.srv import Trigger
 from ..identification.data import SampleDataError, Samples
 from ..identification.estimate import NO_PAYLOAD, PayloadEstimate
 from ..identification.export import write_exports
+from ..identification.identified_model import IdentificationError, IdentifiedModel
 from ..identification.model_uncertainty import declared_source
 from ..identification.payload import PayloadLimits
 from ..identification.payload_dynamic import (
@@ -57,10 +58,11 @@ from ..identification.static_fit import (
     StaticFitConfig,
     UnloadedModel,
     fit_static_payload,
-    load_unloaded_model,
     precision_problem,
+    unloaded_model,
 )
 from ..model.dynamics import RigidBodyDynamics
+from ..model.robot_file import kinematics_fingerprint
 from ..motion.settle import SampleWindow, SettleConfig, check_static
 from ..stream import StampVerdict
 from .dedicated_subscription import create_dedicated_subscription
@@ -148,6 +150,8 @@ class PayloadEstimatorNode(Node):
         self.frame = ""
         self.gravity_model: UnloadedModel | None = None
         self._gravity_error = ""  # why gravity_model did not load (estimates are refused meanwhile)
+        self._calibration_note = ""  # which calibration is used, or why the one found was refused (status)
+        self._calibration_refused = False
         self._export_failures = 0
         self._export_error = ""  # why the newest failed export failed
         self._last = (DiagnosticStatus.OK, "unloaded (no payload estimated yet)")
@@ -188,24 +192,48 @@ class PayloadEstimatorNode(Node):
             return f"torque_gain: {e}"
         if values["gravity_model"] != self.values["gravity_model"] and values["gravity_model"]:
             try:
-                load_unloaded_model(self.dyn, values["gravity_model"])
+                checked_gravity_model(self.dyn, values["gravity_model"])
             except (OSError, ValueError) as e:  # IdentificationError is a ValueError
-                return f"gravity_model: {e}"
+                return f"gravity_model {values['gravity_model']} refused: {e}"
         return None
 
     def _load_gravity_model(self, dyn: RigidBodyDynamics) -> None:
-        """Load ``gravity_model`` for ``dyn`` (none when empty); a failure refuses estimates, at ERROR."""
+        """Load ``gravity_model`` for ``dyn``: a file that does not load or belong to ``dyn``'s model refuses
+        estimates, at ERROR. Empty: the calibration file (:meth:`_load_calibration`)."""
         path = str(self.values["gravity_model"])
         self.gravity_model, self._gravity_error = None, ""
+        self._calibration_note, self._calibration_refused = "", False
         if not path:
+            self._load_calibration(dyn)
             return
         try:
-            self.gravity_model = load_unloaded_model(dyn, path)
+            self.gravity_model, note = checked_gravity_model(dyn, path)
         except (OSError, ValueError) as e:
             self._gravity_error = f"gravity_model {path} did not load: {e}"
-            self.get_logger().error(f"{self._gravity_error}; estimates are refused until it loads")
+            self.get_logger().error(f"{self._gravity_error}; estimates are refused until it loads (set gravity_model "
+                                    "to a file identified for this robot model, or to '' for the nominal model)")
             return
-        self.get_logger().info(f"unloaded model: {self.gravity_model.uncertainty.source} from {path}")
+        self._calibration_note = f"gravity_model {path} ({note})"
+        self.get_logger().info(f"unloaded model: {self.gravity_model.uncertainty.source} from {path} ({note})")
+
+    def _load_calibration(self, dyn: RigidBodyDynamics) -> None:
+        """Use the calibration file at ``calibration_file`` (default path) when there is one that belongs to
+        ``dyn``'s model; one that does not is refused at ERROR and the nominal model used (said in the status)."""
+        path = self._calibration_path(dyn.desc.name)
+        if not path.is_file():
+            self._calibration_note = f"none at {path}: nominal model (payload_sampler/sweep calibrates)"
+            return
+        try:
+            self.gravity_model, note = checked_gravity_model(dyn, path)
+        except (OSError, ValueError) as e:
+            self._calibration_note = f"REFUSED {path}: {e}; the nominal model is used"
+            self._calibration_refused = True
+            self.get_logger().error(f"calibration file {path} refused: {e}. The nominal model is used: calibrate "
+                                    "this robot model again (payload_sampler/sweep), or set calibration_file or "
+                                    "gravity_model to a file of this robot model")
+            return
+        self._calibration_note = f"using {path} ({note})"
+        self.get_logger().info(f"calibrated gravity model found at {path} and used ({note})")
 
     def _set_gain(self, desc) -> None:
         """Per-joint effort-to-torque gains (core :func:`torque_gains`); warn when effort is not torque."""
@@ -327,10 +355,11 @@ class PayloadEstimatorNode(Node):
     def _srv_capture_calibration(self, request, response):
         return self._capture(self._calibration, "calibration capture", response)
 
-    def _calibration_path(self) -> Path:
+    def _calibration_path(self, robot: str | None = None) -> Path:
+        """``calibration_file``, or the default path for ``robot`` (default: the current model's name)."""
         path = str(self.values["calibration_file"])
         return Path(path).expanduser() if path else (Path.home() / ".ros" / "payload_estimation" /
-                                                     f"gravity_{self.dyn.desc.name}.yaml")
+                                                     f"gravity_{robot or self.dyn.desc.name}.yaml")
 
     def _srv_calibrate(self, request, response):
         """Identify the unloaded gravity model (with offsets) from the calibration captures, write it and use it."""
@@ -344,6 +373,7 @@ class PayloadEstimatorNode(Node):
             samples = Samples(np.array([c[0] for c in captures]).reshape(-1, self.dyn.n),
                               np.array([c[1] for c in captures]).reshape(-1, self.dyn.n))
             model = identify_gravity(self.dyn.desc, samples, offset=True)
+            model.info[FINGERPRINT_KEY] = kinematics_fingerprint(self.dyn.desc)  # checked when it is loaded
             path.parent.mkdir(parents=True, exist_ok=True)
             model.save(path)
         except (OSError, ValueError) as e:  # IdentificationError, SampleDataError are ValueErrors
@@ -361,8 +391,8 @@ class PayloadEstimatorNode(Node):
         response.success = True
         response.message = (f"gravity model identified from {len(captures)} poses: {len(model.values)} coefficients, "
                             f"residual RMS {model.residual_rms:.3g} N m, cond {model.condition_number:.3g}, offsets "
-                            f"{np.round(offsets, 3).tolist()} N m; written to {path} and loaded as gravity_model (set "
-                            "gravity_model in your parameter file to keep it after a restart)")
+                            f"{np.round(offsets, 3).tolist()} N m; written to {path} and loaded as gravity_model "
+                            "(found there and checked against the robot model on the next start)")
         self.get_logger().info(response.message)
         return response
 
@@ -551,6 +581,9 @@ class PayloadEstimatorNode(Node):
             level, text = DiagnosticStatus.ERROR, f"no robot model ({self.model.error})"
         elif self._gravity_error:
             level, text = DiagnosticStatus.ERROR, f"{self._gravity_error}: estimates refused"
+        elif self._calibration_refused:
+            level = DiagnosticStatus.ERROR if level == DiagnosticStatus.ERROR else DiagnosticStatus.WARN
+            text = f"{text}; calibration file refused, nominal model used: {self._calibration_note}"
         elif self.input is not None and self.input.age() is not None and self.input.lost():
             level, text = DiagnosticStatus.WARN, f"{text}; joint_states lost: captures rejected"
         vals = {"mass": est.mass, "com_x": est.com[0], "com_y": est.com[1], "com_z": est.com[2],
@@ -561,7 +594,8 @@ class PayloadEstimatorNode(Node):
                 "reference_run": "" if self._reference is None else
                 f"{self._reference.t.size} samples, {self._reference.duration:.2f} s",
                 "undetermined": ", ".join(est.undetermined),
-                "model": self._model_label(), "export_failures": self._export_failures,
+                "model": self._model_label(), "calibration": self._calibration_note,
+                "export_failures": self._export_failures,
                 "last_export_error": self._export_error}
         vals.update({f"std_{k}": v for k, v in (est.std or {}).items()})
         if self.input is not None:
@@ -573,6 +607,33 @@ class PayloadEstimatorNode(Node):
         if subscription is not None:
             subscription.destroy()
         super().destroy_node()
+
+
+FINGERPRINT_KEY = "kinematics_fingerprint"
+"""Key in an identified model file's ``info``: :func:`model.robot_file.kinematics_fingerprint` of its robot model."""
+
+
+def checked_gravity_model(dyn: RigidBodyDynamics, path: str | Path) -> tuple[UnloadedModel, str]:
+    """The identified model file at ``path`` as ``dyn``'s unloaded model, and how far its belonging was checked.
+
+    Refused (:class:`IdentificationError` with the reason) unless it loads and was identified for this
+    robot model: the same robot name and joint names, and the same kinematics fingerprint when the file
+    has one (files written before fingerprints: joint names only, said in the note)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise IdentificationError(f"{p} does not exist")
+    model = IdentifiedModel.load(p)
+    desc = dyn.desc
+    if tuple(model.joint_names) != desc.joint_names:
+        raise IdentificationError(f"it was identified for joints {list(model.joint_names)}, this robot model "
+                                  f"({desc.name}) has {list(desc.joint_names)}: it belongs to another robot model")
+    here, there = kinematics_fingerprint(desc), model.info.get(FINGERPRINT_KEY)
+    if there and there != here:
+        raise IdentificationError(f"it was identified on other kinematics (fingerprint {there}, this robot model "
+                                  f"{here}): its coefficients do not apply to these link frames")
+    note = ("joint names and kinematics fingerprint match" if there else "joint names match; the kinematics could "
+            "not be checked (the file has no kinematics fingerprint: written before they were recorded)")
+    return unloaded_model(dyn, model, p.name, str(p)), note
 
 
 def _stream_gaps(rec: MotionRecording) -> str:
