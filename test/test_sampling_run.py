@@ -19,6 +19,7 @@ from payload_estimation.motion.sampling_run import (
     Finished,
     Hold,
     Observation,
+    PlanMotion,
     RunConfig,
     RunRefused,
     SamplingRun,
@@ -96,7 +97,9 @@ def drive(run: SamplingRun, arm: KinematicArm, t: float, fault: dict | None = No
         for act in run.update(obs):
             if log is not None:
                 log.append(act)
-            if isinstance(act, (Move, Hold)):
+            if isinstance(act, PlanMotion):
+                run.planned(act.compute())  # inline: this loop has no stream to starve
+            elif isinstance(act, (Move, Hold)):
                 arm.command(act.target, act.duration, t)
             elif isinstance(act, (Capture, Estimate)):
                 silent = "silent_after" in fault and rel >= fault["silent_after"]

@@ -26,7 +26,7 @@ from ..sim import SensorConfig, SimConfig, SimulatedArm
 from .excitation_sequence import Excite, Record
 from .payload_excitation import ExcitationPlan, ExcitationPlanConfig
 from .poses import PosePlanConfig
-from .sampling_run import ClearCaptures, Finished, Hold, Observation, RunConfig, SamplingRun, SetActive
+from .sampling_run import ClearCaptures, Finished, Hold, Observation, PlanMotion, RunConfig, SamplingRun, SetActive
 from .sequence import Capture, Estimate, Move, SequenceConfig
 from .settle import SampleWindow, SettleConfig
 
@@ -153,6 +153,8 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
                         provisional.start()
                 elif isinstance(act, ClearCaptures):
                     captures.clear()
+                elif isinstance(act, PlanMotion):  # inline: the simulated arm waits (no stream to starve)
+                    run.planned(act.compute())
                 elif isinstance(act, (Move, Hold)):
                     commands.append(np.asarray(act.target, float).copy())
                     arm.set_trajectory([(act.duration, act.target, None)])

@@ -21,22 +21,30 @@ Motion stays bounded by the pick configuration q0:
   where the arm is and why; the anchor makes the next run return first.
 
 Start-up: ``active`` is raised at once (the collision monitor fits its provisional payload from the
-residual at rest), the arm must be at rest at q0 within ``pick_rest_timeout``, then the pose set is
-planned. The collision gate: a collision reported before the arm came to rest at q0 is the grasp,
-not a collision of this run; once that flag has cleared, any collision aborts the run. The first
-move waits until the gate is armed and ``monitor_fit_delay`` s have passed since ``active``.
+residual at rest), the arm must be at rest at q0 within ``pick_rest_timeout``, then the motion (pose set
+or excitation) is planned. Planning takes up to about a second of CPU: the run hands it out as a
+:class:`PlanMotion` action for the caller to compute away from the thread that handles joint_states and
+the stream watchdog (the node: a worker thread; a plain loop: inline), and waits in phase ``planning``
+for :meth:`SamplingRun.planned`, supervising as ever (stream, monitor, collision, cancel): planning
+time never reads as a lost stream, and ``~/cancel`` ends a run that is still planning. The collision
+gate: a collision reported before the arm came to rest at q0 is the grasp, not a collision of this
+run; once that flag has cleared, any collision aborts the run. The first move waits until the gate
+is armed and ``monitor_fit_delay`` s have passed since ``active``.
 Times: ``t`` is the node clock (robot time, sim time under ``use_sim_time``), ``wall`` a monotonic
 clock for stream loss and service answers (a stopped simulator stops ``t`` too).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..collision.provisional import payload_gravity_posterior
 from ..model.description import RobotDescription
+from ..model.dynamics import RigidBodyDynamics
+from ..model.parameters import BodyInertia
 from .excitation_sequence import ExcitationSequence, Excite, Record
 from .payload_excitation import (
     ExcitationPlan,
@@ -174,7 +182,87 @@ class Finished:
     code: str = "done"
 
 
-RunAction = SetActive | ClearCaptures | Move | Hold | Capture | Estimate | Record | Excite | Finished
+@dataclass(frozen=True, eq=False)
+class PlannedMotion:
+    """What :meth:`PlanMotion.compute` found: the ``plan`` (static poses or an excitation; None when
+    nothing could be planned), ``fallback`` (why a dynamic run takes the static poses; "" if it does
+    not), ``error`` (why nothing could be planned: the run ends with it; "" if planned), the ``code`` of
+    that failure and ``seconds`` (wall) of computing."""
+
+    plan: PosePlan | ExcitationPlan | None
+    fallback: str = ""
+    error: str = ""
+    code: str = "plan_failed"
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class PlanMotion:
+    """Action: compute the run's motion with :meth:`compute` — CPU-bound, up to about a second (longer on
+    a loaded machine) — on a thread that does not handle joint_states or the stream watchdog, and hand
+    the result to :meth:`SamplingRun.planned`; keep calling :meth:`SamplingRun.update` meanwhile. The
+    inputs are copies and the computation uses its own dynamics model: it may run on any thread.
+
+    q0 (rad) and ``envelope``: the pick configuration and its box; ``poses``: the static pose set;
+    ``excitation``: a dynamic run's plan configuration (None: static), ``reference_plan``: the reference
+    run's excitation to repeat; ``reference``: this is the reference run; ``unknown_payload_torque`` (N m)
+    and ``mass_limit`` (kg) as :class:`RunConfig`."""
+
+    desc: RobotDescription
+    payload: BodyInertia | None
+    q0: np.ndarray
+    envelope: Envelope
+    poses: PosePlanConfig
+    sweep: bool = False
+    excitation: ExcitationPlanConfig | None = None
+    reference: bool = False
+    reference_plan: ExcitationPlan | None = None
+    unknown_payload_torque: float = 3.0
+    mass_limit: float = 15.0
+
+    def compute(self) -> PlannedMotion:
+        """The motion of the run (never raises for a motion that cannot be planned: see ``error``)."""
+        start = time.perf_counter()
+        dyn = RigidBodyDynamics(self.desc, self.payload)  # its own pinocchio data: this may run on another thread
+        return replace(self._compute(dyn), seconds=time.perf_counter() - start)
+
+    def _compute(self, dyn: RigidBodyDynamics) -> PlannedMotion:
+        fallback = ""
+        if self.excitation is not None:
+            try:
+                return PlannedMotion(self._excitation_plan(dyn))
+            except UnsafeExcitation as e:
+                if self.reference:
+                    return PlannedMotion(None, error=f"no reference recorded: {e}; sample uses the static poses at "
+                                         "this pick configuration")
+                fallback = f"static poses instead of the excitation: {e}"
+            except (MotionLimitError, ValueError) as e:
+                return PlannedMotion(None, error=f"cannot plan the excitation at this pick configuration: {e}")
+        try:
+            return PlannedMotion(_plan_within(dyn, self.q0, self.poses, self.envelope, self.sweep), fallback)
+        except (MotionLimitError, ValueError) as e:
+            return PlannedMotion(None, fallback, error=f"cannot plan poses at this pick configuration: {e}")
+
+    def _excitation_plan(self, dyn: RigidBodyDynamics) -> ExcitationPlan:
+        """Plan the excitation (or re-centre the reference run's) for the payload's mass not yet known at
+        rest at q0 (e.g. stretched up, :class:`UnsafeExcitation`): its inertial torque along the motion
+        could exceed ``unknown_payload_torque`` and read as a collision. A reference run plans for the
+        payload it will be compared with (the same bound: it depends on q0 alone)."""
+        unknown = UnknownPayload(_unknown_mass_std(dyn, self.q0, self.mass_limit), self.unknown_payload_torque)
+        if self.reference_plan is not None:
+            plan = self.reference_plan.recentred(self.envelope)
+            torque = unknown_payload_torque(dyn, plan.trajectory, unknown.mass_std, unknown.k_sigma)
+            if torque > unknown.torque_budget:
+                raise UnsafeExcitation(f"the payload's mass does not show at rest here as it did where the "
+                                       f"reference was recorded: its torque along the excitation could "
+                                       f"reach {torque:.1f} N m (3 σ)")
+        else:
+            plan = plan_payload_excitation(dyn, self.q0, self.excitation, self.envelope, unknown)
+        check_excitation(plan, self.desc)
+        return plan
+
+
+RunAction = SetActive | ClearCaptures | PlanMotion | Move | Hold | Capture | Estimate | Record | Excite | Finished
 
 
 class SamplingRun:
@@ -217,6 +305,8 @@ class SamplingRun:
         self._t_start, self._wall_start = t, wall
         self._t_active: float | None = None
         self._t_phase = t
+        self._t_plan = t
+        self._planned: PlannedMotion | None = None
         self._armed = False
         self._may_arm = False
         self._collision_base = 0
@@ -286,6 +376,12 @@ class SamplingRun:
         self.phase = "return_first" if anchor is not None else "startup"
 
     # ------------------------------------------------------------------ answers
+    def planned(self, result: PlannedMotion) -> None:
+        """The result of this run's :class:`PlanMotion`, taken at the next :meth:`update` (ignored once the
+        run has ended, e.g. cancelled while planning)."""
+        if self.phase == "planning" and self._planned is None:
+            self._planned = result
+
     def answered(self, kind: str, ok: bool, text: str, t: float) -> None:
         """The estimator answered the pending ``kind`` request ("capture" or "estimate") at ``t`` (s)."""
         if self._pending is None or self._pending[0] != kind:
@@ -341,6 +437,8 @@ class SamplingRun:
                 self.phase = "rest"
             if self.phase == "rest":
                 self._rest(obs, out)
+            if self.phase == "planning":
+                self._planning(obs, out)
             if self.phase == "sequence":
                 self._sequence(obs, out)
             if self.phase == "abort_return":
@@ -406,63 +504,40 @@ class SamplingRun:
             self.envelope = make_envelope(self.desc, self.q0, self.plan_config.amplitude_deg,
                                           self.plan_config.limit_margin_deg)
         self._may_arm = True  # a collision reported until now is the grasp, not this run's
-        if self.excitation is not None and self._start_excitation(obs, out):
+        self.phase, self._t_plan = "planning", obs.t
+        out.append(PlanMotion(self.desc, getattr(self.dyn, "payload", None), self.q0.copy(), self.envelope,
+                              self.plan_config, self.sweep, self.excitation, self.reference, self.reference_plan,
+                              self.cfg.unknown_payload_torque, self.cfg.mass_limit))
+
+    def _planning(self, obs: Observation, out: list[RunAction]) -> None:
+        """Wait for :meth:`planned`, then start the sequence (or end the run with the planning's reason)."""
+        res = self._planned
+        if res is None:
             return
-        try:
-            self.plan = _plan_within(self.dyn, self.q0, self.plan_config, self.envelope, self.sweep)
-        except (MotionLimitError, ValueError) as e:
-            raise SequenceAborted(f"cannot plan poses at this pick configuration: {e}", hold=False,
-                                  code="plan_failed") from e
-        out.append(ClearCaptures())
-        self.sequence = SamplingSequence(self.plan, self.desc, self.seq_config, self.names)
-        if not self.sweep:
-            self.sequence.duration_floor = self._unknown_payload_floor
-        self.sequence.timings.startup = obs.t - self._t_start
-        self.timings = self.sequence.timings
-        self.phase = "sequence"
-
-    def _start_excitation(self, obs: Observation, out: list[RunAction]) -> bool:
-        """Plan and start the excitation (True), or fall back to the static poses (False) where the
-        payload's mass is not yet known at rest (e.g. stretched up): its inertial torque along any useful
-        excitation could exceed ``unknown_payload_torque`` and read as a collision. A reference run plans
-        for the payload it will be compared with (the same bound: it depends on q0 alone) and fails
-        there instead, so that no unusable reference is recorded."""
-        unknown = UnknownPayload(self._unknown_mass_std(), self.cfg.unknown_payload_torque)
-        try:
-            if self.reference_plan is not None:
-                plan = self.reference_plan.recentred(self.envelope)
-                torque = unknown_payload_torque(self.dyn, plan.trajectory, unknown.mass_std, unknown.k_sigma)
-                if torque > unknown.torque_budget:
-                    raise UnsafeExcitation(f"the payload's mass does not show at rest here as it did where the "
-                                           f"reference was recorded: its torque along the excitation could "
-                                           f"reach {torque:.1f} N m (3 σ)")
-            else:
-                plan = plan_payload_excitation(self.dyn, self.q0, self.excitation, self.envelope, unknown)
-            check_excitation(plan, self.desc)
-        except UnsafeExcitation as e:
-            if self.reference:
-                raise SequenceAborted(f"no reference recorded: {e}; sample uses the static poses at this pick "
-                                      f"configuration", hold=False, code="plan_failed") from e
-            self.fallback = f"static poses instead of the excitation: {e}"
-            self.excitation = None
-            return False
-        except (MotionLimitError, ValueError) as e:
-            raise SequenceAborted(f"cannot plan the excitation at this pick configuration: {e}", hold=False,
-                                  code="plan_failed") from e
-        self.excitation_plan = plan
-        if not self.reference:
+        moved = float(np.max(np.abs(np.asarray(obs.q, dtype=float) - self.q0)))
+        if moved > self.cfg.start_tolerance:
+            raise SequenceAborted(f"the arm moved {np.degrees(moved):.2f} deg from the pick configuration while the "
+                                  "motion was planned: call ~/sample again with the arm at rest at the pick "
+                                  "configuration", hold=False, code="moved_at_start")
+        if res.plan is None:
+            raise SequenceAborted(res.error, hold=False, code=res.code)
+        if isinstance(res.plan, ExcitationPlan):
+            self.excitation_plan = res.plan
+            if not self.reference:
+                out.append(ClearCaptures())
+            self.sequence = ExcitationSequence(res.plan, self.seq_config, check=self._check)
+        else:
+            if res.fallback:
+                self.fallback, self.excitation = res.fallback, None
+            self.plan = res.plan
             out.append(ClearCaptures())
-        self.sequence = ExcitationSequence(plan, self.seq_config, check=self._check)
+            self.sequence = SamplingSequence(self.plan, self.desc, self.seq_config, self.names)
+            if not self.sweep:
+                self.sequence.duration_floor = self._unknown_payload_floor
         self.sequence.timings.startup = obs.t - self._t_start
+        self.sequence.timings.planning = obs.t - self._t_plan
         self.timings = self.sequence.timings
         self.phase = "sequence"
-        return True
-
-    def _unknown_mass_std(self) -> float:
-        """Standard deviation (kg) of the payload mass as known from rest at q0 (the monitor's
-        provisional posterior), at most mass_limit / 3: a heavier payload is refused anyway."""
-        _, cov = payload_gravity_posterior(self.dyn, self.q0[None])
-        return min(float(np.sqrt(cov[0, 0])), self.cfg.mass_limit / 3.0)
 
     def _sequence(self, obs: Observation, out: list[RunAction]) -> None:
         seq = self.sequence
@@ -504,7 +579,7 @@ class SamplingRun:
             reason = f"{self.abort_reason}; then, while returning: {reason}"
             mode, code = ("none" if mode == "none" else "hold"), self._abort_code
         self._abort_code = code
-        if mode == "return" and self.phase in ("waiting", "startup", "rest"):
+        if mode == "return" and self.phase in ("waiting", "startup", "rest", "planning"):
             mode = "none"  # this run has not moved the arm
         elif mode == "return" and self.phase == "return_first":
             mode = "hold"
@@ -522,7 +597,7 @@ class SamplingRun:
                 self.phase = "abort_return"
                 return out
         out: list[RunAction] = []
-        if mode != "none" and self._q_last is not None and self.phase not in ("startup", "rest"):
+        if mode != "none" and self._q_last is not None and self.phase not in ("startup", "rest", "planning"):
             dq = None if "lost" in reason else obs.dq  # a lost stream's last velocity is stale
             q_stop, t_stop = stop_point(self.desc, self._q_last, dq, envelope=self.envelope)
             out.append(Hold(q_stop, t_stop, "hold"))
@@ -598,6 +673,13 @@ class SamplingRun:
                                   code="motion_limit")
 
 
+def _unknown_mass_std(dyn: RigidBodyDynamics, q0: np.ndarray, mass_limit: float) -> float:
+    """Standard deviation (kg) of the payload mass as known from rest at q0 (the monitor's provisional
+    posterior), at most mass_limit / 3: a heavier payload is refused anyway."""
+    _, cov = payload_gravity_posterior(dyn, q0[None])
+    return min(float(np.sqrt(cov[0, 0])), mass_limit / 3.0)
+
+
 def _plan_within(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope, sweep: bool = False) -> PosePlan:
     """plan_poses (or plan_sweep) around q0; the plan's envelope is the run's (identical unless anchored)."""
     from .poses import plan_poses
@@ -618,5 +700,5 @@ def _scaled(plan: ExcitationPlan) -> str:
 
 
 __all__ = ["SamplingRun", "RunConfig", "RunRefused", "PickAnchor", "Observation", "SetActive", "ClearCaptures",
-           "Hold", "Finished", "RunAction", "Wait", "Record", "Excite"]
+           "PlanMotion", "PlannedMotion", "Hold", "Finished", "RunAction", "Wait", "Record", "Excite"]
 

@@ -110,7 +110,8 @@ Action = Move | Capture | Estimate | Wait | Done
 class PhaseTimings:
     """Where a run's time went (s, the caller's clock).
 
-    startup: caller's set-up before the sequence started (filled in by the caller);
+    startup: caller's set-up before the sequence started, planning included (filled in by the caller);
+    planning: the part of start-up spent computing the motion (filled in by the caller);
     moves[k] / settles[k]: command -> arrival and arrival -> accepted capture at pose k (move 0 when
     the pose is q0); gate: first move held back by ``clear_to_move``; estimate: request -> answer;
     ret: return command -> at rest at q0; finish: last capture -> done (max of estimate and return);
@@ -118,6 +119,7 @@ class PhaseTimings:
     """
 
     startup: float = 0.0
+    planning: float = 0.0
     moves: list[float] = field(default_factory=list)
     settles: list[float] = field(default_factory=list)
     attempts: list[int] = field(default_factory=list)
@@ -130,7 +132,8 @@ class PhaseTimings:
     def summary(self) -> str:
         """One line: start-up, mean move and settle per pose, estimate, return, total."""
         mv = [m for m in self.moves if m > 0]
-        return (f"start-up {self.startup:.2f} s, {len(self.settles)} poses: move {np.mean(mv) if mv else 0:.2f} s "
+        return (f"start-up {self.startup:.2f} s (planning {self.planning:.2f} s), {len(self.settles)} poses: move "
+                f"{np.mean(mv) if mv else 0:.2f} s "
                 f"+ settle/capture {np.mean(self.settles) if self.settles else 0:.2f} s per pose (sum "
                 f"{sum(self.moves) + sum(self.settles):.2f} s), gate {self.gate:.2f} s, estimate {self.estimate:.2f} s "
                 f"| return {self.ret:.2f} s (overlapped: {self.finish:.2f} s), total {self.startup + self.total:.2f} s")
@@ -138,7 +141,8 @@ class PhaseTimings:
     def as_dict(self) -> dict[str, float]:
         """Flat figures (s) for status messages and benchmarks."""
         mv = [m for m in self.moves if m > 0]
-        return {"startup_s": self.startup, "move_mean_s": float(np.mean(mv)) if mv else 0.0,
+        return {"startup_s": self.startup, "planning_s": self.planning,
+                "move_mean_s": float(np.mean(mv)) if mv else 0.0,
                 "move_sum_s": float(sum(self.moves)), "settle_mean_s": float(np.mean(self.settles)) if self.settles
                 else 0.0, "settle_sum_s": float(sum(self.settles)), "gate_s": self.gate,
                 "estimate_s": self.estimate, "return_s": self.ret, "finish_s": self.finish,

@@ -33,6 +33,9 @@ arm ends up — is :class:`motion.sampling_run.SamplingRun`; this node turns mes
 observations and carries out its actions. It runs in a single-threaded executor: the service
 callback awaits the run, which advances on every joint_states sample, collision flag, estimator
 answer and a 20 Hz steady-clock tick (so a lost stream is noticed while ``/clock`` stands still).
+Nothing blocks that executor: the run's motion planning (up to about a second of CPU) is computed on a
+worker thread, whose result wakes the executor through a guard condition, so joint_states and the
+stream watchdog are handled throughout and ``~/cancel`` ends a run that is still planning.
 After an abort that left the arm away from the pick configuration, the next ``~/sample`` returns
 there first (or is refused when the arm is outside that run's envelope; ``~/forget_pick`` drops it).
 """
@@ -40,7 +43,10 @@ there first (or is refused when the arm is outside that run's envelope; ``~/forg
 from __future__ import annotations
 
 import sys
+import threading
 import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -63,6 +69,8 @@ from ..motion.sampling_run import (
     Hold,
     Observation,
     PickAnchor,
+    PlanMotion,
+    PlannedMotion,
     RunConfig,
     SamplingRun,
     SetActive,
@@ -202,6 +210,12 @@ class PayloadSamplerNode(Node):
         self.create_service(Trigger, "~/cancel", self._srv_cancel, callback_group=services)
         self.create_service(Trigger, "~/forget_pick", self._srv_forget_pick, callback_group=services)
         steady_timer(self, TICK_PERIOD, self._tick)
+        # planning runs on this worker; its result wakes the executor (a guard condition may be triggered
+        # from any thread: rcl/guard_condition.h) and is taken there, in _on_planned
+        self._planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="payload_sampler_planning")
+        self._plan_lock = threading.Lock()
+        self._plan_results: list[tuple[SamplingRun, PlannedMotion, str]] = []
+        self._plan_guard = self.create_guard_condition(self._on_planned)
         self.pub_active.publish(Bool(data=False))
         self.status.publish()
         self.get_logger().info(f"payload_sampler ready: {self.values['n_poses']} poses, "
@@ -400,8 +414,46 @@ class PayloadSamplerNode(Node):
         for act in run.update(self._observe()):
             self._do(act)
 
+    def _plan(self, job: PlanMotion) -> None:
+        """Compute ``job`` on the worker thread; :meth:`_on_planned` hands the result to the run."""
+        run = self._run
+
+        def work() -> None:
+            trace = ""
+            try:
+                res = job.compute()
+            except Exception as e:  # noqa: BLE001 - a planning bug must end the run, not leave it planning
+                trace = traceback.format_exc()
+                res = PlannedMotion(None, error=f"planning failed unexpectedly ({type(e).__name__}: {e}); the arm "
+                                    "was not moved. Please report this with the sampler's log")
+            with self._plan_lock:
+                self._plan_results.append((run, res, trace))
+            self._plan_guard.trigger()
+
+        self._planner.submit(work)
+
+    def _on_planned(self) -> None:
+        """Executor thread: hand finished plans to their run (a run that ended meanwhile ignores it)."""
+        with self._plan_lock:
+            results, self._plan_results = self._plan_results, []
+        for run, res, trace in results:
+            if trace:
+                self.get_logger().error(f"motion planning raised:\n{trace}")
+            if run is not self._run:
+                continue
+            self.get_logger().info(f"motion planned in {res.seconds:.2f} s" if res.plan is not None else
+                                   f"motion planning failed after {res.seconds:.2f} s: {res.error}")
+            run.planned(res)
+            self._tick()
+
+    def destroy_node(self) -> None:
+        self._planner.shutdown(wait=True, cancel_futures=True)  # no trigger after the guard is destroyed
+        super().destroy_node()
+
     def _do(self, act) -> None:
-        if isinstance(act, SetActive):
+        if isinstance(act, PlanMotion):
+            self._plan(act)
+        elif isinstance(act, SetActive):
             self.pub_active.publish(Bool(data=act.active))
         elif isinstance(act, ClearCaptures):
             if self.cli_clear.service_is_ready():

@@ -1,0 +1,125 @@
+"""The sampler with the real nodes (a process each) and sim_node at its default parameters (issue 27).
+
+- ``~/record_reference`` succeeds run after run at the default ``joint_state_timeout`` (0.5 s): the
+  excitation's planning (~0.5-1 s of CPU) no longer holds the sampler's executor, so its own
+  watchdog never mistakes it for a lost stream (it did ~12 times in 13).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from ros_helpers import call_trigger, sim_stack, wait_for
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+from trajectory_msgs.msg import JointTrajectory
+
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.ros.messages import trajectory_from_msg, trajectory_msg
+from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+from payload_estimation.ros.spin_thread import SpinThread
+
+pytestmark = pytest.mark.flaky(reruns=1, reruns_delay=2)
+
+ROBOT = "iiwa14"
+PICK = np.radians([10, 35, -5, -75, 10, 55, 5])
+
+
+class Probe(Node):
+    def __init__(self, names):
+        super().__init__("recovery_probe", parameter_overrides=[Parameter("use_sim_time", value=True)])
+        self.names = names
+        self.q = None
+        self.commands = 0  # joint_trajectory messages seen
+        self.collision = False
+        self.status: DiagnosticArray | None = None
+        self.monitor_status: DiagnosticArray | None = None
+        self.create_subscription(JointState, "joint_states", lambda m: setattr(self, "q", np.array(m.position)),
+                                 SENSOR_QOS)
+        self.create_subscription(JointTrajectory, "joint_trajectory", self._traj, COMMAND_QOS)
+        self.create_subscription(Bool, "collision_monitor/collision", lambda m: setattr(self, "collision", m.data),
+                                 LATCHED_QOS)
+        self.create_subscription(DiagnosticArray, "payload_sampler/status", lambda m: setattr(self, "status", m),
+                                 LATCHED_QOS)
+        self.create_subscription(DiagnosticArray, "collision_monitor/status",
+                                 lambda m: setattr(self, "monitor_status", m), LATCHED_QOS)
+        self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
+
+    def monitor_losses(self) -> int:
+        """How often the collision monitor (its own subscription thread) saw joint_states stop."""
+        m = self.monitor_status
+        vals = {} if m is None else {kv.key: kv.value for kv in m.status[0].values}
+        return int(vals.get("joint_states_losses", 0))
+
+    def _traj(self, msg):
+        trajectory_from_msg(msg, self.names)
+        self.commands += 1
+
+    def values(self) -> dict[str, str]:
+        if self.status is None:
+            return {}
+        st = self.status.status[0]
+        return {kv.key: kv.value for kv in st.values} | {"message": st.message}
+
+
+@pytest.fixture(scope="module")
+def system():
+    ns = f"/rec{os.getpid()}"
+    rclpy.init(args=["--ros-args", "-r", f"__ns:={ns}", "-r", f"/clock:={ns}/clock"])
+    desc = load_robot(ROBOT)
+    try:
+        # the sampler's joint_state_timeout is its default (0.5 s); patience for the estimator and the rest
+        # at the pick configuration on a loaded machine only
+        with sim_stack(ns, [f"robot:={ROBOT}", "noise_std:=[0.1]", "model_error:=0.03", "payload_mass:=3.0",
+                            "payload_com:=[0.01, -0.01, 0.08]", f"initial_positions:={PICK.tolist()}"],
+                       ["robot:=''", "service_timeout:=10.0", "pick_rest_timeout:=10.0"]):
+            probe = Probe(desc.joint_names)
+            spin = SpinThread(SingleThreadedExecutor(), probe)
+            try:
+                assert wait_for(lambda: probe.q is not None, 30.0)
+                assert wait_for(lambda: probe.values().get("busy") == "False", 30.0)
+                yield desc, probe
+            finally:
+                spin.stop()
+                probe.destroy_node()
+    finally:
+        rclpy.shutdown()
+
+
+def _at_pick(desc, probe) -> None:
+    """Unloaded, the estimator reset, the arm at rest at PICK."""
+    call_trigger(probe, "sim_node/detach_payload", 10.0)
+    call_trigger(probe, "payload_estimator/reset", 10.0)
+    call_trigger(probe, "payload_sampler/forget_pick", 10.0)
+    probe.pub_traj.publish(trajectory_msg(desc.joint_names, PICK[None], [2.0]))
+    assert wait_for(lambda: np.max(np.abs(probe.q - PICK)) < np.radians(0.3), 20.0)
+    time.sleep(2.5)  # the monitor releases any collision of the detach and its resume delay passes
+
+
+def test_record_reference_succeeds_repeatedly_at_the_default_joint_state_timeout(system):
+    """Three reference runs in a row succeed. A run may fail on a stream loss only where the stream really
+    stopped (sim_node starved on an overloaded machine): the collision monitor, which takes joint_states on
+    its own thread, saw it stop too. Before the fix the sampler lost the stream alone, in its planning."""
+    desc, probe = system
+    _at_pick(desc, probe)
+    outcomes: list[str] = []
+    while sum(o.startswith("ok") for o in outcomes) < 3:
+        assert len(outcomes) < 6, outcomes
+        before = probe.monitor_losses()
+        res = call_trigger(probe, "payload_sampler/record_reference", 60.0)
+        if res.success:
+            outcomes.append(f"ok: {res.message}")
+            continue
+        time.sleep(1.5)  # the monitor's 1 Hz status counts the loss, if there was one
+        outcomes.append(f"failed (monitor losses {before} -> {probe.monitor_losses()}): {res.message}")
+        assert "joint_states lost" in res.message and probe.monitor_losses() > before, outcomes
+        _at_pick(desc, probe)
+    print("\n".join(outcomes))
