@@ -496,6 +496,26 @@ def test_cli_estimate_on_shipped_example(capsys):
     assert rc == 1 and "exceeds the limit of 1.0 kg" in capsys.readouterr().err
 
 
+def test_cli_table_says_no_payload_and_gives_each_offset_with_its_sigma(capsys):
+    """Nothing held (the unloaded captures twice): no CoM of nothing and no 'inertia not determined (cx, cy,
+    cz)'; fitted offsets are named by joint with their σ."""
+    from pathlib import Path
+
+    from payload_estimation.cli import main
+
+    ex = Path(__file__).resolve().parents[1] / "examples"
+    unloaded = str(ex / "lwr4_unloaded_samples.csv")
+    assert main(["estimate", "--robot", "lwr4", "--samples", unloaded, "--unloaded", unloaded]) == 0
+    out = capsys.readouterr().out
+    assert "no payload detected: CoM and inertia do not apply" in out
+    assert "CoM x" not in out and "not determined (cx" not in out
+    assert main(["estimate", "--robot", "lwr4", "--samples", str(ex / "lwr4_loaded_samples.csv"), "--offsets"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("offsets"))
+    joints = load_robot("lwr4").joint_names
+    assert [p.split()[0] for p in line.split("offsets", 1)[1].removesuffix(" N m").split(",")] == list(joints)
+    assert line.count("+-") == len(joints)
+
+
 def test_cli_rejects_moving_capture(tmp_path, capsys):
     from payload_estimation.cli import main
     from payload_estimation.identification.data import Samples, save_csv

@@ -72,23 +72,31 @@ def _load(path: Path, desc, topic: str, out):
 
 
 def _table(result) -> str:
+    from ..identification.payload_result import ICOM_NAMES, is_no_payload
+
     est = result.estimate
     s = est.std
     lines = [
         f"payload estimate ({est.method}, {result.reference}, frame {est.frame}, {est.samples} samples)",
         f"  mass          {est.mass:10.4f} kg   +- {s.get('mass', float('nan')):.2g}",
     ]
-    for i, ax in enumerate("xyz"):
-        lines.append(f"  CoM {ax}         {est.com[i]:10.4f} m    +- {s.get('c' + ax, float('nan')):.2g}")
-    if est.inertia is not None:
-        for i, nm in enumerate(("Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")):
-            lines.append(f"  {nm} (CoM)     {est.inertia[i]:10.5f} kg m^2 +- {s.get(nm, float('nan')):.2g}")
-    elif est.undetermined:
-        lines.append(f"  inertia       not determined ({', '.join(est.undetermined)})")
+    undetermined_inertia = [nm for nm in ICOM_NAMES if nm in est.undetermined]
+    if is_no_payload(est):
+        lines.append("  no payload detected: CoM and inertia do not apply (see the note)")
     else:
-        lines.append("  inertia       not estimated (static captures: gravity only)")
+        for i, ax in enumerate("xyz"):
+            lines.append(f"  CoM {ax}         {est.com[i]:10.4f} m    +- {s.get('c' + ax, float('nan')):.2g}")
+        if est.inertia is not None:
+            for i, nm in enumerate(ICOM_NAMES):
+                lines.append(f"  {nm} (CoM)     {est.inertia[i]:10.5f} kg m^2 +- {s.get(nm, float('nan')):.2g}")
+        elif undetermined_inertia:
+            lines.append(f"  inertia       not determined ({', '.join(undetermined_inertia)})")
+        else:
+            lines.append("  inertia       not estimated (static captures: gravity only)")
     if est.offsets is not None:
-        lines.append("  offsets       " + " ".join(f"{o:.3f}" for o in est.offsets) + " N m")
+        offsets = [(k.removeprefix("offset_"), v, s.get(k, float("nan"))) for k, v in est.params.items()
+                   if k.startswith("offset_")]
+        lines.append("  offsets       " + ", ".join(f"{j} {v:+.3f} +- {sd:.2g}" for j, v, sd in offsets) + " N m")
     lines.append(f"  residual RMS  {est.residual_rms:.4g} N m, condition number {est.condition_number:.4g}")
     lines += [f"  note: {n}" for n in est.notes]
     return "\n".join(lines)
