@@ -279,6 +279,9 @@ def degrees_to_radians(values) -> list[float]:
     return [math.radians(v) for v in values]
 
 
+FINGERPRINT_KEY = "kinematics_fingerprint"
+"""Key of an identified model file's ``info`` that holds :func:`kinematics_fingerprint` of its robot model."""
+
 FINGERPRINT_DECIMALS = 6
 """Rounding (m, rad, m/s^2) of the numbers a kinematics fingerprint hashes: below it, models count as one."""
 

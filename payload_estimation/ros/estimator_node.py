@@ -62,7 +62,7 @@ from ..identification.static_fit import (
     unloaded_model,
 )
 from ..model.dynamics import RigidBodyDynamics
-from ..model.robot_file import kinematics_fingerprint
+from ..model.robot_file import FINGERPRINT_KEY, kinematics_fingerprint
 from ..motion.settle import SampleWindow, SettleConfig, check_static
 from ..stream import StampVerdict
 from .dedicated_subscription import create_dedicated_subscription
@@ -94,11 +94,14 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           high=10.0, low_open=True, applies="next estimate"),
     Param("gravity_model", "", "PARAMS.yaml of the unloaded robot identified by `payload-estimation identify "
           "--gravity-only` (or a full model): used instead of the description's gravity, its covariance in σ; "
-          "empty: the description with model_uncertainty. A file that does not load is refused (at start: "
-          "status ERROR, estimates refused)", applies="next estimate"),
+          "empty: the calibration file if one belongs to the robot model, else the description with "
+          "model_uncertainty. A file that does not load or belongs to another robot model (joint names, kinematics "
+          "fingerprint) is refused (at start: status ERROR, estimates refused)", applies="next estimate"),
     Param("calibration_file", "", "where ~/calibrate writes the identified gravity model (empty: "
-          "~/.ros/payload_estimation/gravity_<robot>.yaml); it is then loaded as gravity_model",
-          applies="next calibrate", path="file"),
+          "~/.ros/payload_estimation/gravity_<robot>.yaml); it is then loaded as gravity_model. With gravity_model "
+          "empty, a file found here at start is used if it belongs to the robot model (joint names, kinematics "
+          "fingerprint), else refused at ERROR and the nominal model used (status key calibration)",
+          applies="next calibrate (found at start)", path="file"),
     Param("model_uncertainty", 0.05, "relative 1-σ error of the robot model's link masses and CoMs; propagated "
           "into the estimate's σ (a data-sheet model: a few percent; not used with gravity_model)", low=0.0,
           high=1.0, applies="next estimate"),
@@ -607,10 +610,6 @@ class PayloadEstimatorNode(Node):
         if subscription is not None:
             subscription.destroy()
         super().destroy_node()
-
-
-FINGERPRINT_KEY = "kinematics_fingerprint"
-"""Key in an identified model file's ``info``: :func:`model.robot_file.kinematics_fingerprint` of its robot model."""
 
 
 def checked_gravity_model(dyn: RigidBodyDynamics, path: str | Path) -> tuple[UnloadedModel, str]:
