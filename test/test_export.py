@@ -131,6 +131,28 @@ def test_vendor_files_read_back_at_the_flange_give_the_estimates_dynamics(desc, 
                                        atol=5e-3)
 
 
+FR3_URDF = ROOT.parent / "shared" / "robots" / "urdf" / "fr3.urdf"
+
+
+@pytest.mark.skipif(not FR3_URDF.exists(), reason="../shared/robots/urdf not present")
+def test_the_nodes_robot_description_model_exports_at_the_urdf_tip(tmp_path):
+    """The estimator node with its model from robot_description names it 'robot_description': a URDF, whose
+    flange is its tip link (fr3_link8 for franka's fr3.urdf, franka's flange F)."""
+    desc = load_robot(FR3_URDF)
+    assert desc.payload_frame_name == "fr3_link8"
+    rng = np.random.default_rng(11)
+    est = random_estimate(rng, desc.payload_frame_name)
+    paths = {p.name: p.read_text() for p in write_exports(est, tmp_path, model="robot_description")}
+    assert "# flange frame: fr3_link8" in paths["payload.franka.yaml"]
+    ours = RigidBodyDynamics(desc).with_payload(est.body())
+    for fmt, read in (("payload.franka.yaml", read_franka), ("payload.kuka.txt", read_kuka)):
+        vendor = at_flange(desc, read(paths[fmt]))
+        for _ in range(3):
+            q, dq, ddq = rng.uniform(*desc.limits.position.T), rng.uniform(-1, 1, 7), rng.uniform(-3, 3, 7)
+            np.testing.assert_allclose(vendor.inverse_dynamics(q, dq, ddq), ours.inverse_dynamics(q, dq, ddq),
+                                       atol=5e-3)
+
+
 def test_vendor_files_name_the_flange_and_need_the_robot(tmp_path):
     est = random_estimate(np.random.default_rng(1), LWR.payload_frame_name)
     kuka = render(est, "kuka")  # the shipped robot is found from the estimate's frame

@@ -3,7 +3,8 @@
 The URDF and YAML formats describe the payload in the estimate's payload frame (``est.frame``); the
 vendor formats in the robot's flange frame, as the controllers define their load data, so the estimate is
 first moved there (:func:`in_flange_frame`: CoM and the inertia's axes; the robot model says where its
-flange is, ``RobotDescription.flange``; for a URDF model the flange is the tip link):
+flange is, ``RobotDescription.flange``; for a URDF model the flange is the tip link, also when the
+estimator node names its model ``robot_description``: :func:`resolve_robot`):
 
 - :func:`urdf_snippet` — a ``<link>`` with the ``<inertial>`` (mass kg, CoM m as ``origin xyz``,
   inertia about the CoM in kg m²) and the fixed ``<joint>`` that attaches it to the payload frame;
@@ -64,28 +65,58 @@ def _check(est: PayloadEstimate) -> None:
         raise ExportError(f"the estimate's mass {est.mass:g} kg is negative; nothing exported")
 
 
-def flange_frame_name(robot: RobotDescription) -> str:
+ROBOT_DESCRIPTION_MODEL = "robot_description"
+"""The model name the estimator node gives its exports when its model is the URDF on ``robot_description``:
+a URDF's flange is its tip link, the payload frame (``model.urdf``)."""
+
+
+@dataclass(frozen=True)
+class Flange:
+    """Where the flange frame of the vendor formats is: ``payload_in_flange`` the pose (4x4) of the payload
+    frame ``payload_frame`` in it; ``name`` how the files name it."""
+
+    name: str
+    payload_frame: str
+    payload_in_flange: np.ndarray
+
+    @classmethod
+    def of(cls, robot: RobotDescription) -> Flange:
+        """``robot``'s flange (``RobotDescription.flange``; a URDF's tip link)."""
+        t = np.linalg.inv(robot.payload_frame) @ robot.flange  # the flange in the payload frame
+        name = robot.payload_frame_name
+        if not np.allclose(t, np.eye(4), rtol=0, atol=1e-9):
+            xyz = ", ".join(f"{1e3 * x:.4g}" for x in t[:3, 3])
+            turned = "" if np.allclose(t[:3, :3], np.eye(3), rtol=0, atol=1e-9) else ", axes rotated"
+            name = f"{robot.name} flange (origin [{xyz}] mm in {robot.payload_frame_name}{turned})"
+        return cls(name, robot.payload_frame_name, np.linalg.inv(t))
+
+    @classmethod
+    def urdf_tip(cls, frame: str) -> Flange:
+        """The flange of a URDF model: its tip link ``frame``, which is also the payload frame."""
+        return cls(frame, frame, np.eye(4))
+
+
+def _flange(robot: RobotDescription | Flange) -> Flange:
+    return robot if isinstance(robot, Flange) else Flange.of(robot)
+
+
+def flange_frame_name(robot: RobotDescription | Flange) -> str:
     """How the files name the flange frame: the payload frame's TF name when the two coincide (a URDF's
     tip link, iiwa14's ``lbr_link_ee``), else where the flange is from the payload frame."""
-    t = np.linalg.inv(robot.payload_frame) @ robot.flange  # the flange in the payload frame
-    if np.allclose(t, np.eye(4), rtol=0, atol=1e-9):
-        return robot.payload_frame_name
-    xyz = ", ".join(f"{1e3 * x:.4g}" for x in t[:3, 3])
-    turned = "" if np.allclose(t[:3, :3], np.eye(3), rtol=0, atol=1e-9) else ", axes rotated"
-    return f"{robot.name} flange (origin [{xyz}] mm in {robot.payload_frame_name}{turned})"
+    return _flange(robot).name
 
 
-def in_flange_frame(est: PayloadEstimate, robot: RobotDescription) -> PayloadEstimate:
+def in_flange_frame(est: PayloadEstimate, robot: RobotDescription | Flange) -> PayloadEstimate:
     """The estimate moved from its payload frame into ``robot``'s flange frame: CoM (m) and inertia about
     the CoM (kg m²) in the flange's axes; mass unchanged. Only mass, CoM and inertia are carried over
     (standard deviations, parameters and offsets stay with the payload-frame estimate)."""
-    if est.frame and est.frame != robot.payload_frame_name:
-        raise ExportError(f"the estimate is in frame '{est.frame}' but robot {robot.name}'s payload frame is "
-                          f"'{robot.payload_frame_name}': give the robot the estimate was made with")
-    body = est.body().transformed(np.linalg.inv(robot.flange) @ robot.payload_frame)
+    flange = _flange(robot)
+    if est.frame and est.frame != flange.payload_frame:
+        raise ExportError(f"the estimate is in frame '{est.frame}' but the robot's payload frame is "
+                          f"'{flange.payload_frame}': give the robot the estimate was made with")
+    body = est.body().transformed(flange.payload_in_flange)
     inertia = None if est.inertia is None else vec6_from_sym(body.inertia_com)
-    return replace(est, com=body.com, inertia=inertia, frame=flange_frame_name(robot), std={}, params={},
-                   offsets=None)
+    return replace(est, com=body.com, inertia=inertia, frame=flange.name, std={}, params={}, offsets=None)
 
 
 def _shipped_robot_in(frame: str) -> RobotDescription | None:
@@ -97,9 +128,10 @@ def _shipped_robot_in(frame: str) -> RobotDescription | None:
     return None
 
 
-def resolve_robot(est: PayloadEstimate, model: str = "") -> RobotDescription | None:
-    """The robot model that places the flange for ``est``: ``model`` when it names a shipped robot or a
-    robot YAML/URDF file, else the shipped robot whose payload frame is ``est.frame``; None if neither."""
+def resolve_robot(est: PayloadEstimate, model: str = "") -> RobotDescription | Flange | None:
+    """What places the flange for ``est``: ``model`` when it names a shipped robot or a robot YAML/URDF
+    file; for :data:`ROBOT_DESCRIPTION_MODEL` (a URDF from the topic) the estimate's frame, the tip link;
+    else the shipped robot whose payload frame is ``est.frame``; None if none of these."""
     path = Path(model) if model else None
     if model in SHIPPED_ROBOTS or (path is not None and path.suffix.lower() in (".yaml", ".yml", ".urdf")
                                    and path.is_file()):
@@ -107,10 +139,13 @@ def resolve_robot(est: PayloadEstimate, model: str = "") -> RobotDescription | N
             return load_robot(model)
         except RobotDescriptionError as exc:  # e.g. a gravity PARAMS.yaml named as the model
             log.info("export: model %r is not a robot description (%s); the estimate's frame decides", model, exc)
+    if model == ROBOT_DESCRIPTION_MODEL and est.frame:
+        return Flange.urdf_tip(est.frame)
     return _shipped_robot_in(est.frame)
 
 
-def _robot_for_flange(est: PayloadEstimate, robot: RobotDescription | None, fmt: str) -> RobotDescription:
+def _robot_for_flange(est: PayloadEstimate, robot: RobotDescription | Flange | None, fmt: str
+                      ) -> RobotDescription | Flange:
     if robot is None:
         raise ExportError(f"{fmt} load data are given in the robot's flange frame, and the robot model that "
                           f"places the flange relative to the estimate's frame '{est.frame}' is not known: give "
@@ -274,7 +309,7 @@ def euler_zyx_deg(r: np.ndarray) -> tuple[float, float, float]:
     return tuple(float(math.degrees(x)) for x in (a, b, c))  # type: ignore[return-value]
 
 
-def kuka_load_data(est: PayloadEstimate, robot: RobotDescription) -> KukaLoadData:
+def kuka_load_data(est: PayloadEstimate, robot: RobotDescription | Flange) -> KukaLoadData:
     """KUKA load data of the estimate in ``robot``'s flange frame."""
     _check(est)
     est = in_flange_frame(est, robot)
@@ -287,7 +322,7 @@ FRANKA_SET_LOAD_FIELDS = ("mass", "center_of_mass", "load_inertia")
 """The request of ``franka_msgs/srv/SetLoad``: float64 mass, float64[3] center_of_mass, float64[9] load_inertia."""
 
 
-def franka_set_load(est: PayloadEstimate, robot: RobotDescription) -> dict:
+def franka_set_load(est: PayloadEstimate, robot: RobotDescription | Flange) -> dict:
     """The ``franka_msgs/srv/SetLoad`` request ``{"mass", "center_of_mass", "load_inertia"}`` in ``robot``'s
     flange frame (inertia about the CoM, column-major)."""
     _check(est)
@@ -296,7 +331,7 @@ def franka_set_load(est: PayloadEstimate, robot: RobotDescription) -> dict:
             "load_inertia": [float(x) for x in _inertia(est).ravel(order="F")]}
 
 
-def franka_yaml(est: PayloadEstimate, robot: RobotDescription) -> str:
+def franka_yaml(est: PayloadEstimate, robot: RobotDescription | Flange) -> str:
     """The SetLoad request as YAML, with comments saying the frame and conventions."""
     d = franka_set_load(est, robot)
     note = "" if est.inertia is not None or _nothing(est) else "  # inertia not estimated: zeros"
@@ -311,7 +346,7 @@ def franka_yaml(est: PayloadEstimate, robot: RobotDescription) -> str:
 
 
 def render(est: PayloadEstimate, fmt: str, model: str = "", parent: str | None = None,
-           robot: RobotDescription | None = None) -> str:
+           robot: RobotDescription | Flange | None = None) -> str:
     """The text of one format (``urdf``, ``yaml``, ``kuka``, ``franka``). ``robot`` places the flange for
     the vendor formats (default: :func:`resolve_robot` from ``model`` or the estimate's frame)."""
     if fmt == "urdf":
@@ -325,7 +360,7 @@ def render(est: PayloadEstimate, fmt: str, model: str = "", parent: str | None =
 
 
 def write_exports(est: PayloadEstimate, directory: str | Path, formats: tuple[str, ...] = FORMATS, model: str = "",
-                  parent: str | None = None, stem: str = "payload", robot: RobotDescription | None = None
+                  parent: str | None = None, stem: str = "payload", robot: RobotDescription | Flange | None = None
                   ) -> list[Path]:
     """Write ``stem.<ext>`` per format into ``directory`` (created); the paths written. A format that cannot
     be written (e.g. a vendor format without the robot model) does not stop the others: they are written,
