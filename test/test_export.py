@@ -153,6 +153,33 @@ def test_the_nodes_robot_description_model_exports_at_the_urdf_tip(tmp_path):
                                        atol=5e-3)
 
 
+FR3_HAND_URDF = ROOT.parent / "shared" / "robots" / "urdf" / "fr3_hand.urdf"
+
+
+@pytest.mark.skipif(not FR3_HAND_URDF.exists(), reason="../shared/robots/urdf not present")
+def test_franka_with_the_hand_exports_at_franka_s_flange_link8(tmp_path):
+    """With the hand in the URDF the payload frame is the hand's TCP (0.103 m and -45° about z from
+    fr3_link8); --flange-link fr3_link8 writes the SetLoad request at franka's flange F."""
+    hand = load_robot(FR3_HAND_URDF)
+    link8 = load_robot(FR3_HAND_URDF, tip_link="fr3_link8")  # same joints; its flange is fr3_link8
+    assert hand.payload_frame_name == "fr3_hand_tcp"
+    rng = np.random.default_rng(2)
+    est = random_estimate(rng, "fr3_hand_tcp")
+    (tmp_path / "est.json").write_text(json.dumps(est.to_dict()))
+    run = subprocess.run([sys.executable, "-m", "payload_estimation.cli", "export", "--estimate",
+                          str(tmp_path / "est.json"), "--robot", str(FR3_HAND_URDF), "--flange-link", "fr3_link8",
+                          "--format", "franka"], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    assert "# flange frame: fr3_link8" in run.stdout
+    vendor, unloaded = at_flange(link8, read_franka(run.stdout)), RigidBodyDynamics(link8)
+    ours, ours_unloaded = RigidBodyDynamics(hand).with_payload(est.body()), RigidBodyDynamics(hand)
+    for _ in range(5):
+        q, dq, ddq = rng.uniform(*hand.limits.position.T), rng.uniform(-1, 1, 7), rng.uniform(-3, 3, 7)
+        np.testing.assert_allclose(vendor.inverse_dynamics(q, dq, ddq) - unloaded.inverse_dynamics(q, dq, ddq),
+                                   ours.inverse_dynamics(q, dq, ddq) - ours_unloaded.inverse_dynamics(q, dq, ddq),
+                                   atol=5e-3)
+
+
 def test_vendor_files_name_the_flange_and_need_the_robot(tmp_path):
     est = random_estimate(np.random.default_rng(1), LWR.payload_frame_name)
     kuka = render(est, "kuka")  # the shipped robot is found from the estimate's frame

@@ -35,16 +35,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-link", default=None, help="URDF robot only: first link of the chain")
     parser.add_argument("--tip-link", default=None,
                         help="URDF robot only: last link of the chain (the payload frame and flange)")
+    parser.add_argument("--flange-link", default=None,
+                        help="URDF robot only: the link the vendor's flange is, when it is not the payload frame "
+                             "(franka: fr3_link8 when the estimate is in the hand's TCP fr3_hand_tcp)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..identification.export import FORMATS, read_estimate, render, write_exports
+    from ..identification.export import FORMATS, ExportError, read_estimate, render, urdf_flange, write_exports
 
     text = sys.stdin.read() if str(args.estimate) == "-" else args.estimate.read_text()
     est, model = read_estimate(text, str(args.estimate))
     args.model = args.model or model
     formats = FORMATS if args.format == "all" else (args.format,)
     robot = None if args.robot is None else robot_from_args(args)
+    if args.flange_link is not None:
+        if robot is None or not str(args.robot).lower().endswith(".urdf"):
+            raise ExportError("--flange-link names a link of a URDF: give that URDF as --robot")
+        robot = urdf_flange(Path(args.robot).read_text(), est.frame or robot.payload_frame_name, args.flange_link,
+                            str(args.robot))
     if args.out is None:
         for fmt in formats:
             print(render(est, fmt, args.model, args.parent, robot))

@@ -38,6 +38,7 @@ import yaml
 from ..model.description import RobotDescription, RobotDescriptionError
 from ..model.parameters import sym_from_vec6, vec6_from_sym
 from ..model.robot_file import SHIPPED_ROBOTS, load_robot
+from ..model.urdf_tree import parse_urdf
 from .estimate import PayloadEstimate
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,30 @@ class Flange:
     def urdf_tip(cls, frame: str) -> Flange:
         """The flange of a URDF model: its tip link ``frame``, which is also the payload frame."""
         return cls(frame, frame, np.eye(4))
+
+
+def urdf_flange(text: str, payload_link: str, flange_link: str, source: str = "URDF") -> Flange:
+    """The flange ``flange_link`` of a URDF for an estimate in the frame of ``payload_link``: the two joined
+    by fixed joints, either below the other (e.g. franka's flange ``fr3_link8`` above the hand's TCP
+    ``fr3_hand_tcp``, the tip of a URDF with the hand)."""
+    tree = parse_urdf(text, source)
+    for link in (payload_link, flange_link):
+        if link not in tree.links:
+            raise ExportError(f"{source} has no link '{link}' (links: {', '.join(tree.links)})")
+    for base, tip in ((flange_link, payload_link), (payload_link, flange_link)):
+        try:
+            path = tree.path(base, tip)
+        except RobotDescriptionError:
+            continue
+        moving = [j.name for j in path if j.type != "fixed"]
+        if moving:
+            raise ExportError(f"{source}: joints {', '.join(moving)} move between '{flange_link}' and "
+                              f"'{payload_link}': the flange must be fixed to the payload frame")
+        t = np.eye(4)
+        for j in path:
+            t = t @ j.origin
+        return Flange(flange_link, payload_link, t if base == flange_link else np.linalg.inv(t))
+    raise ExportError(f"{source}: '{flange_link}' and '{payload_link}' are not on one branch of the tree")
 
 
 def _flange(robot: RobotDescription | Flange) -> Flange:
