@@ -3,6 +3,9 @@
 - ``~/record_reference`` succeeds run after run at the default ``joint_state_timeout`` (0.5 s): the
   excitation's planning (~0.5-1 s of CPU) no longer holds the sampler's executor, so its own
   watchdog never mistakes it for a lost stream (it did ~12 times in 13).
+- After an aborted run (``~/cancel``) and a grasp at its pick configuration (the monitor reports the
+  grasp as a collision), ``~/sample`` samples there: no return is needed, so none is required (it
+  was refused until the collision cleared, which it cannot without an estimate).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from rclpy.parameter import Parameter
 from ros_helpers import call_trigger, sim_stack, wait_for
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from payload_estimation.model.robot_file import load_robot
@@ -84,8 +88,8 @@ def system():
             probe = Probe(desc.joint_names)
             spin = SpinThread(SingleThreadedExecutor(), probe)
             try:
-                assert wait_for(lambda: probe.q is not None, 30.0)
-                assert wait_for(lambda: probe.values().get("busy") == "False", 30.0)
+                assert wait_for(lambda: probe.q is not None, 60.0)
+                assert wait_for(lambda: probe.values().get("busy") == "False", 60.0)
                 yield desc, probe
             finally:
                 spin.stop()
@@ -123,3 +127,28 @@ def test_record_reference_succeeds_repeatedly_at_the_default_joint_state_timeout
         assert "joint_states lost" in res.message and probe.monitor_losses() > before, outcomes
         _at_pick(desc, probe)
     print("\n".join(outcomes))
+
+
+def test_after_a_cancel_and_a_grasp_sample_is_not_stranded(system):
+    desc, probe = system
+    _at_pick(desc, probe)
+    fut = _call_async(probe, "payload_sampler/record_reference")
+    assert wait_for(lambda: probe.values().get("busy") == "True", 20.0)
+    assert call_trigger(probe, "payload_sampler/cancel", 10.0).success
+    assert wait_for(fut.done, 30.0) and not fut.result().success
+    vals = probe.values()
+    assert vals["last_outcome"] == "cancelled" and vals["pick_anchor_deg"] != "", vals
+    assert wait_for(lambda: np.max(np.abs(probe.q - PICK)) < np.radians(0.5), 10.0)  # at the pick configuration
+    assert call_trigger(probe, "sim_node/attach_payload", 10.0).success  # the grasp
+    assert wait_for(lambda: probe.collision, 10.0), "the monitor did not report the grasp"
+    time.sleep(2.0)  # as test_dynamic_sampling: the monitor holds the arm at rest after its detection
+    assert probe.collision  # still reported: it clears only once the sampler raises active (or an estimate)
+    res = call_trigger(probe, "payload_sampler/sample", 90.0)
+    assert res.success, res.message
+    assert probe.values()["pick_anchor_deg"] == ""
+
+
+def _call_async(probe, service: str):
+    cli = probe.create_client(Trigger, service)
+    assert cli.wait_for_service(timeout_sec=10.0)
+    return cli.call_async(Trigger.Request())

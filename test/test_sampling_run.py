@@ -81,7 +81,7 @@ def drive(run: SamplingRun, arm: KinematicArm, t: float, fault: dict | None = No
         rel = t - t_start
         arm.blocked = "block_at" in fault and rel >= fault["block_at"]
         arm.step(t)
-        collision = "collision_at" in fault and rel >= fault["collision_at"]
+        collision = ("collision_at" in fault and rel >= fault["collision_at"]) or rel < fault.get("grasp_until", 0.0)
         if collision and collisions == 0:
             collisions = 1
         lost = "lost_at" in fault and rel >= fault["lost_at"]
@@ -198,12 +198,43 @@ def test_the_arm_does_not_move_before_the_collision_monitor_is_monitoring(dyn, r
         assert not moves and RUN.monitor_timeout <= t_end < RUN.monitor_timeout + 0.1
 
 
+def test_after_an_aborted_run_a_grasp_at_its_pick_configuration_does_not_strand_the_sampler(dyn):
+    """Issue 27.3: a cancelled run returned to q0; the grasp there raises a collision (as it does before any
+    first run). The next run needs no return: it starts at q0 as a fresh run, the grasp's collision is
+    handled by the gate, and it samples in the aborted run's envelope."""
+    arm = KinematicArm(Q0)
+    fin, t = drive(start(dyn, Q0), arm, 0.0, fault={"cancel_at": 0.9})
+    assert fin.code == "cancelled" and fin.anchor is not None and np.max(np.abs(arm.q - Q0)) < np.radians(0.5)
+    arm.q = arm.q + np.radians(0.3)  # the grasp nudged the arm, within the arrival tolerance
+    run = SamplingRun(dyn, PLAN, SEQ, RUN, t, t, fin.anchor)
+    log: list = []
+    fin2, _ = drive(run, arm, t, fault={"grasp_until": 0.2}, log=log)
+    assert fin2.ok and fin2.anchor is None, fin2.text
+    assert np.array_equal(run.q0, Q0)  # the aborted run's pick configuration and envelope are kept
+    assert all(fin.anchor.envelope.contains(a.target) for a in log if isinstance(a, (Move, Hold)))
+
+
+def test_a_return_blocked_by_a_collision_is_refused_naming_the_way_out(dyn):
+    """Away from the anchor (inside its envelope) with a collision reported, the run cannot return there:
+    the refusal says so and names payload_sampler/forget_pick; nothing is commanded."""
+    env = make_envelope(dyn.desc, Q0, 7.0, 1.0)
+    from payload_estimation.motion.sampling_run import PickAnchor
+
+    anchor = PickAnchor(Q0, env, "cancelled by ~/cancel")
+    run = SamplingRun(dyn, PLAN, SEQ, RUN, 0.0, 0.0, anchor)
+    out = run.update(Observation(t=0.0, wall=0.0, q=Q0 + np.radians(3.0), static=True, stream_age=0.0,
+                                 collision=True, collisions=1))
+    assert [type(a) for a in out] == [Finished] and out[0].code == "refused", out
+    assert "collision" in out[0].text and "payload_sampler/forget_pick" in out[0].text, out[0].text
+    assert out[0].anchor is anchor  # kept: the user decides
+
+
 def test_a_run_far_from_the_anchor_is_refused(dyn):
     env = make_envelope(dyn.desc, Q0, 7.0, 1.0)
     from payload_estimation.motion.sampling_run import PickAnchor
 
     anchor = PickAnchor(Q0, env, "collision")
-    with pytest.raises(RunRefused, match="outside its envelope"):
+    with pytest.raises(RunRefused, match="outside its envelope.*payload_sampler/forget_pick"):
         start(dyn, Q0 + np.radians(14.0), anchor=anchor)
 
 

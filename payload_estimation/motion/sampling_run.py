@@ -10,8 +10,11 @@ Motion stays bounded by the pick configuration q0:
 
 - q0 is where ``~/sample`` was called on a robot at rest. A run that fails hands its q0 on (the
   :class:`PickAnchor`): the next run refuses to start anywhere but inside that run's envelope,
-  returns to the anchored q0 first if the arm is elsewhere, and samples around it — never around a
-  perturbed pose. A successful run (or ``~/forget_pick``) drops the anchor.
+  returns to the anchored q0 first if the arm is elsewhere (not while a collision is reported: it
+  refuses, naming ``payload_sampler/forget_pick``), and samples around it — never around a perturbed
+  pose. An arm already at the anchored q0 needs no return: the run starts there as a fresh one does
+  (a collision reported then is the grasp, see the gate). A successful run (or ``~/forget_pick``)
+  drops the anchor.
 - Every commanded point passes :func:`.poses.checked_move` against the envelope of q0 (±amplitude,
   joint limits with their margin, velocity limits); holds are clipped to the envelope.
 - Every abort ends with the arm commanded back to q0 when that is safe (fresh joint_states, no
@@ -350,19 +353,27 @@ class SamplingRun:
                          "or set require_monitor false to sample without collision detection", self.anchor, "refused")
 
     def _begin(self, obs: Observation) -> None:
-        """Fix q0 and the envelope from the first usable observation, or raise :class:`RunRefused`."""
+        """Fix q0 and the envelope from the first usable observation, or raise :class:`RunRefused`.
+
+        With an anchor, the arm already at its q0 (within ``arrival_tolerance``) starts there as a fresh
+        run does (a collision reported now is the grasp: see the gate), keeping the anchor's q0 and
+        envelope; elsewhere inside its envelope the run returns there first, which it will not do while
+        a collision is reported."""
         q = np.asarray(obs.q, dtype=float)
         anchor = self.anchor
-        if anchor is not None and obs.collision:  # (without an anchor, a collision now is the grasp: see the gate)
-            raise RunRefused("the collision monitor reports a collision: the arm cannot return to the pick "
-                             "configuration of the aborted run until it clears")
-        if anchor is not None and not anchor.envelope.contains(q, tol=self.cfg.start_tolerance):
+        at_anchor = anchor is not None and float(np.max(np.abs(q - anchor.q0))) <= self.seq_config.arrival_tolerance
+        if anchor is not None and not at_anchor:
             far = np.degrees(np.max(np.abs(q - anchor.q0)))
-            raise RunRefused(
-                f"the arm is {far:.1f} deg from the pick configuration "
-                f"{np.round(np.degrees(anchor.q0), 2).tolist()} deg of the aborted run ({anchor.reason}) and "
-                "outside its envelope: move it back there, or call ~/forget_pick to sample around the current "
-                "pose")
+            where = (f"the arm is {far:.1f} deg from the pick configuration "
+                     f"{np.round(np.degrees(anchor.q0), 2).tolist()} deg of the aborted run ({anchor.reason})")
+            if not anchor.envelope.contains(q, tol=self.cfg.start_tolerance):
+                raise RunRefused(f"{where} and outside its envelope; nothing was moved. Move the arm back there, "
+                                 "or call payload_sampler/forget_pick to sample around the current pose instead")
+            if obs.collision:  # (at the anchor or without one, a collision now is the grasp: see the gate)
+                raise RunRefused(f"{where} and the collision monitor reports a collision: the sampler does not "
+                                 "move the arm back there while a collision is reported; nothing was moved. Call "
+                                 "~/sample again once the collision has cleared, or call payload_sampler/forget_pick "
+                                 "to sample around the current pose instead")
         self.q_request = q.copy()
         if anchor is not None:
             self.q0, self.envelope = anchor.q0.copy(), anchor.envelope
@@ -373,7 +384,7 @@ class SamplingRun:
             except MotionLimitError as e:
                 raise RunRefused(f"cannot sample at this pick configuration: {e}") from e
             self.q0 = q.copy()
-        self.phase = "return_first" if anchor is not None else "startup"
+        self.phase = "return_first" if anchor is not None and not at_anchor else "startup"
 
     # ------------------------------------------------------------------ answers
     def planned(self, result: PlannedMotion) -> None:

@@ -36,8 +36,10 @@ answer and a 20 Hz steady-clock tick (so a lost stream is noticed while ``/clock
 Nothing blocks that executor: the run's motion planning (up to about a second of CPU) is computed on a
 worker thread, whose result wakes the executor through a guard condition, so joint_states and the
 stream watchdog are handled throughout and ``~/cancel`` ends a run that is still planning.
-After an abort that left the arm away from the pick configuration, the next ``~/sample`` returns
-there first (or is refused when the arm is outside that run's envelope; ``~/forget_pick`` drops it).
+After an abort, the next ``~/sample`` keeps that run's pick configuration: it starts there when the
+arm is there (a grasp meanwhile is handled as on a first run), returns there first when the arm is
+elsewhere inside that run's envelope, and is refused, naming ``~/forget_pick`` (which drops it), when
+the arm is outside the envelope or a collision is reported away from it.
 """
 
 from __future__ import annotations
