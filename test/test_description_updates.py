@@ -11,6 +11,7 @@ did is read from outside (``/rosout``, ``~/status``, services).
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import replace
 
 import pytest
@@ -27,6 +28,7 @@ from test_nodes import Q0, StaticArm
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.model.urdf import to_urdf
+from payload_estimation.ros.bringup import ros_args, start_processes, stop_processes
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
 from payload_estimation.ros.qos import LATCHED_QOS
@@ -136,3 +138,33 @@ def defer_while_recording(probe: Probe, estimator, sampler, text: str, mass7: fl
     assert wait_for(lambda: sampler.model.desc.links[6].mass == mass7, 10.0)  # an idle node takes it at once
     call_trigger(probe, "payload_estimator/store_reference", 10.0)  # ends the recording (refused: nothing moved)
     assert wait_for(lambda: estimator.model.desc.links[6].mass == mass7, 5.0)
+
+
+def test_node_processes_survive_descriptions_from_two_publishers(ros):
+    """As bringup runs them: the three nodes as processes, robot_description from two publishers (the
+    simulator and robot_state_publisher, transient local: both reach every node), then a changed one and a
+    malformed one. No process exits; each reports the refused one in its status."""
+    probe = Probe()
+    spin = SpinThread(MultiThreadedExecutor(num_threads=2), probe)
+    second = probe.create_publisher(String, "robot_description", LATCHED_QOS)
+    desc = load_robot("lwr4")
+    text = to_urdf(desc)
+    probe.pub.publish(String(data=text))
+    second.publish(String(data=text))
+    procs = start_processes(["estimator", "sampler", "monitor"], ros_args(None, NS, None, (), ["robot:=''"]))
+    try:
+        nodes = ("payload_estimator", "payload_sampler", "collision_monitor")
+        assert wait_for(lambda: all(probe.said(n, "robot model loaded") for n in nodes), 90.0)
+        heavier = desc.with_links([*desc.links[:6], replace(desc.links[6], mass=desc.links[6].mass + 0.5)])
+        for data in (text, to_urdf(heavier), "<robot name='broken'>"):
+            second.publish(String(data=data))
+            time.sleep(1.0)
+        assert [p.poll() for p in procs] == [None, None, None], "a node process exited"
+        assert wait_for(lambda: all(probe.status.get(n, {}).get("robot_descriptions_refused") == "1" for n in nodes),
+                        10.0), probe.status
+        assert all(probe.said(n, "robot model replaced", "link masses changed") for n in nodes)
+        assert answers(probe)
+    finally:
+        stop_processes(procs)
+        spin.stop()
+        probe.destroy_node()
