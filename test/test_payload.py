@@ -406,7 +406,7 @@ def test_rank_deficiency_names_as_many_unknowns_as_it_counts(lwr):
     with pytest.raises(RankDeficientError) as info:
         estimate_payload_gravity(dyn, np.tile(q[0], (5, 1)), np.tile(tau_l[0], (5, 1)))
     msg, cols = str(info.value), info.value.columns
-    assert "1 distinct pose (5 samples) determines only 3 of the 4 gravity parameters" in msg
+    assert "1 distinct pose (5 samples) determine only 3 of the 4 gravity parameters" in msg
     assert len(cols) == 2 and f"1 combination of {', '.join(cols)} is not determined" in msg, msg
 
 

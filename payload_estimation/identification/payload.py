@@ -219,9 +219,8 @@ def check_pose_rank(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray | None 
     else:  # fewer directions missing than parameters involved: combinations of them are not determined
         which = (f"{missing} combination{'s' if missing > 1 else ''} of {', '.join(weak)} "
                  f"{'are' if missing > 1 else 'is'} not determined")
-    verb = "determines" if k == 1 else "determine"
     raise RankDeficientError(
-        f"the poses are rank deficient for the payload: {poses} {verb} only {rank} of the 4 gravity parameters "
+        f"the poses are rank deficient for the payload: {poses} determine only {rank} of the 4 gravity parameters "
         f"(m, m cx, m cy, m cz; {which}); {advice}", weak)
 
 
