@@ -631,7 +631,7 @@ def checked_gravity_model(dyn: RigidBodyDynamics, path: str | Path) -> tuple[Unl
         raise IdentificationError(f"it was identified on other kinematics (fingerprint {there}, this robot model "
                                   f"{here}): its coefficients do not apply to these link frames")
     note = ("joint names and kinematics fingerprint match" if there else "joint names match; the kinematics could "
-            "not be checked (the file has no kinematics fingerprint: written before they were recorded)")
+            "not be checked: the file has no kinematics fingerprint, it was written before they were recorded")
     return unloaded_model(dyn, model, p.name, str(p)), note
 
 
