@@ -103,6 +103,7 @@ class RobotModelSource:
         self.text = ""  # the robot_description text of the current model ("" when not from the topic)
         self.refused = 0
         self.last_refused = ""
+        self._refused_text: str | None = None  # the newest refused text: logged once, counted every time
         self.ignored = 0
         self._deferred: str | None = None
         status = getattr(node, "status", None)
@@ -136,6 +137,7 @@ class RobotModelSource:
 
     def _on_description(self, msg: String) -> None:
         if self.desc is not None and msg.data == self.text:
+            self._deferred = None  # the newest description is the current one again
             self._ignore("the same text")
             return
         if self.desc is not None and self.busy():
@@ -161,7 +163,7 @@ class RobotModelSource:
         try:
             desc = robot_from_description(text, self.base_link, self.tip_link, source=self._topic())
         except ValueError as e:
-            self._refuse(str(e))
+            self._refuse(str(e), text)
             return
         if self.desc is None:
             self._take(desc, "robot_description topic", text)
@@ -173,14 +175,17 @@ class RobotModelSource:
             return
         self._take(desc, "robot_description topic", text, changes)
 
-    def _refuse(self, why: str) -> None:
-        """A description that cannot be used: ERROR, counted, in the status; the current model stays."""
+    def _refuse(self, why: str, text: str) -> None:
+        """A description that cannot be used: ERROR (once per text), counted, in the status; the current model
+        stays."""
         self.refused += 1
         kept = (f"keeping the current model {self.desc.name} (from the {self.source})" if self.desc is not None
                 else "no robot model yet")
         self.last_refused = f"{why}; {kept}"
-        self.node.get_logger().error(f"robot_description refused: {self.last_refused}. Publish a valid URDF of "
-                                     "this robot (or set the robot parameter)")
+        if text != self._refused_text:
+            self.node.get_logger().error(f"robot_description refused: {self.last_refused}. Publish a valid URDF of "
+                                         "this robot (or set the robot parameter)")
+        self._refused_text = text
         if self.desc is None:
             self.error = f"robot_description rejected: {why}"
         status = getattr(self.node, "status", None)
@@ -194,7 +199,7 @@ class RobotModelSource:
         except ParameterError as e:
             if not text:  # the robot parameter at start-up: the node cannot start
                 raise
-            self._refuse(str(e))
+            self._refuse(str(e), text)
             return
         self.desc, self.source, self.error, self.text = desc, source, "", text
         what = f" ({'; '.join(changes)})" if changes else ""
