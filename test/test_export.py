@@ -131,10 +131,9 @@ def test_vendor_files_read_back_at_the_flange_give_the_estimates_dynamics(desc, 
                                        atol=5e-3)
 
 
-FR3_URDF = ROOT.parent / "shared" / "robots" / "urdf" / "fr3.urdf"
+FR3_URDF = urdf("fr3")
 
 
-@pytest.mark.skipif(not FR3_URDF.exists(), reason="../shared/robots/urdf not present")
 def test_the_nodes_robot_description_model_exports_at_the_urdf_tip(tmp_path):
     """The estimator node with its model from robot_description names it 'robot_description': a URDF, whose
     flange is its tip link (fr3_link8 for franka's fr3.urdf, franka's flange F)."""
@@ -153,10 +152,9 @@ def test_the_nodes_robot_description_model_exports_at_the_urdf_tip(tmp_path):
                                        atol=5e-3)
 
 
-FR3_HAND_URDF = ROOT.parent / "shared" / "robots" / "urdf" / "fr3_hand.urdf"
+FR3_HAND_URDF = urdf("fr3_hand")
 
 
-@pytest.mark.skipif(not FR3_HAND_URDF.exists(), reason="../shared/robots/urdf not present")
 def test_franka_with_the_hand_exports_at_franka_s_flange_link8(tmp_path):
     """With the hand in the URDF the payload frame is the hand's TCP (0.103 m and -45° about z from
     fr3_link8); --flange-link fr3_link8 writes the SetLoad request at franka's flange F."""
