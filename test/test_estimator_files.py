@@ -104,10 +104,11 @@ def test_a_failed_export_puts_the_status_at_warn(rig, dyn, tmp_path):
     assert "export FAILED" in st["message"] and str(out) in st["last_export_error"], st
 
 
-def calibrate(rig: Rig, dyn: RigidBodyDynamics, path) -> str:
-    """The unloaded arm through a 16-pose sweep around Q0, ~/capture_calibration at each, ~/calibrate: its answer."""
+def calibrate(rig: Rig, dyn: RigidBodyDynamics) -> str:
+    """The unloaded arm through a 16-pose sweep around Q0, ~/capture_calibration at each, ~/calibrate (to the
+    default calibration_file): its answer."""
     arm = rig.add(StaticArm(dyn, Q0, payload=None))
-    node = rig.add(PayloadEstimatorNode(parameter_overrides=[Parameter("calibration_file", value=str(path))]))
+    node = rig.add(PayloadEstimatorNode())
     sweep = plan_sweep(dyn, Q0, PosePlanConfig(n_poses=16, amplitude_deg=20.0, limit_margin_deg=1.0))
     for pose in sweep.poses:
         arm.q = pose
@@ -145,17 +146,19 @@ def rewritten(src, dst, **changes):
     return dst
 
 
-def test_the_calibrated_model_is_found_on_start_checked_and_used(rig, dyn, tmp_path):
-    path = tmp_path / "gravity_lwr4.yaml"
-    msg = calibrate(rig, dyn, path)
-    assert "found there and checked against the robot model on the next start" in msg, msg
+def test_the_calibrated_model_is_found_on_start_checked_and_used(rig, dyn, tmp_path, monkeypatch):
+    monkeypatch.setenv("ROS_HOME", str(tmp_path))  # the default calibration_file: $ROS_HOME/payload_estimation/...
+    path = tmp_path / "payload_estimation" / "gravity_lwr4.yaml"
+    msg = calibrate(rig, dyn)
+    assert f"written to {path} and loaded as gravity_model (found there and checked against the robot model on " \
+           "the next start)" in msg, msg
     info = yaml.safe_load(path.read_text())["info"]
     assert info["kinematics_fingerprint"] == kinematics_fingerprint(dyn.desc)
     logs: list[Log] = []
     rig.on_executor(lambda: rig.client_node.create_subscription(Log, "/rosout", logs.append, QoSProfile(depth=100)))
 
-    # restart: the file at calibration_file is found, checked and used
-    st, said = started(rig, logs, calibration_file=str(path))
+    # restart: the file at the default calibration_file is found, checked and used
+    st, said = started(rig, logs)
     assert st["calibration"] == f"using {path} (joint names and kinematics fingerprint match)", st
     assert "identified model gravity_lwr4.yaml" in st["model"] and st["level"] == diagnostic_level(
         DiagnosticStatus.OK), st

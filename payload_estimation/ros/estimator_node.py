@@ -26,6 +26,7 @@ empties the sample window. Parameters: see :data:`PARAMS` and docs/ros_interface
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from dataclasses import replace
@@ -98,9 +99,10 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           "model_uncertainty. A file that does not load or belongs to another robot model (joint names, kinematics "
           "fingerprint) is refused (at start: status ERROR, estimates refused)", applies="next estimate"),
     Param("calibration_file", "", "where ~/calibrate writes the identified gravity model (empty: "
-          "~/.ros/payload_estimation/gravity_<robot>.yaml); it is then loaded as gravity_model. With gravity_model "
-          "empty, a file found here at start is used if it belongs to the robot model (joint names, kinematics "
-          "fingerprint), else refused at ERROR and the nominal model used (status key calibration)",
+          "$ROS_HOME/payload_estimation/gravity_<robot>.yaml, ROS_HOME defaulting to ~/.ros); it is then loaded "
+          "as gravity_model. With gravity_model empty, a file found here at start is used if it belongs to the "
+          "robot model (joint names, kinematics fingerprint), else refused at ERROR and the nominal model used "
+          "(status key calibration)",
           applies="next calibrate (found at start)", path="file"),
     Param("model_uncertainty", 0.05, "relative 1-σ error of the robot model's link masses and CoMs; propagated "
           "into the estimate's σ (a data-sheet model: a few percent; not used with gravity_model)", low=0.0,
@@ -359,9 +361,11 @@ class PayloadEstimatorNode(Node):
         return self._capture(self._calibration, "calibration capture", response)
 
     def _calibration_path(self, robot: str | None = None) -> Path:
-        """``calibration_file``, or the default path for ``robot`` (default: the current model's name)."""
+        """``calibration_file``, or the default path for ``robot`` (default: the current model's name) under
+        ``$ROS_HOME`` (ROS 2's per-user directory, default ~/.ros)."""
         path = str(self.values["calibration_file"])
-        return Path(path).expanduser() if path else (Path.home() / ".ros" / "payload_estimation" /
+        ros_home = Path(os.environ.get("ROS_HOME") or Path.home() / ".ros").expanduser()
+        return Path(path).expanduser() if path else (ros_home / "payload_estimation" /
                                                      f"gravity_{robot or self.dyn.desc.name}.yaml")
 
     def _srv_calibrate(self, request, response):
