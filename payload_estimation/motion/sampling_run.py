@@ -80,6 +80,9 @@ from .sequence import (
     Wait,
 )
 
+CANCELLED = "cancelled by the user (~/cancel)"
+"""The reason of a run ended by ``~/cancel``: what the user asked for, not a fault."""
+
 
 class RunRefused(ValueError):
     """The run cannot start (the message says why and what to do); nothing was commanded."""
@@ -343,10 +346,12 @@ class SamplingRun:
             return
         waited = obs.wall - self._wall_start
         if not (fresh and obs.estimator_ready) and waited > self.cfg.service_timeout:
-            what = ("no valid joint_states received (check the topic and joint names)" if obs.q is None else
-                    "joint_states lost" if not fresh else
-                    "the estimator is not available (payload_estimator's services do not answer)")
-            self._finish(False, f"refused: {what}", self.anchor, "refused")
+            what = ("no valid joint_states received (check that the robot driver publishes joint_states with this "
+                    "robot's joint names)" if obs.q is None else
+                    f"joint_states stopped {obs.stream_age:.1f} s ago (check the robot driver)" if not fresh else
+                    "the estimator is not available (payload_estimator's services do not answer: start it, or check "
+                    "that it runs in this namespace)")
+            self._finish(False, f"refused after {waited:.1f} s: {what}; the arm was not moved", self.anchor, "refused")
         elif waited > self.cfg.monitor_timeout:
             self._finish(False, "refused: the collision monitor is not monitoring (no collision_monitor/status below "
                          "ERROR: not running, no robot model or no joint_states); the arm was not moved. Start it, "
@@ -457,7 +462,8 @@ class SamplingRun:
         except SequenceAborted as e:
             text = str(e)
             if self.phase == "sequence" and e.code == "gate" and not self._armed:
-                text = f"the collision monitor still reports a collision at the pick configuration ({e})"
+                text = (f"the collision monitor still reports a collision at the pick configuration ({e}); nothing "
+                        "was moved. Check that nothing touches the arm, then call ~/sample again")
             mode = "return" if e.hold else "none"
             if self.phase in ("return_first", "abort_return"):
                 mode = "hold"
@@ -467,8 +473,9 @@ class SamplingRun:
     def _supervise(self, obs: Observation) -> tuple[str, str, str] | None:
         """(reason, how to end: "return" | "hold" | "none", code) of an abort the observation forces, or None."""
         if obs.stream_age is None or obs.stream_age > self.cfg.stream_timeout:
-            age = float("inf") if obs.stream_age is None else obs.stream_age
-            return f"joint_states lost for {age:.2f} s", "hold", "stream_lost"
+            what = ("no joint_states received" if obs.stream_age is None else
+                    f"joint_states lost for {obs.stream_age:.2f} s")
+            return f"{what} (joint_state_timeout {self.cfg.stream_timeout:.2f} s)", "hold", "stream_lost"
         if not obs.monitor_ready:  # the safety function went blind or away: no further motion without it
             return ("the collision monitor stopped monitoring (collision_monitor/status ERROR or silent)", "hold",
                     "monitor_lost")
@@ -482,9 +489,11 @@ class SamplingRun:
         if self._deferred is not None:
             return str(self._deferred), "return", self._deferred.code
         if obs.cancel:
-            return "cancelled by ~/cancel", "return", "cancelled"
+            return CANCELLED, "return", "cancelled"
         if self._pending is not None and obs.wall - self._pending[1] > self.cfg.service_timeout:
-            return (f"the estimator did not answer {self._pending[0]} within {self.cfg.service_timeout:.1f} s",
+            what = {"capture": "the capture request", "record": "the request to start recording",
+                    "estimate": "the estimate request"}.get(self._pending[0], self._pending[0])
+            return (f"the estimator did not answer {what} within {self.cfg.service_timeout:.1f} s (service_timeout)",
                     "return", "estimator_timeout")
         return None
 
@@ -501,8 +510,10 @@ class SamplingRun:
     def _rest(self, obs: Observation, out: list[RunAction]) -> None:
         if not obs.static:
             if obs.t - self._t_phase > self.cfg.pick_rest_timeout:
-                raise SequenceAborted(f"timeout after {self.cfg.pick_rest_timeout:.2f} s: the arm is not static at "
-                                      "the pick configuration", hold=False, code="rest_timeout")
+                raise SequenceAborted(f"the arm did not come to rest at the pick configuration within "
+                                      f"{self.cfg.pick_rest_timeout:.2f} s (pick_rest_timeout): is something still "
+                                      "moving it? Call ~/sample again with the arm at rest", hold=False,
+                                      code="rest_timeout")
             return
         q = np.asarray(obs.q, dtype=float)
         moved = float(np.max(np.abs(q - self.q0)))
@@ -588,7 +599,9 @@ class SamplingRun:
         commands nothing (the monitor holds after a collision; before any motion nothing moved)."""
         if self.phase == "abort_return":  # a second fault while returning: hold where it is
             reason = f"{self.abort_reason}; then, while returning: {reason}"
-            mode, code = ("none" if mode == "none" else "hold"), self._abort_code
+            # the fault is what the outcome reports, not the user's cancel before it
+            mode = "none" if mode == "none" else "hold"
+            code = code if self._abort_code == "cancelled" else self._abort_code
         self._abort_code = code
         if mode == "return" and self.phase in ("waiting", "startup", "rest", "planning"):
             mode = "none"  # this run has not moved the arm
@@ -628,7 +641,7 @@ class SamplingRun:
 
     def _where(self) -> str:
         if self._q_last is None:
-            return "arm position unknown"
+            return "the arm's position is unknown (no joint_states)"
         off = float(np.degrees(np.max(np.abs(self._q_last - self.q0))))
         if off <= np.degrees(self.seq_config.arrival_tolerance):
             return "the arm is at the pick configuration"

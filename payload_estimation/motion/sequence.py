@@ -115,7 +115,8 @@ class PhaseTimings:
     moves[k] / settles[k]: command -> arrival and arrival -> accepted capture at pose k (move 0 when
     the pose is q0); gate: first move held back by ``clear_to_move``; estimate: request -> answer;
     ret: return command -> at rest at q0; finish: last capture -> done (max of estimate and return);
-    total: sequence start -> done; attempts[k]: capture requests at pose k.
+    total: sequence start -> done; attempts[k]: capture requests at pose k; motion: "poses" or
+    "excitation" (then moves[0] is the excitation, settles[0] the rest after it). NaN: did not happen.
     """
 
     startup: float = 0.0
@@ -128,15 +129,30 @@ class PhaseTimings:
     ret: float = float("nan")
     finish: float = float("nan")
     total: float = float("nan")
+    motion: str = "poses"
 
     def summary(self) -> str:
-        """One line: start-up, mean move and settle per pose, estimate, return, total."""
-        mv = [m for m in self.moves if m > 0]
-        return (f"start-up {self.startup:.2f} s (planning {self.planning:.2f} s), {len(self.settles)} poses: move "
-                f"{np.mean(mv) if mv else 0:.2f} s "
-                f"+ settle/capture {np.mean(self.settles) if self.settles else 0:.2f} s per pose (sum "
-                f"{sum(self.moves) + sum(self.settles):.2f} s), gate {self.gate:.2f} s, estimate {self.estimate:.2f} s "
-                f"| return {self.ret:.2f} s (overlapped: {self.finish:.2f} s), total {self.startup + self.total:.2f} s")
+        """One line with the phases that happened: start-up (planning), the poses (or the excitation),
+        gate, estimate, return, total; a run that ended early shows only what it did."""
+        parts = [f"start-up {self.startup:.2f} s" + (f" (planning {self.planning:.2f} s)" if self.planning > 0 else "")]
+        if self.motion == "excitation" and self.moves:
+            parts.append(f"excitation {self.moves[0]:.2f} s" + (f" + {self.settles[0]:.2f} s at rest" if self.settles
+                                                                 else ""))
+        elif self.settles:
+            mv = [m for m in self.moves if m > 0]
+            parts.append(f"{len(self.settles)} pose(s) captured: move {np.mean(mv) if mv else 0:.2f} s + "
+                         f"settle/capture {np.mean(self.settles):.2f} s per pose (sum "
+                         f"{sum(self.moves) + sum(self.settles):.2f} s)")
+        if self.gate > 0:
+            parts.append(f"gate {self.gate:.2f} s")
+        if np.isfinite(self.estimate):
+            parts.append(f"estimate {self.estimate:.2f} s")
+        if self.motion != "excitation" and np.isfinite(self.ret):
+            parts.append(f"return {self.ret:.2f} s" + (f" (overlapped with the estimate: {self.finish:.2f} s)"
+                                                       if np.isfinite(self.finish) else ""))
+        if np.isfinite(self.total):
+            parts.append(f"total {self.startup + self.total:.2f} s")
+        return ", ".join(parts)
 
     def as_dict(self) -> dict[str, float]:
         """Flat figures (s) for status messages and benchmarks."""

@@ -150,6 +150,8 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + ParameterTable([
 ])
 
 _ERROR = diagnostic_level(DiagnosticStatus.ERROR)
+_NOT_FAULTS = ("refused", "cancelled")
+"""Outcomes that are no fault: a refusal (nothing moved) and the user's ~/cancel: WARN, not ERROR."""
 MONITOR_STATUS_AGE = 3.0
 """s (wall clock): a collision_monitor/status older than this does not count (the monitor publishes at 1 Hz)."""
 
@@ -243,7 +245,13 @@ class PayloadSamplerNode(Node):
             self.input.configure(self.values)
         if names & set(SETTLE_PARAMS.by_name) and self._run is None:
             self._new_window()
-        self.get_logger().info(f"parameters changed: {sorted(names)} (they apply to the next ~/sample)")
+        when: dict[str, list[str]] = {}
+        for name in sorted(names):
+            p = PARAMS.by_name.get(name)
+            when.setdefault("at once" if p is None or p.applies == "immediately" else f"from the {p.applies}",
+                            []).append(name)
+        self.get_logger().info("parameters changed: " + "; ".join(f"{', '.join(n)} (applies {w})"
+                                                                  for w, n in when.items()))
 
     def _configs(self, sweep: bool = False) -> tuple[PosePlanConfig, SequenceConfig, RunConfig]:
         v = self.values
@@ -381,7 +389,7 @@ class PayloadSamplerNode(Node):
         self._tick()
         fin: Finished = await self._done
         response.success = fin.ok
-        response.message = fin.text if fin.ok or fin.code == "refused" else f"aborted: {fin.text}"
+        response.message = fin.text if fin.ok or fin.code in _NOT_FAULTS else f"aborted: {fin.text}"
         return response
 
     def _srv_cancel(self, request, response):
@@ -390,18 +398,24 @@ class PayloadSamplerNode(Node):
             return response
         self._cancel = True
         self._tick()
-        response.success, response.message = True, "cancel requested: the sampler returns to the pick configuration"
+        response.success = True
+        response.message = ("cancel requested: the run stops (an arm that left the pick configuration is moved back "
+                            "there); its ~/sample call answers with where the arm is")
         return response
 
     def _srv_forget_pick(self, request, response):
         if self._run is not None:
-            response.success, response.message = False, "rejected: a sampling run is in progress"
+            response.success = False
+            response.message = "rejected: a sampling run is in progress (call ~/cancel first)"
         elif self._anchor is None:
-            response.success, response.message = True, "no pick configuration was kept"
+            response.success = True
+            response.message = "no pick configuration was kept: the next ~/sample samples around the current pose"
         else:
             q0 = np.round(np.degrees(self._anchor.q0), 2).tolist()
             self._anchor = None
-            response.success, response.message = True, f"forgot the pick configuration {q0} deg of the aborted run"
+            response.success = True
+            response.message = (f"forgot the pick configuration {q0} deg of the aborted run: the next ~/sample "
+                                "samples around the arm's current pose")
             self.get_logger().warning(response.message)
             self.status.publish()
         return response
@@ -523,6 +537,8 @@ class PayloadSamplerNode(Node):
         fin = replace(fin, text=fin.text + timing)
         if fin.ok:  # one severity per call site: rclpy refuses a call site that changes it
             self.get_logger().info(f"sampling done: {fin.text}")
+        elif fin.code in _NOT_FAULTS:  # what the user asked for, or nothing moved
+            self.get_logger().warning(f"sampling aborted: {fin.text}")
         else:
             self.get_logger().error(f"sampling aborted: {fin.text}")
         self._run = None
@@ -542,7 +558,7 @@ class PayloadSamplerNode(Node):
             level, text = DiagnosticStatus.OK, f"sampling: {where}"
         elif self.input is not None and self.input.lost():
             level, text = DiagnosticStatus.WARN, "joint_states lost: cannot sample"
-        elif res is not None and not res.ok and res.code != "refused":
+        elif res is not None and not res.ok and res.code not in _NOT_FAULTS:
             level, text = DiagnosticStatus.ERROR, f"aborted: {res.text}"
         elif res is not None and not res.ok:
             level, text = DiagnosticStatus.WARN, res.text
