@@ -176,6 +176,13 @@ def test_a_cancel_is_the_users_and_the_summary_shows_only_what_happened(dyn, can
         assert "pose(s) captured" in summary, summary
 
 
+def test_a_fault_while_returning_after_a_cancel_is_reported_as_that_fault(dyn):
+    """The user's cancel is not the outcome when the arm then cannot get back: the fault is."""
+    arm = KinematicArm(Q0)
+    fin, _ = drive(start(dyn, Q0), arm, 0.0, fault={"cancel_at": 0.9, "block_at": 0.9})
+    assert fin.code == "not_reached" and "cancelled by the user" in fin.text and "while returning" in fin.text, fin
+
+
 def test_next_run_after_an_abort_returns_first_and_keeps_the_pick_configuration(dyn):
     arm = KinematicArm(Q0)
     fin, t = drive(start(dyn, Q0), arm, 0.0, fault={"collision_at": 0.9})
