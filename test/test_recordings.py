@@ -252,15 +252,16 @@ def test_identify_logged_run_with_friction_auto(logged_run, tmp_path, capsys):
                      "--starts", "1", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert f"{n_dup} repeated rows" in text
-    assert "3 gaps" in text and "friction: viscous+offset chosen from the data's residual" in text
+    assert "3 gaps" in text and "chosen by 5-block cross-validation" in text
     assert "velocities from the recorded dq" in text
     from payload_estimation.identification.robot_identification import IdentifiedModel
 
     model = IdentifiedModel.load(out)
     fv, fc, fo = model.friction_terms()
-    np.testing.assert_allclose(fv, truth["viscous"], atol=0.02)
-    assert not model.coulomb and np.all(fc == 0)
-    np.testing.assert_allclose(fo, truth["offset"], atol=0.02)
+    # the coefficient file is the physically consistent set's: its friction as close as the robot files' below
+    np.testing.assert_allclose(fv, truth["viscous"], atol=0.05)
+    np.testing.assert_allclose(fc, 0.0, atol=0.05)  # none in the truth: absent or (cross-validated) near zero
+    np.testing.assert_allclose(fo, truth["offset"], atol=0.05)
     hold = {line.split("|")[1].strip().split(" (")[0]: float(line.split("|")[2])
             for line in text.splitlines() if line.startswith("| ") and "(" in line.split("|")[1]}
     assert hold["coefficients"] < 0.06 and hold["physical link set"] < 0.06  # noise 0.05 N m raw

@@ -3,16 +3,21 @@
 Periodic excitation (``--trajectory TRAJ.trajectory.json`` from `excite`, or ``--period``/``--harmonics``):
 period averaging, frequency-domain differentiation, Butterworth-filtered torque. Otherwise the
 recording is resampled to a uniform grid (real loggers' stamps jitter and skip), low-passed and
-differentiated. ``--friction`` chooses the friction terms (``auto``: from the data's residual).
-``--gravity-only``: static samples -> gravity coefficients. ``--physical``: also retrieve
-physically consistent link parameters (eqs. 15-18) and write OUT_robot.yaml (package robot schema,
-with the identified friction) and OUT_robot.urdf. ``--hold-out F``: fit on the first 1 - F of the
-recording and print the torque error of every model on the rest.
+differentiated. By default the coefficients written are those of a physically consistent link set
+fitted to the least-squares coefficients, with the friction terms (``--friction auto``) and the
+coefficients' sigma chosen by cross-validation across time blocks
+(:mod:`..identification.consistent_identification`); ``--unconstrained`` (or ``--essential``) writes
+the plain least-squares coefficients instead (friction by BIC on the training residual).
+``--gravity-only``: static samples -> gravity coefficients. ``--physical``: also write the physically
+consistent link parameters (eqs. 15-18) as OUT_robot.yaml (package robot schema, with the identified
+friction) and OUT_robot.urdf. ``--hold-out F``: fit on the first 1 - F of the recording and print the
+torque error of every model on the rest.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 from .robot_option import add_robot_arguments, robot_from_args
@@ -52,19 +57,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-periods", type=int, default=0, help="periods to discard at the start (transients)")
     parser.add_argument("--torque-cutoff", type=float, default=6.0, help="torque low-pass cut-off Hz (default 6)")
     parser.add_argument("--friction", nargs="?", const="viscous+coulomb", default="auto", metavar="MODEL",
-                        help="friction terms per joint: auto (chosen from the data's residual, default), none, or "
+                        help="friction terms per joint: auto (chosen by cross-validation, default; with "
+                             "--unconstrained: by the data's residual), none, or "
                              "terms of viscous, coulomb, offset joined by '+'; --friction alone = viscous+coulomb. "
                              "With --gravity-only: offset (a torque offset per joint, the default) or none")
-    parser.add_argument("--essential", action="store_true", help="keep only the essential coefficients")
+    parser.add_argument("--unconstrained", action="store_true",
+                        help="write the plain least-squares coefficients (best on the recorded motion, often worse "
+                             "on other motions) instead of those of a physically consistent link set")
+    parser.add_argument("--essential", action="store_true",
+                        help="keep only the essential least-squares coefficients (implies --unconstrained)")
     parser.add_argument("--min-abs", type=float, default=0.01, help="essential: |coefficient| threshold")
     parser.add_argument("--max-rsd", type=float, default=40.0, help="essential: RSD threshold in %%")
     parser.add_argument("--gravity-only", action="store_true", help="gravity coefficients from static samples")
     parser.add_argument("--max-speed", type=float, default=0.01,
                         help="gravity-only: samples faster than this (rad/s) are not static and are dropped")
-    parser.add_argument("--physical", action="store_true", help="also retrieve physically consistent parameters")
-    parser.add_argument("--starts", type=int, default=5, help="physical: number of multi-start runs (default 5)")
+    parser.add_argument("--physical", action="store_true",
+                        help="also write the physically consistent link parameters as robot files")
+    parser.add_argument("--starts", type=int, default=5, help="consistent fit: number of multi-start runs (default 5)")
     parser.add_argument("--prior-weight", type=float, default=None,
-                        help="physical: weight of the prior towards the nominal link parameters (default 10)")
+                        help="consistent fit: weight of the prior towards the nominal link parameters (default 10)")
     parser.add_argument("--seed", type=int, default=0)
     add_resampling_arguments(parser)
     parser.add_argument("--out", required=True, help="PARAMS.yaml output path")
@@ -110,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     desc = robot_from_args(args)
     samples = load_samples(args.data, desc, args.topic)
     out = Path(args.out)
-    held = None
+    held = consistent = None
     if args.hold_out is not None:
         samples, held = split_by_time(samples, args.hold_out)
         print(f"fitting on t = {samples.t[0]:.3f}..{samples.t[-1]:.3f} s; holding out t = {held.t[0]:.3f}.."
@@ -157,20 +168,48 @@ def run(args: argparse.Namespace) -> int:
             if data.velocity_check is not None:
                 used = "used" if data.velocity == "recorded" else "not used (--velocity positions)"
                 print(f"velocities: {data.velocity_check.describe()}; recorded dq {used}")
-            model = fit_coefficients(desc, data, opts)
+            if args.unconstrained or args.essential:
+                model = fit_coefficients(desc, data, opts)
+            else:
+                consistent = _consistent(args, desc, data, opts)
+                model = consistent.model
         except IdentificationError as exc:
             raise IdentificationError(f"{args.data}: {exc}") from exc
-        _print_friction_choice(model)
+        if consistent is None:
+            _print_friction_choice(model)
     model.info["data"] = str(args.data)
     _print_model(desc, model)
+    if consistent is not None:
+        _print_consistent(consistent)
     physical = None
     if args.physical:
-        physical = _physical(args, desc, model, data, opts, out)
+        physical = _physical(args, desc, model, data, opts, out, consistent)
     model.save(out)
     print(f"wrote {out}")
     if held is not None and data is not None:
         _print_hold_out(desc, model, physical, held, args)
     return 0
+
+
+def _consistent(args, desc, data, opts):
+    """The physically consistent fit (friction and sigma by cross-validation); the prior's projection said."""
+    from ..identification.consistent_identification import identify_consistent
+    from ..identification.physical import PRIOR_WEIGHT, consistent_prior
+
+    prior = consistent_prior(desc)
+    if prior.changed:
+        print(f"prior: {prior.describe(str(args.robot))}")
+    weight = PRIOR_WEIGHT if args.prior_weight is None else args.prior_weight
+    return identify_consistent(desc, data, opts, prior_weight=weight, starts=args.starts, seed=args.seed)
+
+
+def _print_consistent(fit) -> None:
+    print(fit.describe_choice())
+    print(f"coefficients: those of a physically consistent link set (least squares alone: residual RMS "
+          f"{fit.least_squares.residual_rms:.4f} N m on the recording, {fit.least_squares_cv_rms:.4f} N m held out); "
+          f"held-out torque RMS {fit.cv_rms:.4f} N m ({fit.blocks}-block cross-validation: what to expect on "
+          f"motion like this one); std and RSD scaled by {math.sqrt(fit.inflation):.2f} to match it "
+          "(--unconstrained: the plain least-squares coefficients)")
 
 
 def _print_friction_choice(model) -> None:
@@ -197,18 +236,24 @@ def _print_model(desc, model) -> None:
     print("per-joint fit residual RMS (N m): " + ", ".join(f"{n} {v:.4f}" for n, v in zip(desc.joint_names, resid)))
 
 
-def _physical(args, desc, model, data, opts, out):
-    """Physically consistent link set fitted to every base coefficient and the friction terms."""
+def _physical(args, desc, model, data, opts, out, consistent=None):
+    """Physically consistent link set fitted to every base coefficient and the friction terms (that of
+    the consistent fit when there is one)."""
 
     from ..identification.physical import PRIOR_WEIGHT, CoefficientTarget, PhysicalRetrieval, write_identified_robot
     from ..identification.robot_identification import fit_coefficients, full_model_options
 
-    full = model if not model.info.get("essential") else fit_coefficients(desc, data, full_model_options(opts, model))
     weight = PRIOR_WEIGHT if args.prior_weight is None else args.prior_weight
-    retrieval = PhysicalRetrieval(desc, CoefficientTarget.from_model(full), prior_weight=weight)
-    if retrieval.prior.changed:
-        print(f"prior: {retrieval.prior.describe(str(args.robot))}")
-    res = retrieval.solve(starts=args.starts, seed=args.seed, progress=False)
+    full = model
+    if consistent is not None:
+        res = consistent.physical
+    else:
+        if model.info.get("essential"):
+            full = fit_coefficients(desc, data, full_model_options(opts, model))
+        retrieval = PhysicalRetrieval(desc, CoefficientTarget.from_model(full), prior_weight=weight)
+        if retrieval.prior.changed:
+            print(f"prior: {retrieval.prior.describe(str(args.robot))}")
+        res = retrieval.solve(starts=args.starts, seed=args.seed, progress=False)
     if res.problems:
         raise ValueError("physical retrieval violates constraints: " + "; ".join(res.problems))
     friction = res.joint_friction(desc.n)

@@ -319,6 +319,11 @@ class PhysicalResult:
     fit_rms: float = float("nan")   # torque RMS of the physical set on the regression rows (N m)
     ls_rms: float = float("nan")    # the same of the identified coefficients (the least-squares optimum)
 
+    @property
+    def x(self) -> np.ndarray:
+        """The solution as the solver's variables (theta, then friction): a start for a related problem."""
+        return np.concatenate([self.theta, np.zeros(0) if self.friction is None else self.friction])
+
     def description(self, desc: RobotDescription) -> RobotDescription:
         return desc.with_links(self.bodies)
 
@@ -488,10 +493,12 @@ class PhysicalRetrieval:
             out.append(f"{labels[i]} = {value:.4g} {unit} is on its {side} bound ({bound:.4g} {unit})")
         return tuple(out)
 
-    def solve(self, starts: int = 5, seed: int = 0, max_nfev: int = 150, progress: bool = True) -> PhysicalResult:
+    def solve(self, starts: int = 5, seed: int = 0, max_nfev: int = 150, progress: bool = True,
+              x0: np.ndarray | None = None) -> PhysicalResult:
         """Multi-start bounded trust-region least squares (start 0 at the nominal parameters with the
-        friction that best fits them, the rest uniform in LB..UB as in paper 003's Table 1); the best
-        start wins. Progress is logged (INFO with ``progress``, else DEBUG)."""
+        friction that best fits them, or at ``x0`` -- e.g. :attr:`PhysicalResult.x` of a related
+        problem; the rest uniform in LB..UB as in paper 003's Table 1); the best start wins. Progress
+        is logged (INFO with ``progress``, else DEBUG)."""
         if starts < 1:
             raise PhysicalRetrievalError(f"starts must be >= 1, got {starts}")
         bounds = self.bounds.theta_bounds() + self._friction_bounds()
@@ -503,7 +510,10 @@ class PhysicalRetrieval:
         if self.n_fric:  # friction that best explains the coefficients with the nominal links
             rhs = self.R @ (self.target.pi_hat - self.target.K @ self.p_nom)
             f0 = np.linalg.lstsq(self.R @ self.target.F, rhs, rcond=None)[0]
-        x_nom = np.clip(np.concatenate([self.theta_nom, f0]), lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo))
+        first = np.concatenate([self.theta_nom, f0]) if x0 is None else np.asarray(x0, float)
+        if first.shape != lo.shape:
+            raise PhysicalRetrievalError(f"start x0 has {first.size} variables, the problem {lo.size}")
+        x_nom = np.clip(first, lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo))
         level = logging.INFO if progress else logging.DEBUG
         start_time = time.monotonic()
         best = None

@@ -174,34 +174,71 @@ def fit_coefficients(desc: RobotDescription, data: Preprocessed,
     dyn = dyn or RigidBodyDynamics(desc)
     base = base or compute_base_parameters(dyn)
     _check_motion(data)
-    n = desc.n
-    step = _decimation(data, options)
-    sl = slice(None, None, step)
-    q, dq, ddq, tau = data.q[sl], data.dq[sl], data.ddq[sl], data.tau[sl]
-    y_b = base_regressor_rows(dyn, base.selection, q, dq, ddq)
-    t = tau.reshape(-1)
-    slow = (np.abs(dq) < options.min_coulomb_speed).reshape(-1) if options.min_coulomb_speed > 0 else None
+    rows = regression_rows(dyn, base, data, options)
     candidates: list[FrictionCandidate] = []
     if options.friction == "auto":
-        terms = _choose_friction(y_b, dq, t, slow, candidates)
+        terms = _choose_friction(rows.y_b, rows.dq, rows.t, rows.slow, candidates)
     else:
         terms = friction_terms(options.friction)
-    y = np.hstack([y_b, friction_regressor(dq, *terms)])
-    names = list(_base_names(base, n)) + list(friction_names(n, *terms))
-    weights = None
-    if terms[1] and slow is not None:
-        # Coulomb's sign(dq) is unreliable near zero speed: those rows get no weight.
-        weights = (~slow).astype(float)
-    kept, res = _fit(y, t, names, weights, options)
-    info = {"method": data.method, "periods": data.periods, "fs": data.fs, "samples": int(q.shape[0]),
-            "decimate": int(step), "essential": bool(options.essential), "velocity": data.velocity,
+    info = {"method": data.method, "periods": data.periods, "fs": data.fs, "samples": int(rows.dq.shape[0]),
+            "decimate": int(rows.step), "essential": bool(options.essential), "velocity": data.velocity,
             "friction": friction_label(terms)}
     if data.cutoff:
         info["cutoff_hz"] = float(data.cutoff)
     if candidates:
         info["friction_candidates"] = [{"terms": c.label, "residual_rms": c.residual_rms, "bic": c.bic,
                                         "admissible": c.admissible} for c in candidates]
-    return _model_from_fit(desc, base, kept, res, terms, y, t, weights, info)
+    return fit_rows(desc, base, rows, terms, options, info)
+
+
+@dataclass(frozen=True)
+class RegressionRows:
+    """The regression of one preprocessed recording: every ``step``-th sample's base regressor ``y_b``
+    (N n x r), velocities ``dq`` (N x n, rad/s), stacked torques ``t`` (N n, N m) and ``slow`` rows
+    (|dq| below the Coulomb speed: no weight when Coulomb friction is fitted; None: none are)."""
+
+    y_b: np.ndarray
+    dq: np.ndarray
+    t: np.ndarray
+    slow: np.ndarray | None
+    step: int = 1
+
+    def subset(self, samples: np.ndarray) -> RegressionRows:
+        """The rows of the samples ``samples`` (indices or a mask over the N samples)."""
+        n = self.dq.shape[1]
+        idx = np.flatnonzero(np.asarray(samples)) if np.asarray(samples).dtype == bool else np.asarray(samples)
+        r = (idx[:, None] * n + np.arange(n)).reshape(-1)
+        return RegressionRows(self.y_b[r], self.dq[idx], self.t[r], None if self.slow is None else self.slow[r],
+                              self.step)
+
+    def regressor(self, terms: tuple[bool, bool, bool]) -> np.ndarray:
+        """Base regressor with the columns of the friction ``terms``."""
+        return np.hstack([self.y_b, friction_regressor(self.dq, *terms)])
+
+
+def regression_rows(dyn: RigidBodyDynamics, base: BaseParameters, data: Preprocessed,
+                    options: IdentificationOptions) -> RegressionRows:
+    """The decimated regression rows of ``data`` (:class:`IdentificationOptions` ``decimate``)."""
+    step = _decimation(data, options)
+    sl = slice(None, None, step)
+    dq = data.dq[sl]
+    y_b = base_regressor_rows(dyn, base.selection, data.q[sl], dq, data.ddq[sl])
+    slow = (np.abs(dq) < options.min_coulomb_speed).reshape(-1) if options.min_coulomb_speed > 0 else None
+    return RegressionRows(y_b, dq, data.tau[sl].reshape(-1), slow, step)
+
+
+def fit_rows(desc: RobotDescription, base: BaseParameters, rows: RegressionRows, terms: tuple[bool, bool, bool],
+             options: IdentificationOptions, info: dict) -> IdentifiedModel:
+    """Least squares (+ essential parameters) of the base coefficients and the friction ``terms``."""
+    n = desc.n
+    y = rows.regressor(terms)
+    names = list(_base_names(base, n)) + list(friction_names(n, *terms))
+    weights = None
+    if terms[1] and rows.slow is not None:
+        # Coulomb's sign(dq) is unreliable near zero speed: those rows get no weight.
+        weights = (~rows.slow).astype(float)
+    kept, res = _fit(y, rows.t, names, weights, options)
+    return _model_from_fit(desc, base, kept, res, terms, y, rows.t, weights, info)
 
 
 def _choose_friction(y_b, dq, t, slow, out: list) -> tuple[bool, bool, bool]:
@@ -417,7 +454,9 @@ __all__ = [
     "Preprocessed",
     "Validation",
     "cosine_trajectory",
+    "RegressionRows",
     "fit_coefficients",
+    "fit_rows",
     "friction_label",
     "friction_terms",
     "full_model_options",
@@ -425,5 +464,6 @@ __all__ = [
     "identify_robot",
     "preprocess",
     "random_configurations",
+    "regression_rows",
     "validate_model",
 ]
