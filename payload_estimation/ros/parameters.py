@@ -384,14 +384,19 @@ class ParameterTable:
         """Serve the node's ``~/set_parameters`` and ``~/set_parameters_atomically`` by :meth:`apply_request`
         (rclpy's parameter service sets a request's parameters one by one and words its refusals for
         programmers). The services themselves stay: only the callback the executor calls is replaced."""
+        def results(request) -> list[SetParametersResult]:
+            try:
+                return self.apply_request(node, [Parameter.from_parameter_msg(m) for m in request.parameters])
+            except Exception as e:  # noqa: BLE001 -- a request must never stop the node's executor
+                node.get_logger().error(f"parameter request failed: {e!r}")
+                return [SetParametersResult(successful=False, reason=f"not applied: {e}") for _ in request.parameters]
+
         def set_parameters(request, response):
-            msgs = list(request.parameters)
-            response.results = self.apply_request(node, [Parameter.from_parameter_msg(m) for m in msgs])
+            response.results = results(request)
             return response
 
         def set_atomically(request, response):
-            results = self.apply_request(node, [Parameter.from_parameter_msg(m) for m in request.parameters])
-            failed = [r for r in results if not r.successful]
+            failed = [r for r in results(request) if not r.successful]
             response.result = failed[0] if failed else SetParametersResult(successful=True)
             return response
 
