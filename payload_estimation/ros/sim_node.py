@@ -24,6 +24,10 @@ Services
   ``~/attach_payload`` / ``~/detach_payload`` (std_srvs/Trigger): the ``payload_*`` parameters
   (mass kg, CoM m and inertia about the CoM [xx, xy, xz, yy, yz, zz] kg m^2 in the payload frame);
   ``payload_attached:=true`` starts with it attached.
+  Stream faults, as real drivers produce them (for fault and chaos tests): ``~/fault_future_stamp``
+  (the next joint_states message, and a /clock tick with it, stamped ``FAULT_FUTURE_S`` ahead),
+  ``~/fault_gap`` (neither joint_states nor /clock for ``FAULT_GAP_S`` s of wall time; the physics
+  goes on) and ``~/fault_restart`` (stamps and /clock start over from 0, as after a driver restart).
 
 Physics runs in its own thread: ``round(1 / (rate_hz * dt))`` steps per message, paced to
 ``real_time_factor`` (0 = as fast as possible). The node defines sim time: it does not itself
@@ -59,6 +63,11 @@ from .qos import COMMAND_QOS, LATCHED_QOS
 
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 """joint_states QoS: reliable (best-effort subscribers match it too), like joint_state_broadcaster."""
+
+FAULT_FUTURE_S = 1000.0
+"""s a ``~/fault_future_stamp`` message is stamped ahead of the stream."""
+FAULT_GAP_S = 1.0
+"""s (wall clock) of silence after ``~/fault_gap``."""
 
 
 
@@ -123,6 +132,12 @@ class SimNode(Node):
         self.create_subscription(WrenchStamped, "~/apply_wrench", self._on_wrench, COMMAND_QOS)
         self.create_service(Trigger, "~/attach_payload", self._on_attach)
         self.create_service(Trigger, "~/detach_payload", self._on_detach)
+        self._stamp_origin = 0.0  # s of sim time subtracted from the stamps (~/fault_restart)
+        self._future_stamp = False  # the next message is stamped FAULT_FUTURE_S ahead
+        self._gap_until = 0.0  # time.monotonic() until which nothing is published
+        self.create_service(Trigger, "~/fault_future_stamp", self._on_fault_future)
+        self.create_service(Trigger, "~/fault_gap", self._on_fault_gap)
+        self.create_service(Trigger, "~/fault_restart", self._on_fault_restart)
         robot = self.values["robot"]
         if robot:
             self.pub_description = self.create_publisher(String, "robot_description", LATCHED_QOS)
@@ -229,17 +244,42 @@ class SimNode(Node):
                 wall0, sim0 = now, s.t
 
     def _publish_state(self, s) -> None:
-        stamp = sec_to_time(s.t)
+        if self._gap_until and time.monotonic() < self._gap_until:
+            return
+        future, self._future_stamp = self._future_stamp, False
+        t = s.t - self._stamp_origin
+        stamp = sec_to_time(t + FAULT_FUTURE_S if future else t)
         msg = self._msg
         msg.header.stamp = stamp
         msg.position = s.q.tolist()
         msg.velocity = s.dq.tolist()
         msg.effort = s.tau.tolist()
         self.pub_state.publish(msg)
-        if s.t >= self._next_clock - 1e-9:
+        if future or t >= self._next_clock - 1e-9:
             self.pub_clock.publish(Clock(clock=stamp))
-            self._next_clock = s.t + self.clock_period
+            self._next_clock = t + self.clock_period
         self.published += 1
+
+    # --- stream faults -----------------------------------------------------------------------------
+    def _on_fault_future(self, request, response):
+        self._future_stamp = True
+        response.success, response.message = True, f"the next joint_states message is stamped {FAULT_FUTURE_S} s ahead"
+        self.get_logger().warning(response.message)
+        return response
+
+    def _on_fault_gap(self, request, response):
+        self._gap_until = time.monotonic() + FAULT_GAP_S
+        response.success, response.message = True, f"no joint_states nor /clock for {FAULT_GAP_S} s"
+        self.get_logger().warning(response.message)
+        return response
+
+    def _on_fault_restart(self, request, response):
+        with self._lock:
+            self._stamp_origin = self.arm.time if self.arm is not None else 0.0
+            self._next_clock = -np.inf
+        response.success, response.message = True, "joint_states and /clock stamps start over from 0 s"
+        self.get_logger().warning(response.message)
+        return response
 
     # --- callbacks ---------------------------------------------------------------------------------
     def _on_trajectory(self, msg: JointTrajectory) -> None:
