@@ -116,16 +116,19 @@ def test_republished_changed_deferred_and_malformed_descriptions(graph):
         spin_arm.stop()
         arm.destroy_node()
 
-    # malformed (twice): refused at ERROR (logged once), counted and shown in the status, the model kept
-    for _ in range(2):
-        probe.pub.publish(String(data="<robot name='broken'><link name="))
+    # malformed (twice), then a URDF whose inertias the dynamics library refuses (pinocchio raises a
+    # RuntimeError): refused at ERROR (logged once per text), counted and shown in the status, the model kept
+    impossible = text.replace('ixx="', 'ixx="-1')
+    for data in ("<robot name='broken'><link name=", "<robot name='broken'><link name=", impossible):
+        probe.pub.publish(String(data=data))
         time.sleep(0.5)
     for node in ("payload_estimator", "payload_sampler", "collision_monitor"):
-        assert wait_for(lambda node=node: probe.status.get(node, {}).get("robot_descriptions_refused") == "2",
+        assert wait_for(lambda node=node: probe.status.get(node, {}).get("robot_descriptions_refused") == "3",
                         10.0), node
         st = probe.status[node]
         assert "keeping the current model" in st["robot_description_last_refused"], st
-        assert len(probe.said(node, "robot_description refused")) == 1
+        assert "RuntimeError: The 3d inertia should be positive" in st["robot_description_last_refused"], st
+        assert len(probe.said(node, "robot_description refused")) == 2
         assert [m for m in probe.logs if m.name.endswith(node) and "refused" in m.msg][-1].level == Log.ERROR
     assert all(n.model.ready and n.model.desc.links[6].mass == mass7 for n in (estimator, sampler, monitor))
     assert answers(probe)

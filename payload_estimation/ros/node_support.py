@@ -162,8 +162,8 @@ class RobotModelSource:
     def _load_text(self, text: str) -> None:
         try:
             desc = robot_from_description(text, self.base_link, self.tip_link, source=self._topic())
-        except ValueError as e:
-            self._refuse(str(e), text)
+        except Exception as e:  # noqa: BLE001 -- whatever the graph publishes must not stop the node
+            self._refuse(_reason(e), text)
             return
         if self.desc is None:
             self._take(desc, "robot_description topic", text)
@@ -196,15 +196,20 @@ class RobotModelSource:
         changed = self.desc is not None
         try:
             self.on_model(desc)  # may raise ParameterError (e.g. joint_names) before anything is replaced
-        except ParameterError as e:
+        except Exception as e:  # noqa: BLE001 -- e.g. pinocchio refusing an inertia: the old model stays
             if not text:  # the robot parameter at start-up: the node cannot start
                 raise
-            self._refuse(str(e), text)
+            self._refuse(_reason(e), text)
             return
         self.desc, self.source, self.error, self.text = desc, source, "", text
         what = f" ({'; '.join(changes)})" if changes else ""
         self.node.get_logger().info(f"robot model {'replaced' if changed else 'loaded'}{what}: {desc.name}, "
                                     f"{desc.n} joints, payload frame {desc.payload_frame_name} (from the {source})")
+
+
+def _reason(e: Exception) -> str:
+    """An exception as a reason: its message (with its type when it is not one of ours: ValueError family)."""
+    return str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
 
 
 def model_changes(old: RobotDescription, new: RobotDescription, atol: float = 1e-9) -> list[str]:
