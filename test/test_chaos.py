@@ -15,11 +15,21 @@ nodes' timing is not (real processes), so a rare failure may need a few runs of 
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pytest
+import rclpy
 from chaos_driver import ChaosRun, Event, changed_description, make_schedule, physical_problem
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from ros_helpers import call_trigger, wait_for
+
+from payload_estimation.ros.bringup import ros_args, start_processes, stop_processes
+from payload_estimation.ros.qos import LATCHED_QOS
+from payload_estimation.ros.spin_thread import SpinThread
 
 SEEDS = [int(s) for s in os.environ.get("PE_CHAOS_SEEDS", "1,2").split(",") if s.strip()]
 DURATION = float(os.environ.get("PE_CHAOS_DURATION", "60"))
@@ -46,6 +56,36 @@ def test_the_invariant_helpers_see_what_they_must():
     assert "non-finite" in physical_problem(msg)
     msg.inertia.com.x, msg.inertia.m = 0.0, -1.0
     assert "mass" in physical_problem(msg)
+
+
+def test_sim_node_injects_the_stream_faults_the_monitor_counts():
+    """sim_node's ~/fault_* services do to joint_states what the chaos schedule relies on (the monitor's
+    counters as the independent witness)."""
+    ns = f"/chaosfaults{os.getpid()}"
+    clock = [f"/clock:={ns}/clock"]
+    rclpy.init()
+    procs = start_processes(["sim"], ros_args(None, ns, None, clock, ["robot:=lwr4"]))
+    procs += start_processes(["monitor"], ros_args(None, ns, True, clock, ["robot:=''"]))
+    probe = Node("fault_probe", namespace=ns)
+    got: dict[str, str] = {}
+    probe.create_subscription(DiagnosticArray, "collision_monitor/status",
+                              lambda m: got.update({kv.key: kv.value for kv in m.status[0].values}), LATCHED_QOS)
+    spin = SpinThread(SingleThreadedExecutor(), probe)
+    try:
+        assert wait_for(lambda: got.get("joint_states_age_s") not in (None, "", "None"), 40.0), got
+        time.sleep(1.0)
+        assert call_trigger(probe, f"{ns}/sim_node/fault_future_stamp", 10.0).success
+        assert wait_for(lambda: int(got["stamp_faults_rejected"]) >= 1 and "ahead" in got["last_time_fault"], 5.0)
+        losses = int(got["joint_states_losses"])
+        assert call_trigger(probe, f"{ns}/sim_node/fault_gap", 10.0).success
+        assert wait_for(lambda: int(got["joint_states_losses"]) == losses + 1, 5.0), got
+        assert call_trigger(probe, f"{ns}/sim_node/fault_restart", 10.0).success
+        assert wait_for(lambda: int(got["stream_restarts"]) >= 1, 5.0), got
+    finally:
+        spin.stop()
+        probe.destroy_node()
+        stop_processes(procs)
+        rclpy.shutdown()
 
 
 @pytest.mark.parametrize("seed", SEEDS)
