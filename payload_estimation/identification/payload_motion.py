@@ -34,6 +34,7 @@ from .payload_result import (
     effective_limits,
     frame_name,
     inertia_problem,
+    is_no_payload,
     nearest_physical_inertia,
 )
 
@@ -344,15 +345,17 @@ def fit_payload_rows(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray, rhs: 
     common = dict(frame=frame_name(dyn), samples=n_s, residual_rms=float(np.sqrt(np.mean(resid ** 2))),
                   condition_number=res.condition_number, limits=effective_limits(limits, True))
     if not undetermined:
-        return replace(build_estimate(p10, cov10, np.ones(10, bool), PAYLOAD_NAMES, method=method, **common),
-                       notes=tuple(notes))
+        est = build_estimate(p10, cov10, np.ones(10, bool), PAYLOAD_NAMES, method=method, **common)
+        return est if is_no_payload(est) else replace(est, notes=est.notes + tuple(notes))
     determined = [nm for nm in ICOM_NAMES if nm not in undetermined]
     notes.append("inertia not determined by this motion: " + why
                  + (f"; determined: {', '.join(determined)}" if determined else "")
                  + f" -- mass and CoM do not depend on it; {inertia_advice}")
     est = build_estimate(p10[:4], cov10[:4, :4], np.ones(4, bool), GRAVITY_NAMES,
                           method=method + " (inertia not determined)", **common)
-    return replace(est, undetermined=tuple(undetermined), notes=tuple(notes))
+    if is_no_payload(est):  # nothing held: notes on the inertia of nothing do not apply
+        return est
+    return replace(est, undetermined=tuple(undetermined), notes=est.notes + tuple(notes))
 
 
 __all__ = [
