@@ -370,8 +370,8 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
         ("payload CoM [mm] dynamic", mm(sc.payload_com), mm(est.com), f"|error| {com_err:.2f} mm"),
         ("payload inertia diag [kg m²] dynamic", np.round(np.asarray(sc.payload_inertia)[[0, 3, 5]], 4).tolist(),
          "-" if est.inertia is None else np.round(np.asarray(est.inertia)[[0, 3, 5]], 4).tolist(),
-         ("not determined" if dy["trace_error_pct"] is None else f"trace {dy['trace_error_pct']:+.1f} %")
-         + "; static poses do not determine it"),
+         (f"the excitation did not determine {', '.join(est.undetermined) or 'it'}" if dy["trace_error_pct"] is None
+          else f"trace {dy['trace_error_pct']:+.1f} %") + "; the static poses never determine it"),
         ("sample call (sim / wall) [s] static", "", f"{st['sample_call_sim_s']:.2f} / {st['sample_call_wall_s']:.2f}",
          "paper: 10 × (move + 1 s)"),
         ("sample call (sim / wall) [s] dynamic", "", f"{dy['sample_call_sim_s']:.2f} / {dy['sample_call_wall_s']:.2f}",
