@@ -90,3 +90,17 @@ def test_the_checker_sees_a_violation(tmp_path):
                    "from payload_estimation.ros import qos\n")
     got = imports(bad, tmp_path / "payload_estimation")
     assert [(t, e) for _, t, e in got] == [("ros", ""), ("identification", ""), ("", "rclpy")]
+
+
+def test_tests_find_external_data_in_one_place():
+    """Only test/data_paths.py builds paths into ../shared (a lone clone must run its tests: one skip-or-fail
+    rule); a string literal "shared" or "shared/..." elsewhere in the tests is such a path."""
+    name = "sha" + "red"  # not a literal of its own
+
+    def builds_shared_path(path: Path) -> bool:
+        return any(isinstance(n, ast.Constant) and isinstance(n.value, str)
+                   and (n.value == name or n.value.startswith(name + "/"))
+                   for n in ast.walk(ast.parse(path.read_text())))
+
+    offenders = [p.name for p in (ROOT / "test").rglob("*.py") if p.name != "data_paths.py" and builds_shared_path(p)]
+    assert not offenders, f"these tests look for ../shared themselves (use test/data_paths.py): {offenders}"
