@@ -102,8 +102,9 @@ class ConsistentFit:
         chosen = self.model.info["friction"]
         parts = [f"{c.label} {c.ls_rms:.4f}" + ("" if math.isnan(c.consistent_rms) else f" / {c.consistent_rms:.4f}")
                  + (" <-" if c.label == chosen else "") for c in ranked]
-        return (f"friction: {chosen} chosen by {self.blocks}-block cross-validation (held-out torque RMS in N m, "
-                "least squares / consistent fit): " + ", ".join(parts))
+        return (f"friction: {chosen} chosen by {self.blocks}-block cross-validation (the fewest terms within one "
+                "standard error of the best); held-out torque RMS in N m (least squares / consistent fit) per "
+                "candidate: " + ", ".join(parts))
 
 
 def identify_consistent(desc: RobotDescription, data: Preprocessed,
@@ -196,13 +197,13 @@ def _consistent_cv(desc, base, rows: RegressionRows, block: np.ndarray, terms, o
     ``terms``, and the whole recording's fit."""
     whole = fit_rows(desc, base, rows, terms, options, {})
     full = PhysicalRetrieval(desc, CoefficientTarget.from_model(whole), prior_weight=prior_weight).solve(
-        starts=1, progress=False)
+        starts=1, progress=False, warn=False)
     y = rows.regressor(terms)
     per = []
     for b in range(int(block.max()) + 1):
         m = fit_rows(desc, base, rows.subset(block != b), terms, options, {})
         res = PhysicalRetrieval(desc, CoefficientTarget.from_model(m), prior_weight=prior_weight).solve(
-            starts=1, progress=False, x0=full.x, max_nfev=_FOLD_NFEV)
+            starts=1, progress=False, x0=full.x, max_nfev=_FOLD_NFEV, warn=False)
         test = np.repeat(block == b, desc.n)
         r = rows.t[test] - y[test][:, m.kept] @ res.coefficients
         per.append(float(np.mean(r ** 2)))

@@ -494,11 +494,12 @@ class PhysicalRetrieval:
         return tuple(out)
 
     def solve(self, starts: int = 5, seed: int = 0, max_nfev: int = 150, progress: bool = True,
-              x0: np.ndarray | None = None) -> PhysicalResult:
+              x0: np.ndarray | None = None, warn: bool = True) -> PhysicalResult:
         """Multi-start bounded trust-region least squares (start 0 at the nominal parameters with the
         friction that best fits them, or at ``x0`` -- e.g. :attr:`PhysicalResult.x` of a related
         problem; the rest uniform in LB..UB as in paper 003's Table 1); the best start wins. Progress
-        is logged (INFO with ``progress``, else DEBUG)."""
+        is logged (INFO with ``progress``, else DEBUG); variables on a bound at WARNING with ``warn``
+        (else DEBUG: e.g. the fits of a cross-validation), and in :attr:`PhysicalResult.warnings` always."""
         if starts < 1:
             raise PhysicalRetrievalError(f"starts must be >= 1, got {starts}")
         bounds = self.bounds.theta_bounds() + self._friction_bounds()
@@ -537,7 +538,7 @@ class PhysicalRetrieval:
         ls_rms = math.sqrt(rss / rows) if rows else float("nan")
         warnings = self.at_bounds(x, lo, hi)
         for w in warnings:
-            log.warning("physical parameters: %s", w)
+            log.log(logging.WARNING if warn else logging.DEBUG, "physical parameters: %s", w)
         return PhysicalResult(bodies_from_theta(th), f.copy() if self.n_fric else None, th.copy(), chi2, obj,
                               self.coefficients(x), starts, time.monotonic() - start_time, self.evaluations,
                               self.problems(x), warnings, tuple(self.target.friction_terms or (False, False, False)),
