@@ -108,6 +108,7 @@ def test_aborts_and_retries_never_leave_the_first_envelope(system, case, fault):
     q_pick = np.clip(np.radians([0, 30, 0, -80, 0, 50, 0]) + rng.uniform(-0.4, 0.4, desc.n),
                      lim[:, 0] + np.radians(10), lim[:, 1] - np.radians(10))
     assert call_trigger(probe, "payload_estimator/reset", 10.0).success  # unloaded model: the arm may move freely
+    assert call_trigger(probe, "payload_sampler/forget_pick", 10.0).success  # a failed earlier case may have left one
     assert call_trigger(probe, "sim_node/detach_payload", 10.0).success
     time.sleep(3.0)  # the monitor releases any collision and its resume delay passes
     probe.move_to(q_pick)
@@ -115,6 +116,7 @@ def test_aborts_and_retries_never_leave_the_first_envelope(system, case, fault):
     assert call_trigger(probe, "sim_node/attach_payload", 10.0).success  # the grasp
     time.sleep(0.5)
     probe.commands.clear()
+    q_call = probe.q.copy()  # the grasp may have sagged the arm a little: the run fixes q0 where it rests
     fut = _sample_async(probe)
     assert wait_for(lambda: sum(s == "sampler" for s, _ in probe.commands) >= 2 + case, 30.0)
     if fault == "cancel":
@@ -128,7 +130,7 @@ def test_aborts_and_retries_never_leave_the_first_envelope(system, case, fault):
     first = probe.values()
     assert first["last_outcome"] in ("cancelled", "collision")
     q0 = np.radians(json.loads(first["last_pick_configuration_deg"]))
-    assert np.max(np.abs(q0 - q_pick)) < np.radians(0.5)
+    assert np.max(np.abs(q0 - q_call)) < np.radians(0.5) + 1e-6  # arrival_tolerance_deg: rest near the call
     time.sleep(3.0)  # the monitor releases and its resume delay passes
     res = call_trigger(probe, "payload_sampler/sample", 60.0)
     assert res.success, res.message

@@ -150,6 +150,12 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + ParameterTable([
 ])
 
 _ERROR = diagnostic_level(DiagnosticStatus.ERROR)
+_PHASES = {"waiting": "waiting for joint_states, the estimator and the collision monitor",
+           "return_first": "returning to the pick configuration of the aborted run",
+           "startup": "waiting for the arm to rest at the pick configuration",
+           "rest": "waiting for the arm to rest at the pick configuration", "planning": "planning the motion",
+           "abort_return": "aborted, returning to the pick configuration"}
+"""Status words for the run's phases outside its pose or excitation sequence."""
 _NOT_FAULTS = ("refused", "cancelled")
 """Outcomes that are no fault: a refusal (nothing moved) and the user's ~/cancel: WARN, not ERROR."""
 MONITOR_STATUS_AGE = 3.0
@@ -554,7 +560,7 @@ class PayloadSamplerNode(Node):
             level, text = DiagnosticStatus.ERROR, self.model.error
         elif run is not None:
             seq = run.sequence
-            where = seq.progress if seq is not None and run.phase == "sequence" else run.phase
+            where = seq.progress if seq is not None and run.phase == "sequence" else _PHASES.get(run.phase, run.phase)
             level, text = DiagnosticStatus.OK, f"sampling: {where}"
         elif self.input is not None and self.input.lost():
             level, text = DiagnosticStatus.WARN, "joint_states lost: cannot sample"
