@@ -1,6 +1,9 @@
 """Test-wide setup: isolate the DDS traffic of this test run (own ROS_DOMAIN_ID, localhost only)."""
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 # numpy/scipy not imported yet: small dense solves run faster single-threaded on a shared 2-core machine
@@ -11,6 +14,9 @@ from payload_estimation.ros.domain import isolate
 isolate()  # before anything imports rclpy; subprocesses inherit it
 os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# the nodes find a calibration file under $ROS_HOME at start: one left by a real sweep must not change results
+os.environ["ROS_HOME"] = tempfile.mkdtemp(prefix="pe-test-ros-home-")
+atexit.register(shutil.rmtree, os.environ["ROS_HOME"], ignore_errors=True)
 
 import pytest  # noqa: E402
 from data_paths import on_ci  # noqa: E402
