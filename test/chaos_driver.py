@@ -19,6 +19,8 @@ joint_states faults (a message stamped 1000 s ahead, a 1 s gap, stamps starting 
 - the monitor is never without residuals for longer than ``BLIND_LIMIT`` s unless it reported ERROR
   within that time;
 - ``payload/estimate`` never carries a NaN or an unphysical body;
+- the simulated arm's controller never rejects a command of the nodes (a rejected hold leaves the arm
+  moving);
 - a valid parameter value is accepted, an invalid one refused with a reason a person can read;
 
 then, after the schedule, a clean run (the user's sequence: forget the old pick, unloaded capture,
@@ -599,6 +601,10 @@ class ChaosRun:
             self._log_pos[short] = f.tell()
         if short == "sampler":
             self._track_runs(text)
+        if short == "sim":  # a command the arm's controller refuses: the arm does not do what the nodes think
+            for line in re.findall(r"^.*joint_trajectory rejected.*$", text, re.M):
+                self.violation("command", f"sim_node rejected a command of the nodes: {line.split(']: ', 1)[-1]}",
+                               "sampler")
         for marker in ("Traceback (most recent call last)", "exception was never retrieved"):
             if marker in text:
                 self.violation("traceback", f"{NODES[short][0]}: {_exception(text[text.index(marker):])}", short)
