@@ -155,3 +155,19 @@ def test_cancel_while_planning_ends_the_run_without_moving_the_arm(rig, dyn):
     res = rig.call("payload_sampler/record_reference", timeout=60.0)
     assert res.success, res.message
     assert np.allclose(arm.q, Q0)
+
+
+def test_a_stalled_executor_is_not_a_lost_stream(rig, dyn):
+    """Another callback of the same executor holds it for 0.8 s mid-run (bringup runs every node in one
+    executor) while the arm keeps publishing. rclpy runs the ready steady-clock tick before the waiting
+    joint_states sample: the tick must take that sample rather than abort on a stream that never stopped."""
+    arm = rig.add(StaticArm(dyn, Q0))
+    rig.add(PayloadEstimatorNode())
+    rig.add(CountingSampler(parameter_overrides=[Parameter("require_monitor", value=False),
+                                                 Parameter("mode", value="static"), Parameter("dwell", value=3.0)]))
+    time.sleep(0.5)
+    fut = rig.call_async("payload_sampler/sample")
+    assert wait_for(lambda: len(arm.commands) >= 3, 30.0)
+    rig.on_executor(lambda: time.sleep(0.8))  # the executor thread is busy: nothing of the sampler runs
+    assert wait_for(fut.done, 60.0)
+    assert fut.result().success, fut.result().message

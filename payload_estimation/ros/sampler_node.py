@@ -54,6 +54,7 @@ from dataclasses import replace
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import InvalidHandle
 from rclpy.node import Node
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
@@ -198,7 +199,7 @@ class PayloadSamplerNode(Node):
         self.status = StatusReporter(self, "sampling", self._snapshot)
         self.model = RobotModelSource(self, self.values, self._on_model, busy=lambda: self._run is not None)
         # the current state, not every sample: arrival and rest are judged on fresh data
-        self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_LATEST_QOS)
+        self._js_sub = self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_LATEST_QOS)
         self.create_subscription(Bool, "collision_monitor/collision", self._on_collision, LATCHED_QOS)
         self._monitor_status: tuple[int, float] | None = None  # (level, wall time received)
         self.create_subscription(DiagnosticArray, "collision_monitor/status", self._on_monitor_status, LATCHED_QOS)
@@ -219,7 +220,7 @@ class PayloadSamplerNode(Node):
         self.create_service(Trigger, "~/record_reference", self._srv_record_reference, callback_group=services)
         self.create_service(Trigger, "~/cancel", self._srv_cancel, callback_group=services)
         self.create_service(Trigger, "~/forget_pick", self._srv_forget_pick, callback_group=services)
-        steady_timer(self, TICK_PERIOD, self._tick)
+        steady_timer(self, TICK_PERIOD, self._on_timer)
         # planning runs on this worker; its result wakes the executor (a guard condition may be triggered
         # from any thread: rcl/guard_condition.h) and is taken there, in _on_planned
         self._planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="payload_sampler_planning")
@@ -427,6 +428,31 @@ class PayloadSamplerNode(Node):
         return response
 
     # ------------------------------------------------------------------ the run
+    def _on_timer(self) -> None:
+        """The steady-clock tick. rclpy runs ready timers before ready subscriptions: after the executor
+        could not run for a while (a starved process, a long callback of another node in the same
+        executor), this tick would see the stream as lost while its next sample already waits. Take that
+        sample first; the run sees a lost stream only when none is there."""
+        if self._run is not None and self.input is not None and self._stream_stale() and self._take_joint_state():
+            return  # _on_joint_states advanced the run with it
+        self._tick()
+
+    def _stream_stale(self) -> bool:
+        age = self.input.age()
+        return age is None or age > float(self.values["joint_state_timeout"])
+
+    def _take_joint_state(self) -> bool:
+        """Take a joint_states message waiting in the subscription's queue, if any (True: one was handled)."""
+        try:
+            with self._js_sub.handle:
+                got = self._js_sub.handle.take_message(self._js_sub.msg_type, self._js_sub.raw)
+        except InvalidHandle:  # being destroyed
+            return False
+        if got is None:
+            return False
+        self._on_joint_states(got[0])
+        return True
+
     def _tick(self) -> None:
         run = self._run
         if run is None:
