@@ -15,6 +15,7 @@ Units: SI (s, rad, rad/s, N m, N, m); joint order: the model's.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,7 +79,9 @@ class CollisionMonitor:
     ``dyn``: the unloaded model; ``friction``: optional observer friction model; ``link_names``
     for events and estimates (default ``link_k``); ``geometry``: link capsules for the contact
     estimate (default from the description). Attributes :attr:`observer`, :attr:`detector`,
-    :attr:`tracker` (None without contact estimation); :attr:`restarts` counts time faults.
+    :attr:`tracker` (None without contact estimation); :attr:`restarts` counts time faults;
+    :attr:`explain` (t, q, r, payload) -> the part of r (N m) an announced payload change explains, or None
+    (:meth:`.payload_change.PayloadWatch.explain`): the detector then judges r minus that part.
     """
 
     def __init__(self, dyn: RigidBodyDynamics, config: MonitorConfig | None = None,
@@ -99,6 +102,7 @@ class CollisionMonitor:
         self._noisy = bool(np.any(self.observer.torque_noise > 0) or np.any(self.observer.velocity_noise > 0))
         self._dynamic = self._noisy or bool(np.any(self.detector.speed > 0) or np.any(self.detector.margin > 0))
         self.restarts = 0
+        self.explain: Callable[[float, np.ndarray, np.ndarray, BodyInertia | None], np.ndarray | None] | None = None
 
     def set_payload(self, body: BodyInertia | None, gravity_only: bool = False) -> None:
         """The observer's payload (payload frame), see :meth:`MomentumObserver.set_payload`."""
@@ -128,10 +132,15 @@ class CollisionMonitor:
         r = self.observer.update(t, q, dq, tau)
         if self.observer.accepted == accepted:
             return MonitorStep(r)
+        r_det = r
+        if self.explain is not None:
+            expected = self.explain(t, np.asarray(q, float), r, self.observer.payload)
+            if expected is not None:
+                r_det = r - expected
         if self._dynamic:
-            ev = self.detector.update(t, r, dq, self.observer.residual_noise if self._noisy else None)
+            ev = self.detector.update(t, r_det, dq, self.observer.residual_noise if self._noisy else None)
         else:
-            ev = self.detector.update(t, r)
+            ev = self.detector.update(t, r_det)
         contact = None
         if self.tracker is not None:
             contact = self.tracker.update(t, q, self.observer.disturbance, self.detector.current)

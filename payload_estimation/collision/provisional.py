@@ -115,18 +115,27 @@ class ProvisionalPayload:
             bound = np.maximum(bound, before)
         return bound
 
+    def hold(self) -> None:
+        """Forget the rest block in progress (e.g. during a contact: its torque is not the payload's)."""
+        self._reset_window()
+
     def _reset_window(self) -> None:
         self._rest_start = None
         self._sum_q[:] = 0.0
         self._sum_e[:] = 0.0
         self._count = 0
 
-    def update(self, t: float, q: np.ndarray, dq: np.ndarray, tau: np.ndarray) -> ProvisionalFit | None:
-        """Feed one sample (s, rad, rad/s, N m); returns a new provisional payload when a rest pose completes."""
+    def update(self, t: float, q: np.ndarray, dq: np.ndarray, tau: np.ndarray,
+               replace: bool = False) -> ProvisionalFit | None:
+        """Feed one sample (s, rad, rad/s, N m); returns a new provisional payload when a rest pose completes.
+
+        ``replace``: the load may still be changing (an announced grasp or release): each completed rest
+        block replaces the poses so far, also at the same pose, so the fit follows the newest load."""
         if np.max(np.abs(dq)) > self.cfg.rest_velocity:
             self._reset_window()
             return None
-        if self.poses and np.min([np.max(np.abs(q - p)) for p in self.poses]) < self.cfg.min_pose_distance:
+        if (not replace and self.poses
+                and np.min([np.max(np.abs(q - p)) for p in self.poses]) < self.cfg.min_pose_distance):
             return None  # this pose is used already
         if self._rest_start is None:
             self._rest_start = t
@@ -135,6 +144,9 @@ class ProvisionalPayload:
         self._count += 1
         if t - self._rest_start < self.cfg.rest_time:
             return None
+        if replace:
+            self.poses.clear()
+            self.mismatch.clear()
         self.poses.append(self._sum_q / self._count)
         self.mismatch.append(self._sum_e / self._count)
         self._reset_window()

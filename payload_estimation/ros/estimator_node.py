@@ -8,6 +8,10 @@ Interface (names relative to the node namespace, all remappable):
   the sampler's dynamic mode; record the joint-state stream over one excitation, keep it as the
   unloaded reference run, or fit all ten payload parameters from it, differential against the
   reference when there is one: :func:`identification.payload_dynamic.fit_dynamic_payload`);
+- services ``~/grasped`` and ``~/released`` (std_srvs/Trigger): the user or the gripper driver announces
+  that an object was grasped or released; each publishes ``~/payload_event`` (std_msgs/String
+  ``grasped`` / ``released``, reliable, volatile) so the collision monitor learns the change instead of
+  stopping the arm; ``~/released`` also forgets the payload as ``~/reset`` does (0 kg published);
 - services ``~/capture``, ``~/capture_unloaded``, ``~/estimate``, ``~/reset``, ``~/clear_captures``
   (std_srvs/Trigger; clear_captures forgets loaded and calibration captures, used at the start of a run),
   ``~/capture_calibration`` and ``~/calibrate`` (std_srvs/Trigger: static captures of the unloaded arm
@@ -38,6 +42,7 @@ from geometry_msgs.msg import InertiaStamped
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from ..identification.data import SampleDataError, Samples
@@ -81,7 +86,7 @@ from .node_support import (
     settle_config,
 )
 from .parameters import Param, ParameterError, ParameterTable
-from .qos import LATCHED_QOS, SENSOR_QOS
+from .qos import EVENT_QOS, LATCHED_QOS, SENSOR_QOS
 
 PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + ParameterTable([
     Param("method", "auto", "auto: differential when ~/capture_unloaded captures exist, else one-shot; one-shot: "
@@ -181,6 +186,10 @@ class PayloadEstimatorNode(Node):
         self.create_service(Trigger, "~/start_recording", self._srv_start_recording)
         self.create_service(Trigger, "~/store_reference", self._srv_store_reference)
         self.create_service(Trigger, "~/estimate_motion", self._srv_estimate_motion)
+        # announced grasp / release: the collision monitor learns the change instead of stopping the arm
+        self.pub_event = self.create_publisher(String, "~/payload_event", EVENT_QOS)
+        self.create_service(Trigger, "~/grasped", self._srv_grasped)
+        self.create_service(Trigger, "~/released", self._srv_released)
         # a changed robot_description while a dynamic run is recorded is taken when the recording ends
         self.model = RobotModelSource(self, self.values, self._on_model, busy=lambda: self._recording is not None)
         # No estimate is published at start: a late-joining latched "0 kg" would overwrite a payload
@@ -557,6 +566,44 @@ class PayloadEstimatorNode(Node):
         self._publish(NO_PAYLOAD, DiagnosticStatus.OK, "reset: unloaded")
         response.success, response.message = True, "payload reset: unloaded (0 kg); captures cleared"
         self.get_logger().info(response.message)
+        return response
+
+    def _announce(self, event: str) -> str:
+        """Publish ``event`` on ~/payload_event (the collision monitor's cue); a warning phrase if nobody listens."""
+        self.pub_event.publish(String(data=event))
+        if self.pub_event.get_subscription_count() == 0:
+            return ("; WARNING: no collision monitor listens on payload_estimator/payload_event (is it running in "
+                    "this namespace?)")
+        return ""
+
+    def _srv_grasped(self, request, response):
+        """An object was grasped: its payload is unknown until estimated; the monitor learns it provisionally."""
+        with self._lock:
+            self._loaded.clear()  # the unloaded anchor, taken before the grasp, is kept
+        prev = self.current.mass
+        response.success = True
+        response.message = ("grasp announced: payload being learned by the collision monitor; call "
+                            "payload_sampler/sample for an estimate" + self._announce("grasped"))
+        if prev > 0:
+            response.message += (f"; the published estimate ({prev:.3f} kg) described the load before this grasp: "
+                                 "announce ~/released when an object is put down")
+        self._last = (DiagnosticStatus.OK, "grasp announced: payload unknown until estimated")
+        self.get_logger().info(response.message)
+        self.status.publish()
+        return response
+
+    def _srv_released(self, request, response):
+        """The object was released: forget the payload (as ~/reset); the monitor expects its torque to vanish."""
+        listening = self._announce("released")  # before the 0 kg estimate: the monitor opens its window first
+        self._srv_reset(request, response)
+        if response.success:
+            response.message = ("release announced: payload forgotten (0 kg), captures cleared; the collision "
+                                "monitor expects the payload's torque to disappear" + listening)
+            self._last = (DiagnosticStatus.OK, "release announced: unloaded")
+            self.get_logger().info(response.message)
+            self.status.publish()
+        else:
+            response.message = f"release announced to the collision monitor, but {response.message}{listening}"
         return response
 
     # ------------------------------------------------------------------ output

@@ -4,8 +4,10 @@ Interface (relative names, remappable):
 
 - subscribes ``joint_states`` (sensor_msgs/JointState, on a thread of its own), ``payload/estimate``
   (geometry_msgs/InertiaStamped, transient local), ``joint_trajectory`` (to learn the active
-  trajectory for resuming), ``payload_sampler/active`` (std_msgs/Bool, transient local) and, with an
-  empty ``robot`` parameter, ``robot_description``;
+  trajectory for resuming), ``payload_sampler/active`` (std_msgs/Bool, transient local),
+  ``payload_estimator/payload_event`` (std_msgs/String, reliable, volatile: ``grasped`` or ``released``, sent
+  by the estimator's ``~/grasped`` / ``~/released`` services) and, with an empty ``robot`` parameter,
+  ``robot_description``;
 - publishes ``~/residual`` (sensor_msgs/JointState, effort = r in N m, same joint names),
   ``~/collision`` (std_msgs/Bool, transient local, published on every change), ``~/status`` and
   ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, on events and every second), on a stop a
@@ -34,6 +36,16 @@ and its thresholds are ``sampling_threshold_factor`` x the configured ones plus 
 of the payload it does not know yet (large only while the mass is undetermined, e.g. before the
 first move from the stretched-up pose). A published estimate replaces the provisional payload;
 0 kg returns to unloaded.
+
+Announced grasps and releases (``payload_estimator/grasped``, ``payload_estimator/released``): for
+``payload_event_window`` s the detector judges the residual minus the part a payload change explains
+(mass 0..``max_payload``, or up to the carried mass for a release; CoM within ``max_com_radius``) against
+the configured thresholds, and the payload is re-learnt provisionally at rest (gravity only, not while a
+collision is reported); a contact a payload cannot explain is still detected. After a
+grasp the provisional payload stays (thresholds widened by its uncertainty) until an estimate arrives;
+after a release with nothing left to carry the monitor returns to the unloaded model
+(:class:`collision.payload_change.PayloadWatch`). A 0 kg estimate (``~/reset``, or the one ``~/released``
+sends, which may arrive before the event) while a payload is carried opens the same release window.
 """
 
 from __future__ import annotations
@@ -49,13 +61,14 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped, Point, WrenchStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, String
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker
 
 from ..collision.contact import ContactEstimate
 from ..collision.monitor import CollisionMonitor, MonitorConfig
-from ..collision.provisional import ProvisionalFit, ProvisionalPayload
+from ..collision.payload_change import GRASP, RELEASE, PayloadWatch, WatchConfig
+from ..collision.provisional import ProvisionalFit
 from ..collision.reaction import POLICIES, Action, ReactionState, ReactionStateMachine
 from ..identification.estimate import PayloadEstimate
 from ..model.dynamics import RigidBodyDynamics
@@ -114,6 +127,9 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
     Param("sampling_threshold_factor", 1.5, "thresholds x this while the payload sampler is active (payload only "
           "provisionally known), plus 3 sigma of the torque of the payload not yet known", low=1.0, high=10.0,
           applies="next sampling run"),
+    Param("payload_event_window", 5.0, "s after an announced grasp or release (payload_estimator/grasped, "
+          "released) in which a residual a payload change explains is not a collision", low=0.0, high=60.0,
+          low_open=True, applies="next announcement"),
     Param("release_fraction", 0.5, "a collision is released below this fraction of the threshold", low=0.0,
           high=1.0, low_open=True, applies="next sample (after a collision is released)"),
     Param("confirm_samples", 3, "consecutive samples above a threshold for a detection", low=1, high=1000,
@@ -181,9 +197,10 @@ class CollisionMonitorNode(Node):
         self._count = 0
         self._r = None
         self._collision = False
-        self._sampling = False
-        self._learning = False  # fitting the provisional payload at rest poses (sampler active, no estimate yet)
-        self.provisional: ProvisionalPayload | None = None
+        self.watch: PayloadWatch | None = None  # provisional payload, announced grasp/release (collision core)
+        self._sampling = False  # the payload sampler's active flag (also before a model exists)
+        self._events_refused = 0
+        self._logged_mass: float | None = None  # provisional mass last logged (a refit every rest block is not news)
         self._t_last = -np.inf  # stamp of the last processed joint_states sample (s)
         self._payload: PayloadEstimate | ProvisionalFit | None = None
         self._estimates_refused = 0
@@ -203,6 +220,7 @@ class CollisionMonitorNode(Node):
         self.create_subscription(InertiaStamped, "payload/estimate", self._on_estimate, LATCHED_QOS)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
         self.create_subscription(Bool, "payload_sampler/active", self._on_sampling, LATCHED_QOS)
+        self.create_subscription(String, "payload_estimator/payload_event", self._on_payload_event, EVENT_QOS)
         self.pub_collision.publish(Bool(data=False))
         self.model = RobotModelSource(self, self.values, self._on_model)
         steady_timer(self, WATCHDOG_PERIOD, self._watchdog)
@@ -220,8 +238,10 @@ class CollisionMonitorNode(Node):
             self.joint_names = names
             self.frame = desc.payload_frame_name
             self.input = JointStateInput(self, names, self.values)
+            self._base_th = np.broadcast_to(np.asarray(self.values["thresholds"], float), (self._n,)).copy()
+            self.watch = PayloadWatch(self.dyn, self._base_th, self._watch_config())
+            self.watch.set_sampling(self._sampling)
             self.mon = self._new_monitor()
-            self.provisional = ProvisionalPayload(self.dyn)
             self._r = np.zeros(desc.n)
             self._residual_msg = joint_state_msg(names, tau=np.zeros(desc.n))  # reused: stamp and effort change
             self._apply_payload(self._payload)
@@ -251,11 +271,19 @@ class CollisionMonitorNode(Node):
             cfg = replace(cfg, contact=None)
         desc = self.dyn.desc
         mon = CollisionMonitor(self.dyn, cfg, link_names=tuple(desc.link_frame_name(k) for k in range(1, desc.n + 1)))
-        mon.detector.scale_thresholds(float(v["sampling_threshold_factor"]) if self._sampling else 1.0)
+        self.watch.configure(self._watch_config(), self._base_th)
+        mon.detector.scale_thresholds(self.watch.scale())
+        mon.explain = self.watch.explain
         payload = self._payload
         if payload is not None:
             mon.set_payload(*payload.observer_model(bool(v["payload_as_point_mass"])))
         return mon
+
+    def _watch_config(self) -> WatchConfig:
+        v = self.values
+        return WatchConfig(window=float(v["payload_event_window"]),
+                           sampling_factor=float(v["sampling_threshold_factor"]),
+                           max_payload=float(v["max_payload"]), max_com_radius=float(v["max_com_radius"]))
 
     @_locked
     def _on_params(self, names: set[str]) -> None:
@@ -283,6 +311,8 @@ class CollisionMonitorNode(Node):
             todo -= REACTION_KEYS
         if "payload_as_point_mass" in todo:
             self._apply_payload(self._payload)
+        if todo & {"payload_event_window", "sampling_threshold_factor", "max_payload", "max_com_radius"}:
+            self.watch.configure(self._watch_config(), self._base_th)
         todo -= {k for k in todo if k not in MONITOR_KEYS | REACTION_KEYS}
 
     # ------------------------------------------------------------------ 1 kHz path
@@ -302,14 +332,18 @@ class CollisionMonitorNode(Node):
         step = self.mon.update(t, s.q, s.dq, s.tau)
         r = step.residual
         self._r, self._t_last = r, t
-        if self._learning and s.dq is not None:
-            prov = self.provisional.update(t, s.q, s.dq, s.tau)
-            if prov is not None:
-                self._set_payload(prov, "provisional")
-            # thresholds x sampling_threshold_factor plus 3 sigma of the torque of the payload not yet known
-            bound = self.provisional.torque_bound(s.q, t, settle=5.0 / float(np.min(self.values["gains"])))
-            self.mon.detector.scale_thresholds(float(self.values["sampling_threshold_factor"])
-                                               + bound / self._base_th)
+        # the provisional payload: thresholds x sampling_threshold_factor plus 3 sigma of its torque
+        w = self.watch.update(t, s.q, s.dq, s.tau, settle=5.0 / float(np.min(self.values["gains"])),
+                              in_collision=self.mon.detector.in_collision)
+        if w.fit is not None and self.watch.learning:
+            self._set_payload(w.fit, "provisional")
+        elif w.fit is not None:  # learning stops only when a release completed: back to the unloaded model
+            self._set_payload(None, "release")
+        if w.scale is not None:
+            self.mon.detector.scale_thresholds(w.scale)
+        if w.note:
+            self.get_logger().info(w.note)
+            self.status.publish()
         self._count += 1
         if self._count % int(self.values["residual_decimation"]) == 0:
             out = self._residual_msg
@@ -332,8 +366,7 @@ class CollisionMonitorNode(Node):
         self.mon.detector.reset()
         self.reaction.reset()
         self._active = self._remainder = None
-        if self._learning:
-            self.provisional.start()
+        self.watch.restart()
         if self._collision:
             self._collision = False
             self.pub_collision.publish(Bool(data=False))
@@ -347,9 +380,13 @@ class CollisionMonitorNode(Node):
         flag = ev.active
         if flag:
             self._contact = None
+            inside = ""
+            if self.watch is not None and self.watch.announced is not None:
+                inside = (f" (during the announced {self.watch.announced.kind}: beyond what a payload change explains, "
+                          f"{np.max(np.abs(self.watch.explained_last)):.2f} N m of it explained)")
             self.get_logger().warning(
                 f"collision detected at t={ev.detection_time:.3f} s: on link {ev.link_name} or beyond, "
-                f"peak |r| {ev.peak_max:.2f} N m at joint {self.joint_names[ev.peak_joint]}")
+                f"peak |r| {ev.peak_max:.2f} N m at joint {self.joint_names[ev.peak_joint]}{inside}")
         else:
             self.get_logger().info(f"collision released at t={ev.release_time:.3f} s (link {ev.link_name}, "
                                    f"peak {ev.peak_max:.2f} N m)")
@@ -439,7 +476,14 @@ class CollisionMonitorNode(Node):
         if self.dyn is None:
             return self._refuse_estimate("no robot model yet")
         if est.mass == 0.0:
-            self._learning = False
+            carried = self._payload is not None and self._payload.mass > 0
+            if carried and self.watch.announced is None:
+                # ~/released publishes the event and then 0 kg, but they may arrive in either order; a plain
+                # ~/reset while an object is still held is the same change: the payload's torque may now show
+                self.get_logger().info(f"0 kg estimate while carrying a payload: {self.watch.announce(RELEASE)}")
+                self.mon.detector.scale_thresholds(self.watch.scale())
+            elif self.watch.estimate(0.0):
+                self.mon.detector.scale_thresholds(self.watch.scale())
             return self._set_payload(None, "estimate")
         if msg.header.frame_id != self.frame:
             return self._refuse_estimate(f"frame '{msg.header.frame_id}' is not this model's payload frame "
@@ -451,9 +495,8 @@ class CollisionMonitorNode(Node):
         if r > radius:
             return self._refuse_estimate(f"CoM {1e3 * r:.0f} mm from the payload frame is beyond max_com_radius "
                                          f"{1e3 * radius:.0f} mm")
-        self._learning = False  # an estimate replaces the provisional payload
-        if self._sampling:
-            self.mon.detector.scale_thresholds(float(self.values["sampling_threshold_factor"]))
+        self.watch.estimate(est.mass)  # an estimate replaces the provisional payload
+        self.mon.detector.scale_thresholds(self.watch.scale())
         self._set_payload(est, "estimate")
 
     def _refuse_estimate(self, why: str) -> None:
@@ -468,30 +511,61 @@ class CollisionMonitorNode(Node):
         active = bool(msg.data)
         if active != self._sampling:
             self.get_logger().info(f"payload sampler {'active' if active else 'idle'}")
-        if active and not self._sampling and self.provisional is not None:
-            # learn the grasped load from the static torques at each rest pose of the run
-            self.provisional.start()
-            self._learning = True
-        elif not active:
-            self._learning = False
-        if active != self._sampling and self.mon is not None:
-            # the payload is only provisionally known while sampling: a wider margin until the estimate
-            self.mon.detector.scale_thresholds(float(self.values["sampling_threshold_factor"]) if active else 1.0)
         self._sampling = active
+        if self.watch is None:
+            return
+        # active: learn the grasped load from the static torques at each rest pose of the run, with a wider margin
+        scale = self.watch.set_sampling(active)
+        if scale is not None:
+            self.mon.detector.scale_thresholds(scale)
+
+    @_locked
+    def _on_payload_event(self, msg: String) -> None:
+        """``grasped`` / ``released`` (payload_estimator's services): the payload changes now."""
+        kind = {"grasped": GRASP, "released": RELEASE}.get(msg.data.strip().lower())
+        if kind is None or self.watch is None:
+            self._events_refused += 1
+            why = "no robot model yet" if kind is not None else (f"unknown event '{msg.data[:40]}' (expected "
+                                                                   "'grasped' or 'released')")
+            self.get_logger().warning(f"ignoring payload_estimator/payload_event: {why}; the collision monitor "
+                                      "keeps its payload model", throttle_duration_sec=THROTTLE_S)
+            self.status.publish()
+            return
+        text = self.watch.announce(kind)
+        self._logged_mass = None
+        self.mon.detector.scale_thresholds(self.watch.scale())
+        self.get_logger().info(text)
+        self.status.publish()
 
     def _set_payload(self, est: PayloadEstimate | ProvisionalFit | None, source: str) -> None:
         self._payload = est
         self._apply_payload(est)
+        if self.watch is not None:
+            self.watch.carried(self.mon.observer.payload if self.mon is not None else None)
+        if source == "provisional" and self._quiet_refit(est):
+            return
         what = est.method if est is not None and source == "provisional" else source
         text = "unloaded" if est is None else (f"{what} payload {est.mass:.3f} kg, CoM "
                                                f"{np.round(np.asarray(est.com) * 1e3, 1).tolist()} mm")
         self.get_logger().info(f"observer model: {text}")
         self.status.publish()
 
+    def _quiet_refit(self, est: ProvisionalFit) -> bool:
+        """A provisional refit within 0.05 kg and 5 % of the mass last logged is not logged (one per rest block)."""
+        last, self._logged_mass = self._logged_mass, est.mass
+        if last is not None and abs(est.mass - last) <= 0.05 + 0.05 * last:
+            self._logged_mass = last
+            return True
+        return False
+
     def _apply_payload(self, est: PayloadEstimate | ProvisionalFit | None) -> None:
-        if self.mon is not None:
-            self.mon.set_payload(*(est.observer_model(bool(self.values["payload_as_point_mass"]))
-                                   if est is not None else (None, False)))
+        if self.mon is None:
+            return
+        point_mass = bool(self.values["payload_as_point_mass"])
+        if isinstance(est, ProvisionalFit):
+            self.mon.set_payload(*self.watch.observer_model(est, point_mass))
+        else:
+            self.mon.set_payload(*(est.observer_model(point_mass) if est is not None else (None, False)))
 
     # ------------------------------------------------------------------ status
     def _watchdog(self) -> None:
@@ -525,19 +599,26 @@ class CollisionMonitorNode(Node):
                 level, text = DiagnosticStatus.WARN, f"collision on {ev.link_name if ev else '?'}"
             else:
                 level, text = DiagnosticStatus.OK, f"monitoring ({payload})"
+                if self.watch.announced is not None:
+                    text += f"; {self.watch.announced.kind} announced: payload being learned"
             if self.reaction.policy == "none" and level == DiagnosticStatus.OK:
                 text += "; reaction disabled (policy none)"
             vals = {"payload_mass": 0.0 if p is None else p.mass, "payload_source": "none" if p is None else p.method,
                     "collision": self._collision, "reaction_state": self.reaction.state.value,
                     "policy": self.reaction.policy, "sampling": self._sampling,
                     "estimates_refused": self._estimates_refused, "last_refusal": self._last_refusal,
+                    "payload_event": "" if self.watch is None else self.watch.last_change,
+                    "payload_event_open": self.watch is not None and self.watch.announced is not None,
+                    "payload_learning": self.watch is not None and self.watch.learning,
+                    "payload_events_refused": self._events_refused,
                     "pending_parameters": ",".join(sorted(self._pending_changes))}
             if self.mon is not None:
                 det, obs = self.mon.detector, self.mon.observer
                 vals["events"] = len(det.events)
                 ev = det.current
                 if ev is not None:
-                    vals.update({"link": ev.link_name, "peak": ev.peak_max})
+                    vals.update({"link": ev.link_name, "peak": ev.peak_max, "onset_time": ev.onset_time,
+                                 "detection_time": ev.detection_time})
                 c = self._contact
                 if c is not None:
                     vals.update({"contact_link": c.link_name, "link_ambiguous": c.link_ambiguous,
