@@ -24,8 +24,8 @@ joint_states faults (a message stamped 1000 s ahead, a 1 s gap, stamps starting 
 - a valid parameter value is accepted, an invalid one refused with a reason a person can read;
 
 then, after the schedule, a clean run (the user's sequence: forget the old pick, unloaded capture,
-``~/record_reference``, grasp, ``~/sample``; each run tried at most twice, as a user retries a run a
-stream stall aborted) estimates the payload within 1 % / 5 mm.
+``~/record_reference``, grasp, ``~/sample``; each run tried at most twice and the stream timeouts of the
+loaded-machine tests, see FINAL_TIMEOUTS) estimates the payload within 1 % / 5 mm.
 
 Each violation names the seed, the step, the event and the node's last log lines. Standalone:
 ``python test/chaos_driver.py --seed 3 [--duration 60]``.
@@ -83,6 +83,8 @@ SERVICE_LIMIT = 30.0  # s, longest answer of any service
 BLIND_LIMIT = 1.5  # s without residuals before the monitor must have reported ERROR
 ENVELOPE_MARGIN_DEG = 1.5
 STRANDED_S = 10.0  # s of identical refusals of every motion call that name no way out
+WAY_OUT = re.compile(r"~/|payload_sampler/|payload_estimator/|collision_monitor/|sim_node/|\bset \w+")
+"""A refusal names a way out: a service to call or a parameter to set."""
 MASS_TOL, COM_TOL = 0.01, 0.005  # the clean run after the schedule: relative, m
 
 SAMPLER_SERVICES = {"sample": 6, "record_reference": 4, "sweep": 1, "cancel": 4, "forget_pick": 2}
@@ -125,6 +127,10 @@ DEFAULTS = {("payload_sampler", "amplitude_deg"): 7.0, ("payload_sampler", "dwel
             ("payload_estimator", "torque_noise"): 0.05, ("payload_estimator", "max_mass_std"): 0.1,
             ("payload_estimator", "anchor_window"): 1.0, ("payload_estimator", "method"): "auto"}
 """What the clean run after the schedule restores (start-up values of NODE_OVERRIDES included)."""
+FINAL_TIMEOUTS = {("payload_sampler", "joint_state_timeout"): 2.0, ("payload_estimator", "joint_state_timeout"): 2.0,
+                  ("collision_monitor", "joint_state_timeout"): 1.0}
+"""The clean run judges the estimate, not the machine: wall-clock stream bounds for a shared 2-core machine,
+where a node's executor can stall 0.5 s (the monitor's 1 s keeps its ERROR within BLIND_LIMIT)."""
 UNREADABLE = ("array('d'", "undeclared parameter(s): []", "expected '")
 """Fragments of rclpy's own refusal texts that tell a person nothing."""
 
@@ -406,6 +412,10 @@ class ChaosRun:
         ok = sum(a[2] for a in self.answers)
         out.append(f"  {len(self.answers)} Trigger calls answered ({ok} succeeded), {self.runs} sampler runs "
                    f"({', '.join(sorted(set(self.run_kinds))) or 'none'}), {self.probe_estimates} estimates published")
+        log = self.log_dir / "sampler.log"
+        lost = log.read_text(errors="replace").count("sampling aborted: joint_states lost") if log.exists() else 0
+        gaps = sum(e.args == ("gap",) for e in self.schedule)
+        out.append(f"  {lost} sampler runs aborted on 'joint_states lost' ({gaps} 1 s gaps scheduled)")
         out.append("  schedule up to the first violation:")
         last = self.violations[0].step if self.violations else len(self.schedule) - 1
         out += [f"    {k:3d} {e}" for k, e in enumerate(self.schedule[:max(last, 0) + 1])]
@@ -585,7 +595,7 @@ class ChaosRun:
             self.refusals.clear()
         self.refusals.append((time.monotonic(), reason))
         span = self.refusals[-1][0] - self.refusals[0][0]
-        if len(self.refusals) >= 3 and span >= STRANDED_S and "~/" not in reason:
+        if len(self.refusals) >= 3 and span >= STRANDED_S and not WAY_OUT.search(reason):
             self.violations.append(Violation(step, event, "stranded", f"{len(self.refusals)} motion calls over "
                                              f"{span:.0f} s refused with {reason!r}, which names no way out",
                                              "sampler"))
@@ -683,7 +693,7 @@ class ChaosRun:
         p = self.probe
         self._final("restore the description and the parameters")
         p.pub_description.publish(String(data=p.description))
-        for (node, name), value in DEFAULTS.items():
+        for (node, name), value in {**DEFAULTS, **FINAL_TIMEOUTS}.items():
             self._sync(self.set_param(node, name, value, True), f"{node} {name}")
         for srv in ("sim_node/detach_payload", "payload_estimator/reset", "payload_estimator/clear_captures",
                     "payload_sampler/forget_pick"):
