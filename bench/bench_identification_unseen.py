@@ -228,7 +228,7 @@ def main() -> int:
         "filter edges dropped, velocities as identified). Each identified variant is one `identify` command "
         "(listed below); `coefficients` is its PARAMS.yaml, `link set` its physically consistent robot file "
         "(with the identified friction). `cross-validated RMS`: the held-out torque RMS that `identify` predicts "
-        "from 5 contiguous time blocks of its own recording (the figure its std and RSD are scaled to); `time`: "
+        "from 5 contiguous time blocks of its own recording; `time`: "
         "the whole command on this machine.",
         "",
         "### KUKA LWR 4+ (IIT 2016 logs, published Gaz 2016 URDF as shipped)",
@@ -259,9 +259,9 @@ def main() -> int:
         "",
         format_table(("identification", "coefficients", "z <= 2", "median z", "max z"), sig, "lrrrr", pad=False),
         "",
-        f"The least-squares std (noise of the rows only) covers {sig[0][2]} of the differences; the default's (scaled "
-        f"by the cross-validated residual) {sig[1][2]}: closer to honest across motions, conservative for most "
-        "coefficients (median z well below 1) and still too small for a few (the largest z).",
+        f"The least-squares std (the noise of the rows only) covers {sig[0][2]} of the differences; the default's "
+        f"(the least-squares covariance plus the delete-a-block jackknife covariance of the consistent coefficients "
+        f"over the 5 cross-validation fits) {sig[1][2]}.",
         "",
         "Commands (DATASET as above):",
         "",

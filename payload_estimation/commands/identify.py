@@ -17,7 +17,6 @@ torque error of every model on the rest.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 
 from .robot_option import add_robot_arguments, robot_from_args
@@ -208,8 +207,16 @@ def _print_consistent(fit) -> None:
     print(f"coefficients: those of a physically consistent link set (least squares alone: residual RMS "
           f"{fit.least_squares.residual_rms:.4f} N m on the recording, {fit.least_squares_cv_rms:.4f} N m held out); "
           f"held-out torque RMS {fit.cv_rms:.4f} N m ({fit.blocks}-block cross-validation: what to expect on "
-          f"motion like this one); std and RSD scaled by {math.sqrt(fit.inflation):.2f} to match it "
-          "(--unconstrained: the plain least-squares coefficients)")
+          "motion like this one); std and RSD: the least-squares ones widened by how far the coefficients move "
+          f"when one block is left out (median x{_median_widening(fit):.2f}) (--unconstrained: the plain "
+          "least-squares coefficients)")
+
+
+def _median_widening(fit) -> float:
+    import numpy as np
+
+    ls = np.sqrt(np.clip(np.diag(fit.least_squares.covariance), 1e-300, None))
+    return float(np.median(fit.model.std / ls))
 
 
 def _print_friction_choice(model) -> None:
