@@ -4,7 +4,8 @@ real ROS graphs do, with invariants checked from outside after every step (test_
 The schedule (:func:`make_schedule`, reproducible from its seed) mixes: ``robot_description``
 re-published (the same text, a changed link mass, malformed XML; the nodes take their model from the
 topic), every Trigger service of the sampler and the estimator called alone or several at once,
-parameter sets (valid and invalid, whole numbers for doubles), grasp and release in the simulator, and
+parameter sets (valid and invalid, whole numbers for doubles), grasp and release in the simulator (half of
+them announced with ``payload_estimator/grasped`` / ``released``), and
 joint_states faults (a message stamped 1000 s ahead, a 1 s gap, stamps starting over: sim_node's
 ``~/fault_*`` services). :class:`ChaosRun` checks, while it runs:
 
@@ -24,8 +25,9 @@ joint_states faults (a message stamped 1000 s ahead, a 1 s gap, stamps starting 
 - a valid parameter value is accepted, an invalid one refused with a reason a person can read;
 
 then, after the schedule, a clean run (the user's sequence: forget the old pick, unloaded capture,
-``~/record_reference``, grasp, ``~/sample``; each run tried at most twice and the stream timeouts of the
-loaded-machine tests, see FINAL_TIMEOUTS) estimates the payload within 1 % / 5 mm.
+``~/record_reference``, grasp announced with ``payload_estimator/grasped``, ``~/sample``; each run tried
+at most twice, with the stream timeouts of the loaded-machine tests, see FINAL_TIMEOUTS) estimates the
+payload within 1 % / 5 mm.
 
 Each violation names the seed, the step, the event and the node's last log lines. Standalone:
 ``python test/chaos_driver.py --seed 3 [--duration 60]``.
@@ -90,7 +92,7 @@ MASS_TOL, COM_TOL = 0.01, 0.005  # the clean run after the schedule: relative, m
 SAMPLER_SERVICES = {"sample": 6, "record_reference": 4, "sweep": 1, "cancel": 4, "forget_pick": 2}
 ESTIMATOR_SERVICES = {"capture": 2, "capture_unloaded": 2, "estimate": 2, "reset": 2, "clear_captures": 1,
                       "capture_calibration": 1, "calibrate": 1, "start_recording": 1, "store_reference": 1,
-                      "estimate_motion": 1}
+                      "estimate_motion": 1, "grasped": 1, "released": 1}
 """Trigger services with their weight in the schedule (collision_monitor has parameters only)."""
 MOTION_SERVICES = ("payload_sampler/sample", "payload_sampler/record_reference", "payload_sampler/sweep")
 SERVICES = {**{f"payload_sampler/{k}": w for k, w in SAMPLER_SERVICES.items()},
@@ -173,6 +175,8 @@ def make_schedule(seed: int, duration: float = 60.0) -> list[Event]:
             args = (DESCRIPTIONS[int(rng.integers(3))],)
         elif kind == "fault":
             args = (FAULTS[int(rng.integers(3))],)
+        elif kind in ("grasp", "release"):
+            args = ("announced",) if rng.random() < 0.5 else ("silent",)
         else:
             args = ()
         events.append(Event(round(t, 3), kind, args))
@@ -514,10 +518,10 @@ class ChaosRun:
             self.set_param(*ev.args)
         elif ev.kind == "description":
             self.publish_description(ev.args[0])
-        elif ev.kind == "grasp":
-            self.call("sim_node/attach_payload")
-        elif ev.kind == "release":
-            self.call("sim_node/detach_payload")
+        elif ev.kind in ("grasp", "release"):  # announced (payload_estimator/grasped, /released) or not
+            self.call("sim_node/attach_payload" if ev.kind == "grasp" else "sim_node/detach_payload")
+            if ev.args == ("announced",):
+                self.call("payload_estimator/grasped" if ev.kind == "grasp" else "payload_estimator/released")
         elif ev.kind == "fault":
             self.call(f"sim_node/fault_{ev.args[0]}")
 
@@ -695,8 +699,8 @@ class ChaosRun:
         p.pub_description.publish(String(data=p.description))
         for (node, name), value in {**DEFAULTS, **FINAL_TIMEOUTS}.items():
             self._sync(self.set_param(node, name, value, True), f"{node} {name}")
-        for srv in ("sim_node/detach_payload", "payload_estimator/reset", "payload_estimator/clear_captures",
-                    "payload_sampler/forget_pick"):
+        for srv in ("sim_node/detach_payload", "payload_estimator/released", "payload_estimator/reset",
+                    "payload_estimator/clear_captures", "payload_sampler/forget_pick"):
             self._sync(self.call(srv), srv)
         self._final("move to the pick configuration")
         _wait(lambda: not p.collision, 10.0, self.check)  # a release reads as a collision: let it clear
@@ -717,8 +721,9 @@ class ChaosRun:
         if not ok:
             return self.violation("final", f"record_reference failed twice on a clean graph: {messages}",
                                   "payload_sampler")
-        self._final("grasp and ~/sample")
+        self._final("grasp (announced) and ~/sample")
         self._sync(self.call("sim_node/attach_payload"), "attach")
+        self._sync(self.call("payload_estimator/grasped"), "grasped")
         time.sleep(0.5)
         n0 = p.estimates
         ok, messages = self._attempts("payload_sampler/sample")
