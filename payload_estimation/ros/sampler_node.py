@@ -589,7 +589,7 @@ class PayloadSamplerNode(Node):
             where = seq.progress if seq is not None and run.phase == "sequence" else _PHASES.get(run.phase, run.phase)
             level, text = DiagnosticStatus.OK, f"sampling: {where}"
         elif self.input is not None and self.input.lost():
-            level, text = DiagnosticStatus.WARN, "joint_states lost: cannot sample"
+            level, text = DiagnosticStatus.WARN, "joint_states lost: cannot sample (check the robot driver)"
         elif res is not None and not res.ok and res.code not in _NOT_FAULTS:
             level, text = DiagnosticStatus.ERROR, f"aborted: {res.text}"
         elif res is not None and not res.ok:
@@ -608,8 +608,9 @@ class PayloadSamplerNode(Node):
                 "reference_pick_configuration_deg": "" if self.reference_plan is None else
                 str(np.round(np.degrees(self.reference_plan.envelope.q0), 3).tolist()),
                 "excitation_scale": "" if self.reference_plan is None else f"{self.reference_plan.scale:.2f}"}
-        if self.last_timings is not None:
-            vals.update(self.last_timings.as_dict())
+        if self.last_timings is not None:  # a phase the run did not reach is empty, not "nan"
+            vals.update({k: "" if isinstance(v, float) and not np.isfinite(v) else v
+                         for k, v in self.last_timings.as_dict().items()})
         if self.input is not None:
             vals.update(self.input.counters())
         return level, text, vals
