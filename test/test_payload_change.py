@@ -104,6 +104,11 @@ def test_watch_events_estimates_and_bad_input(iiwa):
 
 
 # ------------------------------------------------------------------------------------------- MuJoCo arm
+def _detected(mon):
+    ev = mon.detector.current
+    return None if ev is None else ev.detection_time
+
+
 def _run(desc, dyn, announce, release=False, contact=None, seconds=1.6, window=1.0, change=0.3, mass=2.0):
     """The iiwa at rest with 3 % model error and 0.1 N m noise; at 0.3 s the change is announced and at ``change``
     s the payload (``mass`` kg) is attached (or, with ``release``, detached: the monitor carried it and the estimator's
@@ -136,7 +141,7 @@ def _run(desc, dyn, announce, release=False, contact=None, seconds=1.6, window=1
         arm.step(1)
         s = arm.state()
         step = mon.update(s.t, s.q, s.dq, s.tau)
-        w = watch.update(s.t, s.q, s.dq, s.tau, in_collision=mon.detector.in_collision)
+        w = watch.update(s.t, s.q, s.dq, s.tau, detected=_detected(mon))
         if w.fit is not None:
             mon.set_payload(*watch.observer_model(w.fit) if watch.learning else (None, False))
         if w.scale is not None:
@@ -175,3 +180,18 @@ def test_mujoco_contact_right_after_an_announcement_is_detected(iiwa_desc, iiwa,
     """The contact 20 ms after the payload change (the residual still settling): detected within 15 ms."""
     detections, _ = _run(iiwa_desc, iiwa, announce=True, release=release, contact=0.32, seconds=0.6)
     assert len(detections) == 1 and 0.32 < detections[0] < 0.32 + 0.015, detections
+
+
+def test_a_collision_detected_in_the_window_is_not_learnt_one_from_before_is(iiwa):
+    """A contact detected inside an announced window is beyond what a payload explains: not learnt as payload.
+    A collision detected before (an unannounced grasp when the sampler starts) is the load the fit must learn."""
+    tau = iiwa.with_payload(BodyInertia(2.0, np.array([0.0, 0.0, 0.05]), np.eye(3) * 1e-3)).gravity(Q0)
+    z = np.zeros(7)
+    for announce, detected, learnt in ((False, -1.0, True), (True, 0.0, False), (True, -1.0, True)):
+        watch = PayloadWatch(iiwa, 6.0, WatchConfig(window=1.0))
+        watch.set_sampling(True)
+        if announce:
+            watch.announce(GRASP)
+            watch.explain(0.0, Q0, np.zeros(7), None)  # the first sample opens the window at t = 0
+        fits = [watch.update(k * 1e-3, Q0, z, tau, detected=detected).fit for k in range(100)]
+        assert any(f is not None for f in fits) is learnt, (announce, detected)

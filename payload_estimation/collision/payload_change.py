@@ -261,12 +261,15 @@ class PayloadWatch:
         return fit.observer_model(point_mass and self.announced is None)
 
     def update(self, t: float, q: np.ndarray, dq: np.ndarray | None, tau: np.ndarray, settle: float = 0.2,
-               in_collision: bool = False) -> WatchStep:
+               detected: float | None = None) -> WatchStep:
         """Learn from one sample (after the monitor's step); ``settle`` s: the residual's convergence (5/K_I);
-        ``in_collision``: the detector reports a contact, whose torque is not the payload's (nothing learnt)."""
+        ``detected``: detection time (s) of the collision the detector reports, or None. One detected inside an
+        announced window is beyond what a payload explains: nothing is learnt while it lasts. (One detected
+        before, e.g. an unannounced grasp while the sampler starts, is the load to learn.)"""
         if not self.learning or dq is None:
             return WatchStep()
-        if in_collision:
+        a = self.announced
+        if detected is not None and a is not None and a.start is not None and detected >= a.start:
             self.provisional.hold()
             return WatchStep()
         window = self.in_window(t)

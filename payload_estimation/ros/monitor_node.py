@@ -333,8 +333,9 @@ class CollisionMonitorNode(Node):
         r = step.residual
         self._r, self._t_last = r, t
         # the provisional payload: thresholds x sampling_threshold_factor plus 3 sigma of its torque
+        ev = self.mon.detector.current
         w = self.watch.update(t, s.q, s.dq, s.tau, settle=5.0 / float(np.min(self.values["gains"])),
-                              in_collision=self.mon.detector.in_collision)
+                              detected=None if ev is None else ev.detection_time)
         if w.fit is not None and self.watch.learning:
             self._set_payload(w.fit, "provisional")
         elif w.fit is not None:  # learning stops only when a release completed: back to the unloaded model
