@@ -97,6 +97,9 @@ def test_watch_events_estimates_and_bad_input(iiwa):
     assert watch.estimate(1.2) and not watch.learning and watch.announced is None and watch.scale() == 1.0
     watch.carried(BodyInertia(1.2, np.zeros(3), np.zeros((3, 3))))
     assert "up to 1.54 kg" in watch.announce(RELEASE)
+    assert watch.in_window(100.0) and not watch.in_window(101.5)  # opened by the first sample after it
+    watch.restart()  # the stream starts over at t = 0: the window runs from its first sample
+    assert watch.in_window(0.0) and watch.in_window(0.9) and not watch.in_window(1.0)
     with pytest.raises(PayloadEventError, match="use one of grasp, release"):
         watch.announce("dropped")
     with pytest.raises(PayloadEventError, match="window must be"):

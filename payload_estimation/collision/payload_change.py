@@ -213,9 +213,12 @@ class PayloadWatch:
         return True
 
     def restart(self) -> None:
-        """The stream started over: learning (if any) starts again from the new samples."""
+        """The stream started over: learning (if any) starts again from the new samples, an open window runs
+        from the first of them (its start stamp belongs to the old time base)."""
         if self.learning:
             self.provisional.start()
+        if self.announced is not None:
+            self.announced.start = None
 
     # ------------------------------------------------------------------ per sample
     def explain(self, t: float, q: np.ndarray, r: np.ndarray, payload: BodyInertia | None) -> np.ndarray | None:
