@@ -17,7 +17,7 @@ from pathlib import Path
 from benchlib import machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ["model", "payload", "uncertainty", "dynamic", "sim", "collision", "identification", "panda", "nodes",
+ORDER = ["model", "payload", "uncertainty", "dynamic", "sim", "collision", "identification", "identification_unseen", "panda", "nodes",
          "sampler", "demo"]
 
 

@@ -158,6 +158,11 @@ def test_gravity_only_from_static_poses(tmp_path, capsys):
     with_offsets = identify_gravity(desc, static, offset=True)
     assert with_offsets.names[-desc.n:] == tuple(f"Fo{j + 1}" for j in range(desc.n))
     np.testing.assert_allclose(IdentifiedModel.load(params).values, with_offsets.values, rtol=1e-6, atol=1e-9)
+    # the file says which kinematics it was identified on: the nodes refuse it on another robot model
+    from payload_estimation.model.robot_file import FINGERPRINT_KEY, kinematics_fingerprint
+
+    assert IdentifiedModel.load(params).info[FINGERPRINT_KEY] == kinematics_fingerprint(desc)
+    assert kinematics_fingerprint(load_robot("iiwa14")) != kinematics_fingerprint(desc)
     assert cli_main(["validate", "--robot", "lwr4", "--params", str(params), "--data",
                      str(save_csv(val, tmp_path / "val.csv"))]) == 0
     assert any(line.startswith("| all ") for line in capsys.readouterr().out.splitlines())

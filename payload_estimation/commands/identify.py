@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from ..model.robot_file import FINGERPRINT_KEY, kinematics_fingerprint
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "identify the robot's dynamic coefficients (and physically consistent link parameters) from a recording"
@@ -177,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
         if consistent is None:
             _print_friction_choice(model)
     model.info["data"] = str(args.data)
+    model.info[FINGERPRINT_KEY] = kinematics_fingerprint(desc)  # a node checks the file belongs to its model
     _print_model(desc, model)
     if consistent is not None:
         _print_consistent(consistent)
