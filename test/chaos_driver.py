@@ -18,7 +18,8 @@ joint_states faults (a message stamped 1000 s ahead, a 1 s gap, stamps starting 
 - the sampler is not stranded: the same refusal of every ``~/sample``/``~/record_reference``/``~/sweep``
   for 10 s or more must name a service that gets out of it;
 - the monitor is never without residuals for longer than ``BLIND_LIMIT`` s unless it reported ERROR
-  within that time;
+  within that time (a silence during which the monitor's own 1 Hz status was late too, and then came
+  back, is a starved process on a loaded machine: counted in the report, not judged);
 - ``payload/estimate`` never carries a NaN or an unphysical body;
 - the simulated arm's controller never rejects a command of the nodes (a rejected hold leaves the arm
   moving);
@@ -83,6 +84,7 @@ short sweeps; wall-clock bounds for a shared 2-core machine. joint_state_timeout
 
 SERVICE_LIMIT = 30.0  # s, longest answer of any service
 BLIND_LIMIT = 1.5  # s without residuals before the monitor must have reported ERROR
+BLIND_VERDICT_DELAY = 1.2  # s after the limit: by then the monitor's 1 Hz status shows whether it was running
 ENVELOPE_MARGIN_DEG = 1.5
 STRANDED_S = 10.0  # s of identical refusals of every motion call that name no way out
 WAY_OUT = re.compile(r"~/|payload_sampler/|payload_estimator/|collision_monitor/|sim_node/|\bset \w+")
@@ -257,10 +259,11 @@ class ChaosProbe(Node):
         self.names: tuple[str, ...] = ()
         self.sampler: tuple[float, dict, str] | None = None  # (wall, values, message)
         self.monitor_errors: list[float] = []  # wall times of ERROR statuses
+        self.monitor_statuses: list[float] = []  # wall times of every status (1 Hz and on events)
+        self.episodes: dict[float, bool] = {}  # start of each residual silence > BLIND_LIMIT -> judged
         self.monitor_level: int | None = None
         self.collision = False
         self.last_residual: float | None = None
-        self.blind_reported = False
         self.last_tick = time.monotonic()
         self.starved: list[tuple[float, float]] = []  # (from, to) wall: the probe itself did not run
         self.measured: deque = deque(maxlen=200_000)  # (wall s since the epoch, q)
@@ -317,13 +320,16 @@ class ChaosProbe(Node):
         level = int.from_bytes(level, "little") if isinstance(level, bytes) else int(level)
         with self.lock:
             self.monitor_level = level
+            self.monitor_statuses.append(time.monotonic())
             if level == 2:
                 self.monitor_errors.append(time.monotonic())
 
     def _on_residual(self, msg: JointState) -> None:
+        now = time.monotonic()
         with self.lock:
-            self.last_residual = time.monotonic()
-            self.blind_reported = False
+            if self.last_residual is not None and now - self.last_residual > BLIND_LIMIT:
+                self._blind_episode(self.last_residual)
+            self.last_residual = now
 
     def _on_collision(self, msg: Bool) -> None:
         self.collision = bool(msg.data)
@@ -334,23 +340,47 @@ class ChaosProbe(Node):
         if why:
             self.run.violation("estimate", f"payload/estimate is not a physical body: {why}", "payload_estimator")
 
+    def _blind_episode(self, start: float) -> None:
+        """Residuals stopped at ``start`` (wall, monotonic) for longer than BLIND_LIMIT (lock held)."""
+        if start not in self.episodes:
+            self.episodes[start] = False
+
     def _tick(self) -> None:
         """Blindness check at 20 Hz; a late tick means this probe itself was starved (no verdict then)."""
         now = time.monotonic()
         if now - self.last_tick > 0.5:
             self.starved.append((self.last_tick, now))
         self.last_tick = now
+        verdicts = []
         with self.lock:
             last = self.last_residual
-            if last is None or self.blind_reported or now - last <= BLIND_LIMIT:
-                return
-            if any(last < t <= last + BLIND_LIMIT + 0.1 for t in self.monitor_errors):
-                return
-            if any(a < last + BLIND_LIMIT and b > last for a, b in self.starved):
-                return
-            self.blind_reported = True
-        self.run.violation("blind", f"no residual from the monitor for {now - last:.2f} s and no ERROR status "
-                                    f"within {BLIND_LIMIT} s of the last one", "collision_monitor")
+            if last is not None and now - last > BLIND_LIMIT:
+                self._blind_episode(last)
+            for start, judged in list(self.episodes.items()):
+                if not judged and now > start + BLIND_LIMIT + BLIND_VERDICT_DELAY:
+                    self.episodes[start] = True
+                    verdicts.append((start, self._blind_verdict(start)))
+        for start, verdict in verdicts:
+            if verdict == "blind":
+                self.run.violation("blind", f"no residual from the monitor for more than {BLIND_LIMIT} s (from "
+                                            f"{time.time() - (now - start):.3f}, wall) and no ERROR status within "
+                                            f"{BLIND_LIMIT} s, though the monitor published its status on time",
+                                   "collision_monitor")
+            elif verdict == "starved":
+                self.run.unjudged += 1
+
+    def _blind_verdict(self, start: float) -> str:
+        """'ok' (ERROR in time), 'starved' (this probe or the monitor's own 1 Hz status was late: a starved
+        process cannot be judged on latency), else 'blind'."""
+        end = start + BLIND_LIMIT
+        if any(start < t <= end + 0.1 for t in self.monitor_errors):
+            return "ok"
+        if any(a < end and b > start for a, b in self.starved):
+            return "starved"
+        window = [t for t in self.monitor_statuses if start - 1.5 < t < end + BLIND_VERDICT_DELAY]
+        resumed = any(t > end for t in window)  # a hung monitor does not come back: that is blind
+        late = max(np.diff(sorted([start - 1.5, end + BLIND_VERDICT_DELAY, *window]))) > 1.6
+        return "starved" if late and resumed else "blind"
 
     # --- actions -----------------------------------------------------------------------------------
     def move_to(self, q: np.ndarray, seconds: float) -> None:
@@ -387,6 +417,7 @@ class ChaosRun:
         self._description_k = 0
         self.final_estimate: tuple[float, np.ndarray, str] | None = None
         self.runs, self.run_kinds, self.probe_estimates = 0, [], 0
+        self.unjudged = 0  # residual silences not judged: the probe or the monitor process was starved
         self.current: SamplerRun | None = None
         self.finished: list[SamplerRun] = []
         self.refusals: list[tuple[float, str]] = []  # (wall, reason) of consecutive refused motion calls
@@ -419,7 +450,8 @@ class ChaosRun:
         log = self.log_dir / "sampler.log"
         lost = log.read_text(errors="replace").count("sampling aborted: joint_states lost") if log.exists() else 0
         gaps = sum(e.args == ("gap",) for e in self.schedule)
-        out.append(f"  {lost} sampler runs aborted on 'joint_states lost' ({gaps} 1 s gaps scheduled)")
+        out.append(f"  {lost} sampler runs aborted on 'joint_states lost' ({gaps} 1 s gaps scheduled); {self.unjudged} "
+                   f"residual silences over {BLIND_LIMIT} s not judged (the monitor's own 1 Hz status was late too)")
         out.append("  schedule up to the first violation:")
         last = self.violations[0].step if self.violations else len(self.schedule) - 1
         out += [f"    {k:3d} {e}" for k, e in enumerate(self.schedule[:max(last, 0) + 1])]

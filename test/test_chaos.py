@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import os
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import rclpy
-from chaos_driver import ChaosRun, Event, changed_description, make_schedule, physical_problem
+from chaos_driver import ChaosProbe, ChaosRun, Event, changed_description, make_schedule, physical_problem
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped
 from rclpy.executors import SingleThreadedExecutor
@@ -56,6 +57,21 @@ def test_the_invariant_helpers_see_what_they_must():
     assert "non-finite" in physical_problem(msg)
     msg.inertia.com.x, msg.inertia.m = 0.0, -1.0
     assert "mass" in physical_problem(msg)
+
+
+def test_the_blindness_verdict():
+    """Residuals stop at 10 s: an ERROR within 1.5 s is fine; a monitor whose 1 Hz status goes on without
+    ERROR is blind, and so is one that never comes back; one whose own status was late too and came back
+    was starved (not judged)."""
+    def verdict(statuses, errors=()):
+        probe = SimpleNamespace(monitor_errors=list(errors), starved=[], monitor_statuses=list(statuses))
+        return ChaosProbe._blind_verdict(probe, 10.0)
+
+    on_time = [8.8, 9.8, 10.8, 11.8, 12.8]
+    assert verdict(on_time, errors=[10.6]) == "ok"
+    assert verdict(on_time) == "blind"
+    assert verdict([8.8, 9.8]) == "blind"  # hung: no status after the silence
+    assert verdict([8.8, 9.8, 12.1]) == "starved"
 
 
 def test_sim_node_injects_the_stream_faults_the_monitor_counts():
