@@ -51,25 +51,30 @@ class ContactConfig:
     """Settings of :class:`ContactLocator` and :class:`ContactTracker`.
 
     sigma_floor (N m) and sigma_relative: per-joint error of the external-torque estimate,
-    σ_j = sigma_floor + sigma_relative |τ_j| (noise over the averaging window, model error left
-    after the baseline, Jacobian/geometry error growing with the torque). friction (μ): the force
-    lies within atan(μ) of the inward surface normal. spacing (m): surface sampling. link_ratio:
-    another link with evidence >= link_ratio x the best makes the link ambiguous. force_tolerance:
-    relative spread of F over the points that fit (χ² within ``chi2_margin`` of the best) above
-    which the force is ambiguous; point_tolerance (m): their spatial spread above which the point
-    is not reported. max_chi2_per_joint: a best fit worse than this x n is no single point contact
-    (link and force ambiguous). Tracker: ``delay`` (s) after the detection at which the estimate is
+    σ_j = sigma_floor + sigma_relative |τ_j| + the tracker's measured part (noise of ū averaged over
+    the window, drift of the pre-contact model error; see :meth:`ContactTracker.external_torque`).
+    Where the best fit is worse than that σ explains (χ² above its degrees of freedom n - 5), σ is
+    scaled up by the fit (a reduced-χ² rescaling) so the link probabilities stay calibrated.
+    friction (μ): the force lies within atan(μ) of the inward surface normal. spacing (m): surface
+    sampling. link_confidence: the reported link is ambiguous when its probability is below this
+    (another link explains the torque nearly as well). force_tolerance: the force is ambiguous when
+    its range (``force_range``: 95 % over the contact posterior, all links, each point's own force
+    uncertainty included) reaches beyond ±force_tolerance x the best fit's |F|; point_tolerance (m):
+    the spatial spread of the fitting points above which the point is not reported.
+    max_chi2_per_joint: a best fit worse than this x n is no single point contact (link and force
+    ambiguous). Tracker: ``delay`` (s) after the detection at which the estimate is
     made, ``average`` (s) of ū averaged (the most recent, after the change point), ``baseline``
     (s, s): the window before the onset that gives the pre-contact ū, ``lookback`` (s) before
-    the onset searched for the change point, ``history`` (s) kept.
+    the onset searched for the change point, ``guard`` (s) before the contact's start left out of the
+    measured pre-contact drift, ``history`` (s) kept.
     """
 
-    sigma_floor: float = 0.2
-    sigma_relative: float = 0.03
+    sigma_floor: float = 0.05
+    sigma_relative: float = 0.01
     friction: float = 1.0
     spacing: float = 0.02
-    link_ratio: float = 0.25
-    force_tolerance: float = 0.25
+    link_confidence: float = 0.95
+    force_tolerance: float = 0.15
     point_tolerance: float = 0.05
     max_chi2_per_joint: float = 9.0
     refine: int = 64
@@ -78,18 +83,21 @@ class ContactConfig:
     average: float = 0.01
     baseline: tuple[float, float] = (0.08, 0.04)
     lookback: float = 0.04
+    guard: float = 0.005
     history: float = 0.25
 
     def __post_init__(self):
-        for name in ("sigma_floor", "spacing", "link_ratio", "force_tolerance", "point_tolerance",
+        for name in ("sigma_floor", "spacing", "force_tolerance", "point_tolerance",
                      "max_chi2_per_joint", "average", "lookback", "history"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise ContactInputError(f"ContactConfig.{name} must be > 0, got {v}")
-        for name in ("sigma_relative", "friction", "delay"):
+        for name in ("sigma_relative", "friction", "delay", "guard"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise ContactInputError(f"ContactConfig.{name} must be >= 0, got {v}")
+        if not 0.0 < self.link_confidence < 1.0:
+            raise ContactInputError(f"ContactConfig.link_confidence must be in (0, 1), got {self.link_confidence}")
         b0, b1 = self.baseline
         if not b0 > b1 >= self.lookback - 1e-12:
             raise ContactInputError(f"ContactConfig.baseline must be (start, end) s before the onset with start > end "
@@ -103,11 +111,16 @@ class ContactConfig:
 class ContactEstimate:
     """A single point contact explaining an external joint torque.
 
-    time (s): of the torque estimate; link (1..n, 0: none) and link_name; link_ambiguous: another
-    link explains the torque about as well (``link_probabilities``: evidence share per link 1..n);
-    force (N, base frame) at the best point, None if no link fits; force_norm (N); force_range
-    (N, N): min/max |F| over the points that fit; force_ambiguous: that range exceeds the tolerance
-    or the fit is poor; point (m, base frame) or None when not observable (``point_spread`` m:
+    One answer per contact: time (s) of the torque estimate; link (1..n, 0: none) and link_name, the
+    most probable link; link_ambiguous: its probability (:attr:`link_probability`) is below
+    ``ContactConfig.link_confidence`` (another link explains the torque nearly as well) or no point
+    contact fits (``link_probabilities``: posterior per link 1..n from the fit's likelihood over
+    each link's surface); force (N, base frame) at the best point, None if no link fits; force_norm
+    (N); force_range (N, N): 95 % range of |F| over all links' fitting points, each with its own
+    uncertainty (upper end inf where too few joints see the force to bound it); force_ambiguous:
+    that range reaches beyond the tolerance around force_norm, or the fit is poor; ``sigma_scale``:
+    factor applied to the assumed torque error because the best fit needed it (1: none);
+    point (m, base frame) or None when not observable (``point_spread`` m:
     how far the fitting points lie from the best one); force_link / point_link: the same in the
     model's link frame ``link``; external_torque (N m): the τ_ext that was fitted; fit_residual
     (N m): RMS over joints of J_pᵀ F - τ_ext; chi2: its weighted sum of squares.
@@ -131,16 +144,44 @@ class ContactEstimate:
     chi2: float
     best_point: np.ndarray | None = field(default=None, repr=False)  # base frame, reported even if ambiguous
     best_point_link: np.ndarray | None = field(default=None, repr=False)  # the same in the link frame
+    sigma_scale: float = 1.0
+    link_names: tuple[str, ...] = field(default=(), repr=False)  # of links 1..n, for the summary
+
+    @property
+    def link_probability(self) -> float:
+        """Probability (0..1) of the reported link (0 when no link fits)."""
+        return float(self.link_probabilities[self.link - 1]) if self.link > 0 else 0.0
+
+    def summary(self) -> str:
+        """One line for the log, the status and tables: link, its probability, force or force range."""
+        if self.link == 0:
+            return "contact: no single point contact explains the external torque (link and force unknown)"
+        lo, hi = self.force_range
+        rng = f"{lo:.0f}..{hi:.0f} N" if math.isfinite(hi) else f"at least {lo:.0f} N (upper bound not observable)"
+        link = f"{self.link_name} (p {self.link_probability:.2f}"
+        if self.link_ambiguous:
+            others = [f"{self.link_name_of(k)} {p:.2f}" for k, p in enumerate(self.link_probabilities, 1)
+                      if k != self.link and p >= 0.05]
+            link += ", ambiguous" + (": also " + ", ".join(others) if others else "")
+        link += ")"
+        if self.force_ambiguous or self.force is None:
+            return f"contact on {link}: force ambiguous, {rng}"
+        return f"contact on {link}: force {self.force_norm:.1f} N ({rng})"
+
+    def link_name_of(self, k: int) -> str:
+        """Name of link ``k`` (1-based) as this estimate knows it (its own name, else ``link_k``)."""
+        return self.link_names[k - 1] if len(self.link_names) >= k else f"link_{k}"
 
     def to_dict(self) -> dict:
-        """JSON-ready mapping (``link`` 1-based; ``force``/``point`` lists or None)."""
+        """JSON-ready mapping (``link`` 1-based; ``force``/``point`` lists or None; an unbounded range end None)."""
         vec = lambda v: None if v is None else [float(x) for x in v]  # noqa: E731
         return {
             "time": self.time, "link": self.link, "link_name": self.link_name,
-            "link_ambiguous": self.link_ambiguous,
+            "link_ambiguous": self.link_ambiguous, "link_probability": self.link_probability,
             "link_probabilities": [float(x) for x in self.link_probabilities],
             "force": vec(self.force), "force_norm": self.force_norm if self.force is not None else None,
-            "force_range": [float(x) for x in self.force_range], "force_ambiguous": self.force_ambiguous,
+            "force_range": [float(x) if math.isfinite(x) else None for x in self.force_range],
+            "force_ambiguous": self.force_ambiguous, "sigma_scale": self.sigma_scale, "summary": self.summary(),
             "point": vec(self.point), "point_spread": self.point_spread,
             "force_link": vec(self.force_link), "point_link": vec(self.point_link),
             "external_torque": vec(self.external_torque), "fit_residual": self.fit_residual, "chi2": self.chi2,
@@ -240,12 +281,15 @@ class ContactLocator:
             self._z.append(m.rotation @ self._axes[k])
             self._poses.append(m.homogeneous @ self._post[k])
 
-    def sigma(self, tau: np.ndarray) -> np.ndarray:
-        """Per-joint error σ_j (N m) assumed for the external torque ``tau``."""
-        return self.config.sigma_floor + self.config.sigma_relative * np.abs(tau)
+    def sigma(self, tau: np.ndarray, measured: np.ndarray | None = None) -> np.ndarray:
+        """Per-joint error σ_j (N m) assumed for the external torque ``tau``; ``measured`` (N m, per
+        joint): the tracker's measured part, added."""
+        s = self.config.sigma_floor + self.config.sigma_relative * np.abs(tau)
+        return s if measured is None else s + np.asarray(measured, float)
 
-    def locate(self, q, tau_ext, t: float = float("nan")) -> ContactEstimate:
-        """The contact that best explains ``tau_ext`` (N m) at ``q`` (rad); ``t`` (s) is recorded."""
+    def locate(self, q, tau_ext, t: float = float("nan"), measured_sigma=None) -> ContactEstimate:
+        """The contact that best explains ``tau_ext`` (N m) at ``q`` (rad); ``t`` (s) is recorded;
+        ``measured_sigma`` (N m, per joint, optional): measured error of ``tau_ext`` added to σ."""
         n, cfg = self.n, self.config
         q = np.asarray(q, float)
         tau = np.asarray(tau_ext, float)
@@ -253,8 +297,12 @@ class ContactLocator:
             raise ContactInputError(f"q and tau_ext must have {n} values, got shapes {q.shape} and {tau.shape}")
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(tau))):
             raise ContactInputError(f"q and tau_ext must be finite, got q {q.tolist()}, tau_ext {tau.tolist()}")
+        if measured_sigma is not None:
+            measured_sigma = np.asarray(measured_sigma, float)
+            if measured_sigma.shape != (n,) or not np.all(np.isfinite(measured_sigma) & (measured_sigma >= 0)):
+                raise ContactInputError(f"measured_sigma must be {n} finite values >= 0 N m, got {measured_sigma}")
         self._kinematics(q)
-        w = 1.0 / self.sigma(tau)
+        w = 1.0 / self.sigma(tau, measured_sigma)
         b = w * tau
         o, z = np.array(self._o), np.array(self._z)
         # every link's surface samples at once: points (base frame), their link index and area
@@ -273,47 +321,62 @@ class ContactLocator:
         for _ in range(cfg.refine_steps):  # the best point near each sample (a 2 cm grid is too coarse)
             pts, nrm, f, chi2 = self._refine(pts, nrm, f, chi2, link, mask, o, z, w, b, geo, seg_a, seg_b)
         chi2 = self._cone(pts, nrm, f, chi2, mask, o, z, w, b)
-        log_ev = np.full(n, -np.inf)
         ok = np.isfinite(chi2)
-        if ok.any():
-            c0 = float(chi2[ok].min())
-            ev = np.bincount(link[ok], weights=area[ok] * np.exp(-0.5 * (chi2[ok] - c0)), minlength=n)
-            with np.errstate(divide="ignore"):
-                log_ev = np.log(ev) - 0.5 * c0
-        if not np.isfinite(log_ev).any():
+        if not ok.any():
             return self._none(t, tau)
-        prob = np.exp(log_ev - log_ev.max())
-        prob /= prob.sum()
+        pts, link, area, f, chi2, nrm, mask = pts[ok], link[ok], area[ok], f[ok], chi2[ok], nrm[ok], mask[ok]
+        c0 = float(chi2.min())
+        # a best fit worse than σ explains (χ² > its n - 5 degrees of freedom): σ scaled up by the fit
+        scale2 = max(1.0, c0 / max(1, n - 5))
+        like = area * np.exp(-0.5 * (chi2 - c0) / scale2)  # posterior over the surface (uniform area prior)
+        ev = np.bincount(link, weights=like, minlength=n)
+        prob = ev / ev.sum()
         k = int(np.argmax(prob))
+        poor = c0 > cfg.max_chi2_per_joint * n
+        f_lo, f_hi = self._force_range(pts, mask, f, like, o, z, w, scale2)
         sel = link == k
-        pts, chi2, forces, area = pts[sel], chi2[sel], f[sel], area[sel]
-        i = int(np.argmin(chi2))
-        c_best = float(chi2[i])
-        f_best = forces[i]
+        pts_k, chi2_k, forces_k, like_k = pts[sel], chi2[sel], f[sel], like[sel]
+        i = int(np.argmin(chi2_k))
+        c_best = float(chi2_k[i])
+        f_best = forces_k[i]
         f_norm = float(np.linalg.norm(f_best))
-        # posterior over the link's surface (area x likelihood): how far F and the point may be from the best
-        post = np.where(np.isfinite(chi2), area * np.exp(-0.5 * (chi2 - c_best)), 0.0)
-        post /= post.sum()
-        f_lo, f_hi = _weighted_quantiles(np.linalg.norm(forces, axis=1), post, (0.025, 0.975))
-        spread_f = 2.0 * math.sqrt(float(post @ np.sum((forces - f_best) ** 2, axis=1))) / max(f_norm, 1e-9)
-        spread_p = 2.0 * math.sqrt(float(post @ np.sum((pts - pts[i]) ** 2, axis=1)))
-        poor = c_best > cfg.max_chi2_per_joint * n
-        second = np.sort(prob)[-2] if n > 1 else 0.0
-        link_amb = bool(second >= cfg.link_ratio * prob[k]) or poor
-        force_amb = spread_f > cfg.force_tolerance or poor
-        point = pts[i] if spread_p <= cfg.point_tolerance and not poor else None
+        post = like_k / like_k.sum()
+        spread_p = 2.0 * math.sqrt(float(post @ np.sum((pts_k - pts_k[i]) ** 2, axis=1)))
+        link_amb = bool(prob[k] < cfg.link_confidence) or poor
+        tol = cfg.force_tolerance * f_norm
+        force_amb = bool(f_lo < f_norm - tol or f_hi > f_norm + tol) or poor
+        point = pts_k[i] if spread_p <= cfg.point_tolerance and not poor else None
         rot, pos = self._poses[k][:3, :3], self._poses[k][:3, 3]
         j_t = np.zeros((n, 3))
-        j_t[:k + 1] = np.cross(z[:k + 1], pts[i] - o[:k + 1])
+        j_t[:k + 1] = np.cross(z[:k + 1], pts_k[i] - o[:k + 1])
         resid = j_t @ f_best - tau
         return ContactEstimate(
             time=float(t), link=k + 1, link_name=self.link_names[k], link_ambiguous=link_amb,
             link_probabilities=tuple(float(x) for x in prob), force=f_best.copy(), force_norm=f_norm,
-            force_range=(f_lo, f_hi), force_ambiguous=bool(force_amb),
+            force_range=(f_lo, f_hi), force_ambiguous=force_amb,
             point=None if point is None else point.copy(), point_spread=spread_p,
             force_link=rot.T @ f_best, point_link=None if point is None else rot.T @ (point - pos),
             external_torque=tau.copy(), fit_residual=float(np.sqrt(np.mean(resid ** 2))), chi2=c_best,
-            best_point=pts[i].copy(), best_point_link=rot.T @ (pts[i] - pos))
+            best_point=pts_k[i].copy(), best_point_link=rot.T @ (pts_k[i] - pos),
+            sigma_scale=math.sqrt(scale2), link_names=self.link_names)
+
+    def _force_range(self, pts, mask, f, like, o, z, w, scale2: float) -> tuple[float, float]:
+        """95 % range (N, N) of |F| over the posterior ``like`` of all fitting points: each point's
+        |F| ± 2 of its own standard error (σ scaled by ``scale2``); the upper end inf where more than
+        2.5 % of the posterior lies on points whose F is not determined (fewer than 3 independent
+        joint rows: a push along the unseen direction changes no torque)."""
+        a = self._rows(pts, mask, o, z, w)
+        h = a.transpose(0, 2, 1) @ a
+        eig = np.linalg.eigvalsh(h)
+        determined = eig[:, 0] > 1e-6 * np.maximum(eig[:, 2], 1e-300)
+        cov = np.linalg.pinv(h, rcond=1e-6, hermitian=True) * scale2  # the determined directions only
+        fn = np.linalg.norm(f, axis=1)
+        u = f / np.maximum(fn, 1e-12)[:, None]
+        sd = np.sqrt(np.maximum(np.einsum("pi,pij,pj->p", u, cov, u), 0.0))
+        lo = np.maximum(fn - 2.0 * sd, 0.0)
+        hi = np.where(determined, fn + 2.0 * sd, np.inf)
+        wgt = like / like.sum()
+        return _weighted_quantiles(lo, wgt, (0.025,))[0], _weighted_quantiles(hi, wgt, (0.975,))[0]
 
     def _exposed(self, pts: np.ndarray, link: np.ndarray, seg_a: np.ndarray, seg_b: np.ndarray) -> np.ndarray:
         """Points not inside another link's capsule (2 mm tolerance at shared joints)."""
@@ -388,7 +451,8 @@ class ContactTracker:
 
     ū is :attr:`MomentumObserver.disturbance` (N m). The external torque is the mean ū over the
     last ``config.average`` s since the contact's start (the change point: ū leaves the pre-contact
-    baseline), minus that baseline (mean ū over ``config.baseline`` before the onset).
+    baseline), minus that baseline (mean ū over ``config.baseline`` before the onset). Its error is
+    measured from the same history and handed to the fit (:meth:`external_torque`).
     """
 
     def __init__(self, locator: ContactLocator):
@@ -425,6 +489,14 @@ class ContactTracker:
 
     def external_torque(self, onset: float, t_end: float) -> tuple[np.ndarray, np.ndarray, float]:
         """(τ_ext N m, q rad, start s): the baseline-corrected mean ū of the contact up to ``t_end``."""
+        tau, q, t_start, _ = self._external_torque(onset, t_end)
+        return tau, q, t_start
+
+    def _external_torque(self, onset: float, t_end: float) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+        """As :meth:`external_torque`, plus its measured error (N m per joint): the noise of ū in the
+        baseline averaged over the window's samples, plus how far the pre-contact ū drifted from the
+        baseline between the baseline's end and the contact's start (model error changing with the
+        motion, which the baseline does not remove)."""
         cfg = self.config
         ts = np.array([s[0] for s in self._buf])
         us = np.array([s[2] for s in self._buf])
@@ -445,12 +517,18 @@ class ContactTracker:
         win = win[ts[win] > t_end - cfg.average - 1e-12]
         tau = us[win].mean(axis=0) - base
         q = self._buf[int(win[-1])][1]  # the kinematics of the estimate's time stamp
-        return tau, q, t_start
+        measured = np.zeros(us.shape[1])
+        if base_sel.sum() > 1:
+            measured += us[base_sel].std(axis=0) / math.sqrt(len(win))
+        pre = (ts >= onset - cfg.baseline[1]) & (ts < min(onset, t_start) - cfg.guard)
+        if pre.any():
+            measured += np.abs(us[pre].mean(axis=0) - base)
+        return tau, q, t_start, measured
 
     def estimate(self, onset: float, t_end: float) -> ContactEstimate:
-        """The contact estimate from the history: torque from :meth:`external_torque`."""
-        tau, q, _ = self.external_torque(onset, t_end)
-        return self.locator.locate(q, tau, t_end)
+        """The contact estimate from the history: torque and its measured error from :meth:`_external_torque`."""
+        tau, q, _, measured = self._external_torque(onset, t_end)
+        return self.locator.locate(q, tau, t_end, measured_sigma=measured)
 
 
 __all__ = ["ContactConfig", "ContactEstimate", "ContactInputError", "ContactLocator", "ContactTracker"]

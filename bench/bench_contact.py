@@ -1,0 +1,289 @@
+"""Contact link and force you can act on (issue 31): random contacts on links 2..n, at rest and moving.
+
+Ground truth: the MuJoCo simulated arm (as bench_collision.py: 0.1 N m torque noise, true links 3 % off
+the model, a 3 kg payload the monitor knows only by its static estimate). Per contact: a random link
+2..n, a random exposed point of its capsule surface, a force of 20-80 N within 40° of the inward normal
+(random direction in that cone), for 0.15 s, with the arm at rest or in the middle of a random leg
+(peak speed 10-50 % of the velocity limits); the arm is stopped at the detection as the node does.
+The detection runs once (CollisionMonitor); each variant's ContactTracker (the current
+collision/contact.py and the one of ``--before REV``) sees the same samples.
+
+Scores per variant: link wrong without the ambiguity flag; force within 20 % among the contacts that
+carry neither flag; among the flagged ones, a force range that contains the truth; among contacts
+whose reported link has probability >= 0.9, the fraction right.
+Usage (from the repository root):
+  nice -n 10 .venv/bin/python bench/bench_contact.py [--count N] [--before REV] [--write]
+--write replaces the section of docs/bench/collision.md that starts with SECTION (else prints only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import math
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from bench_collision import MIN_TORQUE, MODEL_ERROR, NOISE, PAYLOAD, Q0, SPREAD, make_arm, static_estimate
+from benchlib import BENCH_DOCS, machine
+
+from payload_estimation.collision import CollisionMonitor, MonitorConfig
+from payload_estimation.collision import contact as contact_now
+from payload_estimation.collision.geometry import distance_to_segment, sample_surface
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.motion.poses import stop_point
+from payload_estimation.reporting import format_table
+
+ROBOTS = ("lwr4", "iiwa14")
+LINKS = (2, 7)  # first and last link that gets contacts
+FORCE_RANGE = (20.0, 80.0)  # N
+CONE_DEG = 40.0  # force within this angle of the inward normal
+SPEED = (0.1, 0.5)  # peak speed of a moving leg, fraction of the velocity limits
+CONTACT_TIME = 0.15  # s
+MAX_LEG = 2.0  # s: longer legs are shortened (same speed, less travel)
+FORCE_TOL = 0.20  # relative |F| error that counts as right
+P_CONFIDENT = 0.9
+SECTION = "### Contact link and force you can act on (issue 31)"
+DEFAULT_BEFORE = "7e7ba8a"  # contact.py as of issue 19 (before issue 31)
+
+
+def load_contact_module(rev: str):
+    """collision/contact.py as of git revision ``rev``, imported as a module of the package."""
+    src = subprocess.run(["git", "show", f"{rev}:payload_estimation/collision/contact.py"], check=True,
+                         capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent).stdout
+    path = Path(tempfile.mkdtemp()) / "contact_before.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("payload_estimation.collision._contact_before", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@dataclass
+class Trial:
+    robot: str
+    moving: bool
+    link: int
+    force: float  # N, true magnitude
+    detected: bool
+    est: dict  # variant -> ContactEstimate or None
+    q: np.ndarray | None = None  # rad, at the first variant's estimate
+    point: np.ndarray | None = None  # m, link frame (truth)
+    f: np.ndarray | None = None  # N, base frame (truth)
+
+
+def start_leg(desc, arm, rng: np.random.Generator, frac: float) -> float:
+    """A random rest-to-rest leg towards a pose around Q0, at most MAX_LEG s long (shortened towards it),
+    at a peak speed of ``frac`` x the velocity limits; its duration (s)."""
+    lo, hi = 0.85 * desc.limits.position[:, 0], 0.85 * desc.limits.position[:, 1]
+    q = arm.state().q
+    target = np.clip(Q0[desc.name] + rng.uniform(-1, 1, desc.n) * SPREAD, lo, hi)
+    dur = max(0.6, float(np.max(1.875 * np.abs(target - q) / (frac * desc.limits.velocity))))
+    if dur > MAX_LEG:
+        target = q + (target - q) * MAX_LEG / dur
+        dur = MAX_LEG
+    arm.set_trajectory([(dur, target, None)])
+    return dur
+
+
+def draw(loc, dyn, q: np.ndarray, rng: np.random.Generator, surfaces) -> tuple | None:
+    """(link, point in the link frame, force N base) of a random contact, None below MIN_TORQUE."""
+    poses = loc.link_poses(q)
+    segs = [(p[:3, :3] @ c.a + p[:3, 3], p[:3, :3] @ c.b + p[:3, 3], c.radius)
+            for p, c in zip(poses, loc.geometry.capsules)]
+    k = int(rng.integers(LINKS[0], LINKS[1] + 1))
+    surf = surfaces[k - 1]
+    rot, pos = poses[k - 1][:3, :3], poses[k - 1][:3, 3]
+    for _ in range(1000):
+        i = int(rng.integers(len(surf.area)))
+        p_w = rot @ surf.points[i] + pos
+        if all(distance_to_segment(p_w[None], a, b)[0] >= r for j, (a, b, r) in enumerate(segs) if j != k - 1):
+            break
+    else:
+        return None
+    nrm = rot @ surf.normals[i]
+    v = rng.normal(size=3)
+    v -= (v @ nrm) * nrm
+    v /= np.linalg.norm(v)
+    ang = math.acos(1.0 - rng.uniform() * (1.0 - math.cos(math.radians(CONE_DEG))))
+    f = rng.uniform(*FORCE_RANGE) * (-math.cos(ang) * nrm + math.sin(ang) * v)
+    tau = dyn.frame_jacobian(q, f"link_{k}", surf.points[i])[:3].T @ f
+    return (k, surf.points[i], f) if np.abs(tau).max() >= MIN_TORQUE else None
+
+
+def run_robot(name: str, count: int, seed: int, variants: dict) -> tuple[list[Trial], int]:
+    """``count`` contacts (alternately at rest and moving); the trials and the weak draws redrawn."""
+    desc = load_robot(name)
+    dyn = RigidBodyDynamics(desc)
+    est = static_estimate(desc, dyn)
+    arm = make_arm(desc, seed)
+    rng = np.random.default_rng(seed)
+    mon = CollisionMonitor(dyn, MonitorConfig(torque_noise=NOISE, contact=None))
+    mon.set_payload(est)
+    trackers = {v: mod.ContactTracker(mod.ContactLocator(dyn, config=mod.ContactConfig()))
+                for v, mod in variants.items()}
+    loc = next(iter(trackers.values())).locator
+    surfaces = [sample_surface(c, 0.005) for c in loc.geometry.capsules]
+    trials: list[Trial] = []
+    weak = 0
+
+    def run_for(seconds, on_step=None):
+        for s in arm.run(seconds):
+            step = mon.update(s.t, s.q, s.dq, s.tau)
+            got = {v: tr.update(s.t, s.q, mon.observer.disturbance, mon.detector.current)
+                   for v, tr in trackers.items()}
+            if on_step is not None:
+                on_step(s, step, got)
+
+    while len(trials) < count:
+        moving = len(trials) % 2 == 1
+        dur = start_leg(desc, arm, rng, rng.uniform(*SPEED) if moving else SPEED[1])
+        if moving:
+            run_for(rng.uniform(0.35, 0.65) * dur)
+        else:
+            run_for(dur + 0.3)
+        drawn = draw(loc, dyn, arm.state().q, rng, surfaces)
+        if drawn is None:
+            weak += 1
+            while not arm.trajectory_done:
+                run_for(0.05)
+            continue
+        k, p_link, f = drawn
+        arm.apply_contact(f"link_{k}", f, p_link, duration=CONTACT_TIME)
+        out = {"det": False, "est": {v: None for v in variants}, "q": None}
+
+        def watch(s, step, got, out=out):
+            if step.event is not None and step.event.active and not out["det"]:
+                out["det"] = True
+                q_stop, t_stop = stop_point(desc, s.q, s.dq, 10.0, 0.2)
+                arm.set_trajectory([(t_stop, q_stop, None)])
+            for v, c in got.items():
+                if c is not None and out["est"][v] is None:
+                    out["est"][v] = c
+                    out["q"] = s.q
+
+        run_for(CONTACT_TIME + 0.3, watch)
+        trials.append(Trial(name, moving, k, float(np.linalg.norm(f)), out["det"], out["est"], out["q"], p_link, f))
+        while not arm.trajectory_done:
+            run_for(0.05)
+        run_for(0.2)
+    return trials, weak
+
+
+def score(trials: list[Trial], variant: str) -> list:
+    """One table row: the issue's scores over ``trials`` for ``variant``."""
+    det = [t for t in trials if t.detected]
+    est = [(t, t.est[variant]) for t in det if t.est[variant] is not None and t.est[variant].link > 0]
+    wrong_unflagged = sum(c.link != t.link and not c.link_ambiguous for t, c in est)
+    exact = sum(c.link == t.link for t, c in est)
+    clean = [(t, c) for t, c in est if not (c.link_ambiguous or c.force_ambiguous) and c.force is not None]
+    flagged = [(t, c) for t, c in est if (t, c) not in clean]
+    good_f = sum(abs(c.force_norm - t.force) <= FORCE_TOL * t.force for t, c in clean)
+    in_range = sum(c.force_range[0] <= t.force <= c.force_range[1] for t, c in flagged)
+    conf = [(t, c) for t, c in est if c.link_probabilities[c.link - 1] >= P_CONFIDENT]
+    conf_right = sum(c.link == t.link for t, c in conf)
+    pct = lambda a, b: f"{a}/{b} ({100 * a / b:.0f} %)" if b else "-"  # noqa: E731
+    return [len(trials), len(det), len(est), pct(exact, len(est)), wrong_unflagged, pct(good_f, len(clean)),
+            pct(in_range, len(flagged)), pct(conf_right, len(conf))]
+
+
+HEADERS = ("robot", "arm", "variant", "contacts", "detected", "estimated", "exact link", "wrong link, not flagged",
+           "unflagged: abs(F) within 20 %", "flagged: range contains abs(F)", "p >= 0.9: link right")
+
+
+def table(all_trials: dict, variants: list[str], labels: dict) -> str:
+    rows = []
+    for name, trials in all_trials.items():
+        for arm_label, sel in (("at rest", [t for t in trials if not t.moving]),
+                               ("moving", [t for t in trials if t.moving]), ("all", trials)):
+            for v in variants:
+                rows.append([name, arm_label, labels[v]] + score(sel, v))
+    return format_table(HEADERS, rows, "lll" + "r" * 8, pad=False)
+
+
+def per_link(all_trials: dict, variant: str) -> str:
+    rows = []
+    for name, trials in all_trials.items():
+        for k in range(LINKS[0], LINKS[1] + 1):
+            sel = [t for t in trials if t.link == k]
+            if sel:
+                rows.append([name, k] + score(sel, variant))
+    return format_table(("robot", "true link") + HEADERS[3:], rows, "lr" + "r" * 8, pad=False)
+
+
+def write_doc(text: str) -> Path:
+    """Replace (or append) SECTION of docs/bench/collision.md with ``text``."""
+    path = BENCH_DOCS / "collision.md"
+    old = path.read_text() if path.exists() else ""
+    head = old.split(SECTION)[0].rstrip("\n")
+    path.write_text((head + "\n\n" if head else "") + text.rstrip("\n") + "\n")
+    return path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--count", type=int, default=200, help="contacts per robot (half at rest, half moving)")
+    ap.add_argument("--before", default=DEFAULT_BEFORE, help="git revision of the 'before' contact.py ('' for none)")
+    ap.add_argument("--robots", default=",".join(ROBOTS))
+    ap.add_argument("--seed", type=int, default=31)
+    ap.add_argument("--write", action="store_true", help="write the section into docs/bench/collision.md")
+    ap.add_argument("--dump", default="", help="pickle the trials (truth, q, estimates) to this file")
+    ap.add_argument("--load", nargs="*", default=[], help="make the tables from these --dump files (runs nothing)")
+    args = ap.parse_args()
+    variants = {"after": contact_now}
+    labels = {"after": "now"}
+    if args.before:
+        variants = {"before": load_contact_module(args.before), **variants}
+        labels["before"] = f"before ({args.before})"
+    all_trials, weak, wall = {}, {}, {}
+    for dump in args.load:
+        with open(dump, "rb") as fh:
+            got = pickle.load(fh)
+        all_trials |= got["trials"]
+        weak |= got["weak"]
+        wall |= got["wall"]
+    for name in ([] if args.load else args.robots.split(",")):
+        t1 = time.monotonic()
+        all_trials[name], weak[name] = run_robot(name, args.count, args.seed, variants)
+        wall[name] = time.monotonic() - t1
+    cmd = "nice -n 10 .venv/bin/python bench/bench_contact.py" + (f" --count {args.count}" if args.count != 200
+                                                                   else "") + " --write"
+    lines = [SECTION, "",
+             f"- machine: {machine()}", f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+             f"- command: `{cmd}`" + (" (or one process per robot with `--robots NAME --dump FILE`, then "
+                                      "`--load FILE ... --write`)" if args.load else ""),
+             "- wall time: " + ", ".join(f"{n} {s:.0f} s" for n, s in wall.items()),
+             f"- {args.count} contacts per robot, half with the arm at rest, half during a leg at a peak speed of "
+             f"{100 * SPEED[0]:.0f}-{100 * SPEED[1]:.0f} % of the velocity limits; a random link "
+             f"{LINKS[0]}..{LINKS[1]}, "
+             f"a random exposed point of its capsule, {FORCE_RANGE[0]:.0f}-{FORCE_RANGE[1]:.0f} N within "
+             f"{CONE_DEG:.0f}° of the inward normal, {CONTACT_TIME} s; MuJoCo, {NOISE} N m torque noise, links "
+             f"{100 * MODEL_ERROR:.0f} % off the model, {PAYLOAD.mass} kg payload known by its static estimate; the "
+             "arm is stopped at the detection. Draws whose largest joint torque is below "
+             f"{MIN_TORQUE:.0f} N m (1.5 x the threshold: not detectable) are redrawn: "
+             + ", ".join(f"{n} {w}" for n, w in weak.items()) + ".",
+             "- 'unflagged': neither `link_ambiguous` nor `force_ambiguous` (the force a user may act on); "
+             "'flagged': either; 'p': `link_probabilities` of the reported link.", "",
+             table(all_trials, list(variants), labels), "",
+             "Per true link (now):", "", per_link(all_trials, "after"), ""]
+    if args.dump:
+        with open(args.dump, "wb") as fh:
+            pickle.dump({"trials": all_trials, "weak": weak, "wall": wall}, fh)
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        print(f"written to {write_doc(text)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
