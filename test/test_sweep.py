@@ -12,7 +12,7 @@ import pytest
 from test_sampling_run import RUN, SEQ, KinematicArm, drive
 
 from payload_estimation.identification.data import Samples
-from payload_estimation.identification.robot_identification import identify_gravity
+from payload_estimation.identification.robot_identification import describe_offsets, identify_gravity
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.motion.poses import MotionLimitError, PosePlanConfig, validate_plan
@@ -39,6 +39,16 @@ def test_a_sweep_stays_in_its_box_and_identifies_the_arm(robot):
     tau = np.array([arm.static_capture(q, 100) for q in plan.poses])
     model = identify_gravity(desc, Samples(plan.poses, tau), offset=True)
     np.testing.assert_allclose(model.friction_terms()[2], offsets, atol=0.15)
+    # each offset is reported with a σ that covers its error, and the undetermined ones are named
+    std = np.array([dict(zip(model.names, model.std))[f"Fo{j + 1}"] for j in range(desc.n)])
+    assert np.all(np.abs(model.friction_terms()[2] - offsets) <= 3 * std), (model.friction_terms()[2] - offsets, std)
+    text = describe_offsets(model)
+    loose = [desc.joint_names[j] for j in np.flatnonzero(3 * std > 0.1)]
+    fo = model.friction_terms()[2]
+    assert all(f"{nm} {fo[j]:+.3f} ± {std[j]:.3f}" in text for j, nm in enumerate(desc.joint_names))
+    assert (f"not determined by these poses (3 σ above 0.1 N m): {', '.join(loose)}" in text) if loose else \
+        "not determined" not in text
+    print(robot, text)
     # it predicts the true arm's static torques at new poses in the same box far better than the data sheet
     rng = np.random.default_rng(5)
     held = Q0[robot] + rng.uniform(-1, 1, (20, desc.n)) * np.radians(18.0)

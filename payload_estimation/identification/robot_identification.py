@@ -371,6 +371,31 @@ def identify_gravity(desc: RobotDescription, samples: Samples, essential: bool =
                            {"method": "static", "samples": samples.n_samples, "essential": bool(essential)})
 
 
+OFFSET_DETERMINED = 0.1
+"""N m: a torque offset counts as determined when 3 σ of it is at most this (the size of an offset that
+matters for a payload fit; a sweep over a small box cannot tell some joints' offset from their gravity)."""
+
+
+def describe_offsets(model: IdentifiedModel, joint_names: tuple[str, ...] | None = None,
+                     determined: float = OFFSET_DETERMINED) -> str:
+    """Each joint's identified torque offset with its σ (N m), and the ones the data did not determine
+    (3 σ > ``determined``), e.g. ``A1 -0.413 ± 0.002, A2 -0.294 ± 0.051 (not determined), ...``."""
+    names = joint_names or model.joint_names
+    offsets = model.friction_terms()[2]
+    std = dict(zip(model.names, model.std))
+    parts, loose = [], []
+    for j, name in enumerate(names):
+        s = std.get(f"Fo{j + 1}", float("nan"))
+        flag = not (3 * s <= determined)
+        loose += [name] if flag else []
+        parts.append(f"{name} {offsets[j]:+.3f} ± {s:.3f}" + (" (not determined)" if flag else ""))
+    text = "offsets " + ", ".join(parts) + " N m (1 σ)"
+    if loose:
+        text += (f"; not determined by these poses (3 σ above {determined:g} N m): {', '.join(loose)} — their offset "
+                 "and gravity look alike here: a wider sweep (sweep_amplitude_deg) or more poses separate them")
+    return text
+
+
 # --- validation -------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -460,6 +485,7 @@ __all__ = [
     "friction_label",
     "friction_terms",
     "full_model_options",
+    "describe_offsets",
     "identify_gravity",
     "identify_robot",
     "preprocess",

@@ -58,7 +58,7 @@ from ..identification.payload_dynamic import (
     fit_dynamic_payload,
 )
 from ..identification.payload_recordings import CURRENT_WARNING, effort_to_torque, torque_gains
-from ..identification.robot_identification import identify_gravity
+from ..identification.robot_identification import describe_offsets, identify_gravity
 from ..identification.static_fit import (
     STATIC_METHODS,
     StaticFitConfig,
@@ -384,6 +384,11 @@ class PayloadEstimatorNode(Node):
             return response
         with self._lock:
             captures = list(self._calibration)
+        if not captures:
+            response.success, response.message = False, ("calibrate rejected: no calibration captures (call "
+                                                          "payload_sampler/sweep, which captures them, or "
+                                                          "~/capture_calibration at each pose of your own)")
+            return response
         path = self._calibration_path()
         try:
             samples = Samples(np.array([c[0] for c in captures]).reshape(-1, self.dyn.n),
@@ -403,12 +408,11 @@ class PayloadEstimatorNode(Node):
             return response
         with self._lock:
             self._calibration.clear()
-        offsets = model.friction_terms()[2]
         response.success = True
         response.message = (f"gravity model identified from {len(captures)} poses: {len(model.values)} coefficients, "
-                            f"residual RMS {model.residual_rms:.3g} N m, cond {model.condition_number:.3g}, offsets "
-                            f"{np.round(offsets, 3).tolist()} N m; written to {path} and loaded as gravity_model "
-                            "(found there and checked against the robot model on the next start)")
+                            f"residual RMS {model.residual_rms:.3g} N m, cond {model.condition_number:.3g}, "
+                            f"{describe_offsets(model, self.joint_names)}; written to {path} and loaded as "
+                            "gravity_model (found there and checked against the robot model on the next start)")
         self.get_logger().info(response.message)
         return response
 
