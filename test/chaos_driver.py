@@ -551,10 +551,11 @@ class ChaosRun:
             self.set_param(*ev.args)
         elif ev.kind == "description":
             self.publish_description(ev.args[0])
-        elif ev.kind in ("grasp", "release"):  # announced (payload_estimator/grasped, /released) or not
-            self.call("sim_node/attach_payload" if ev.kind == "grasp" else "sim_node/detach_payload")
+        elif ev.kind in ("grasp", "release"):  # announced first (payload_estimator/grasped, /released) or not
             if ev.args == ("announced",):
-                self.call("payload_estimator/grasped" if ev.kind == "grasp" else "payload_estimator/released")
+                self._sync(self.call("payload_estimator/grasped" if ev.kind == "grasp" else
+                                     "payload_estimator/released"), "announcement")
+            self.call("sim_node/attach_payload" if ev.kind == "grasp" else "sim_node/detach_payload")
         elif ev.kind == "fault":
             self.call(f"sim_node/fault_{ev.args[0]}")
 
@@ -732,7 +733,7 @@ class ChaosRun:
         p.pub_description.publish(String(data=p.description))
         for (node, name), value in {**DEFAULTS, **FINAL_TIMEOUTS}.items():
             self._sync(self.set_param(node, name, value, True), f"{node} {name}")
-        for srv in ("sim_node/detach_payload", "payload_estimator/released", "payload_estimator/reset",
+        for srv in ("payload_estimator/released", "sim_node/detach_payload", "payload_estimator/reset",
                     "payload_estimator/clear_captures", "payload_sampler/forget_pick"):
             self._sync(self.call(srv), srv)
         self._final("move to the pick configuration")
@@ -755,8 +756,8 @@ class ChaosRun:
             return self.violation("final", f"record_reference failed twice on a clean graph: {messages}",
                                   "payload_sampler")
         self._final("grasp (announced) and ~/sample")
-        self._sync(self.call("sim_node/attach_payload"), "attach")
         self._sync(self.call("payload_estimator/grasped"), "grasped")
+        self._sync(self.call("sim_node/attach_payload"), "attach")
         time.sleep(0.5)
         n0 = p.estimates
         ok, messages = self._attempts("payload_sampler/sample")
