@@ -259,9 +259,9 @@ class PayloadWatch:
         return self.cfg.sampling_factor if self.learning else 1.0
 
     def observer_model(self, fit: ProvisionalFit, point_mass: bool = True) -> tuple[BodyInertia, bool]:
-        """(body, gravity_only) of a provisional ``fit`` for the observer: gravity only inside an announced window
-        (the payload may vanish at any moment: its mass in M and C would then read as a dynamic torque)."""
-        return fit.observer_model(point_mass and self.announced is None)
+        """(body, gravity_only) of a provisional ``fit`` for the observer: gravity only inside a release window (the
+        payload may vanish at any moment: its mass in M and C would then read as a dynamic torque)."""
+        return fit.observer_model(point_mass and (self.announced is None or self.announced.kind == GRASP))
 
     def update(self, t: float, q: np.ndarray, dq: np.ndarray | None, tau: np.ndarray, settle: float = 0.2,
                detected: float | None = None) -> WatchStep:
