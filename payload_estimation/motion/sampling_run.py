@@ -475,7 +475,9 @@ class SamplingRun:
         if obs.stream_age is None or obs.stream_age > self.cfg.stream_timeout:
             what = ("no joint_states received" if obs.stream_age is None else
                     f"joint_states lost for {obs.stream_age:.2f} s")
-            return f"{what} (joint_state_timeout {self.cfg.stream_timeout:.2f} s)", "hold", "stream_lost"
+            # no hold: its target would be a stale position, reached too fast from where the arm really is;
+            # the last command is a bounded move that ends at rest inside the envelope
+            return f"{what} (joint_state_timeout {self.cfg.stream_timeout:.2f} s)", "none", "stream_lost"
         if not obs.monitor_ready:  # the safety function went blind or away: no further motion without it
             return ("the collision monitor stopped monitoring (collision_monitor/status ERROR or silent)", "hold",
                     "monitor_lost")
@@ -642,6 +644,11 @@ class SamplingRun:
     def _where(self) -> str:
         if self._q_last is None:
             return "the arm's position is unknown (no joint_states)"
+        if self._abort_code == "stream_lost":
+            return ("nothing more was commanded: the arm ends the move it was given, at rest inside the envelope, "
+                    f"last seen {np.degrees(np.max(np.abs(self._q_last - self.q0))):.1f} deg from the pick "
+                    f"configuration {np.round(np.degrees(self.q0), 2).tolist()} deg; the next ~/sample returns there "
+                    "first")
         off = float(np.degrees(np.max(np.abs(self._q_last - self.q0))))
         if off <= np.degrees(self.seq_config.arrival_tolerance):
             return "the arm is at the pick configuration"
