@@ -617,7 +617,10 @@ class PayloadEstimatorNode(Node):
         if not directory:
             return ""
         try:
-            paths = write_exports(est, directory, model=str(self.values["robot"]) or "robot_description")
+            robot = str(self.values["robot"])
+            # the model the estimate was made with places the flange (base_link/tip_link included)
+            paths = write_exports(est, directory, model=robot or "robot_description",
+                                  robot=self.dyn.desc if robot and self.dyn is not None else None)
         except (OSError, ValueError) as e:
             self._export_failures += 1
             self._export_error = f"{directory}: {e} (check export_dir)"
