@@ -25,10 +25,10 @@ joint_states faults (a message stamped 1000 s ahead, a 1 s gap, stamps starting 
   moving);
 - a valid parameter value is accepted, an invalid one refused with a reason a person can read;
 
-then, after the schedule, a clean run (the user's sequence: forget the old pick, unloaded capture,
-``~/record_reference``, grasp announced with ``payload_estimator/grasped``, ``~/sample``; each run tried
-at most twice, with the stream timeouts of the loaded-machine tests, see FINAL_TIMEOUTS) estimates the
-payload within 1 % / 5 mm.
+then, after the schedule, a clean run (the user's sequence: forget the old pick, unloaded capture, with
+``final_mode="dynamic"`` ``~/record_reference``, grasp announced with ``payload_estimator/grasped``,
+``~/sample``; each run tried at most twice, with the stream timeouts of the loaded-machine tests, see
+FINAL_TIMEOUTS) estimates the payload within 1 % / 5 mm.
 
 Each violation names the seed, the step, the event and the node's last log lines. Standalone:
 ``python test/chaos_driver.py --seed 3 [--duration 60]``.
@@ -398,8 +398,9 @@ class ChaosProbe(Node):
 class ChaosRun:
     """One seed: start the processes, play the schedule, check the invariants, run the clean estimate."""
 
-    def __init__(self, seed: int, duration: float = 60.0, log_dir: str | None = None):
+    def __init__(self, seed: int, duration: float = 60.0, log_dir: str | None = None, final_mode: str = "static"):
         self.seed = seed
+        self.final_mode = final_mode  # static: anchor, grasp, ~/sample; dynamic: ~/record_reference before the grasp
         self.schedule = make_schedule(seed, duration)
         self.ns = f"/chaos{os.getpid()}s{seed}"
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix=f"chaos_seed{seed}_"))
@@ -507,6 +508,7 @@ class ChaosRun:
                 self.drain()
             if not self.dead:
                 self.clean_estimate()
+            _wait(lambda: not self.finished and self.current is None, 3.0, self.check)  # the last runs judged
             self.check()
             return self.violations
         finally:
@@ -731,7 +733,8 @@ class ChaosRun:
         p = self.probe
         self._final("restore the description and the parameters")
         p.pub_description.publish(String(data=p.description))
-        for (node, name), value in {**DEFAULTS, **FINAL_TIMEOUTS}.items():
+        mode = {("payload_sampler", "mode"): "static" if self.final_mode == "static" else "auto"}
+        for (node, name), value in {**DEFAULTS, **FINAL_TIMEOUTS, **mode}.items():
             self._sync(self.set_param(node, name, value, True), f"{node} {name}")
         for srv in ("payload_estimator/released", "sim_node/detach_payload", "payload_estimator/reset",
                     "payload_estimator/clear_captures", "payload_sampler/forget_pick"):
@@ -750,11 +753,12 @@ class ChaosRun:
         res = self._retry("payload_estimator/capture_unloaded", 15.0)
         if not res.success:
             return self.violation("final", f"capture_unloaded refused at rest: {res.message}", "payload_estimator")
-        self._final("~/record_reference (unloaded)")
-        ok, messages = self._attempts("payload_sampler/record_reference")
-        if not ok:
-            return self.violation("final", f"record_reference failed twice on a clean graph: {messages}",
-                                  "payload_sampler")
+        if self.final_mode == "dynamic":
+            self._final("~/record_reference (unloaded)")
+            ok, messages = self._attempts("payload_sampler/record_reference")
+            if not ok:
+                return self.violation("final", f"record_reference failed twice on a clean graph: {messages}",
+                                      "payload_sampler")
         self._final("grasp (announced) and ~/sample")
         self._sync(self.call("payload_estimator/grasped"), "grasped")
         self._sync(self.call("sim_node/attach_payload"), "attach")
@@ -850,11 +854,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Run one chaos seed against the real nodes (see the module docstring).")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--duration", type=float, default=60.0)
+    ap.add_argument("--final", choices=("static", "dynamic"), default="static",
+                    help="the clean run after the schedule: static sample, or record_reference + dynamic sample")
     a = ap.parse_args(argv)
     from payload_estimation.ros.domain import isolate
 
     isolate()
-    run = ChaosRun(a.seed, a.duration)
+    run = ChaosRun(a.seed, a.duration, final_mode=a.final)
     violations = run.run()
     print(run.report())
     return 1 if violations else 0
