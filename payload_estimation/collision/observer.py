@@ -46,30 +46,33 @@ class ObserverInputError(ValueError):
 
 @dataclass(frozen=True)
 class JointFriction:
-    """Per-joint friction model τ_f = F_v dq + F_c tanh(dq / v_eps) (N m).
+    """Per-joint friction model τ_f = F_v dq + F_c tanh(dq / v_eps) + F_o (N m).
 
     viscous F_v (N m s/rad), coulomb F_c (N m), v_eps (rad/s) smooths the sign at rest so that
-    a standing joint contributes no Coulomb torque. Friction opposes motion: it is subtracted from
-    the measured joint torque in the observer.
+    a standing joint contributes no Coulomb torque; offset F_o (N m, None: zero) a constant torque the
+    sensor reads with the arm at rest beyond the model's (a bias, as identified with the friction).
+    Friction opposes motion: it is subtracted from the measured joint torque in the observer.
     """
 
     viscous: np.ndarray
     coulomb: np.ndarray
     v_eps: float = 1e-3
+    offset: np.ndarray | None = None
 
     def torque(self, dq: np.ndarray) -> np.ndarray:
         """Friction torque (N m) at joint velocities ``dq`` (rad/s)."""
-        return self.viscous * dq + self.coulomb * np.tanh(dq / self.v_eps)
+        tau = self.viscous * dq + self.coulomb * np.tanh(dq / self.v_eps)
+        return tau if self.offset is None else tau + self.offset
 
 
-
-def make_friction(n: int, viscous=0.0, coulomb=0.0, v_eps: float = 1e-3) -> JointFriction:
-    """Validated :class:`JointFriction` (scalars broadcast to all ``n`` joints)."""
+def make_friction(n: int, viscous=0.0, coulomb=0.0, v_eps: float = 1e-3, offset=0.0) -> JointFriction:
+    """Validated :class:`JointFriction` (scalars broadcast to all ``n`` joints; an all-zero offset is None)."""
     if not v_eps > 0:
         raise ObserverInputError(f"friction v_eps must be > 0 rad/s, got {v_eps}")
     viscous = per_joint(viscous, n, "viscous friction", nonnegative=True, error=ObserverInputError)
     coulomb = per_joint(coulomb, n, "Coulomb friction", nonnegative=True, error=ObserverInputError)
-    return JointFriction(viscous, coulomb, float(v_eps))
+    offset = per_joint(offset, n, "friction offset", error=ObserverInputError)
+    return JointFriction(viscous, coulomb, float(v_eps), offset if np.any(offset) else None)
 
 
 class MomentumObserver:
@@ -106,8 +109,9 @@ class MomentumObserver:
         self.torque_noise = per_joint(torque_noise, n, "torque_noise (N m)", nonnegative=True, error=ObserverInputError)
         self.velocity_noise = per_joint(velocity_noise, n, "velocity_noise (rad/s)", nonnegative=True,
                                         error=ObserverInputError)
-        if friction is not None and (np.shape(friction.viscous) != (n,) or np.shape(friction.coulomb) != (n,)):
-            raise ObserverInputError(f"friction must have {n} viscous and {n} Coulomb coefficients")
+        if friction is not None and (np.shape(friction.viscous) != (n,) or np.shape(friction.coulomb) != (n,)
+                                     or (friction.offset is not None and np.shape(friction.offset) != (n,))):
+            raise ObserverInputError(f"friction must have {n} viscous, {n} Coulomb (and {n} offset) coefficients")
         self.friction = friction
         if not max_gap > 0:
             raise ObserverInputError(f"max_gap must be > 0 s, got {max_gap}")

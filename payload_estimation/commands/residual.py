@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..collision import CollisionEvent, CollisionMonitor, MonitorConfig, replay
+from ..collision import CollisionEvent, CollisionMonitor, JointFriction, MonitorConfig, make_friction, replay
 from ..identification.data import write_table
+from ..identification.dynamic_model import DynamicModel, load_dynamic_model
 from ..identification.estimate import PayloadEstimate
 from ..identification.recording import derive_velocity, load_recording
 from ..model.dynamics import RigidBodyDynamics
@@ -29,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="recording: CSV (t, q1..qn, [dq1..dqn,] tau1..taun), rosbag2 directory or .db3/.mcap "
                              "file; without velocities they are derived from the positions")
     parser.add_argument("--topic", default="joint_states", help="JointState topic in a rosbag (default joint_states)")
+    parser.add_argument("--params", default="nominal",
+                        help="the observer's dynamic model: a PARAMS.yaml of `identify` (coefficients and their "
+                             "friction), an identified robot YAML/URDF (`identify --physical`: link set and its "
+                             "friction), or 'nominal' (the --robot description, no friction; the default)")
+    parser.add_argument("--coulomb-smoothing", type=float, default=0.02,
+                        help="rad/s: the identified Coulomb friction's sign is tanh(dq / this) in the observer "
+                             "(default 0.02, the speed below which identify gives Coulomb rows no weight)")
     pay = parser.add_mutually_exclusive_group()
     pay.add_argument("--payload", help="known payload 'm,cx,cy,cz' (kg, m in the payload frame); gravity only")
     pay.add_argument("--payload-file", type=Path, help="payload estimate JSON (`payload-estimation estimate --json`)")
@@ -85,11 +93,26 @@ class ResidualRun:
         }
 
 
+def observer_friction(model: DynamicModel, v_eps: float = 0.02) -> JointFriction | None:
+    """The dynamic model's joint friction as the observer's (Coulomb sign smoothed over ``v_eps`` rad/s);
+    None when it has none. Terms are taken as identified, negative ones too (unconstrained least squares
+    can give them; the model's note names them): the observer subtracts what the model predicts."""
+    f = model.friction
+    if not f.any():
+        return None
+    checked = make_friction(model.desc.n, 0.0, 0.0, v_eps, f.offset)  # validates v_eps and the offsets
+    return JointFriction(np.array(f.viscous, float), np.array(f.coulomb, float), checked.v_eps, checked.offset)
+
+
 def run_residual(dyn: RigidBodyDynamics, t, q, dq, tau, payload: PayloadEstimate | None = None, gains=150.0,
-                 thresholds=6.0, release_fraction: float = 0.5) -> ResidualRun:
+                 thresholds=6.0, release_fraction: float = 0.5, friction: JointFriction | None = None
+                 ) -> ResidualRun:
     """Collision monitor (observer, detector, contact estimate) over arrays (N samples x n joints); an
-    event still active at the end is kept. A payload estimate without inertia enters ĝ only (eq. 48)."""
-    mon = CollisionMonitor(dyn, MonitorConfig(gains=gains, thresholds=thresholds, release_fraction=release_fraction))
+    event still active at the end is kept. A payload estimate without inertia enters ĝ only (eq. 48).
+    ``dyn``: the unloaded model (e.g. ``load_dynamic_model(...).dynamics()``), ``friction``
+    the observer's joint friction (:func:`observer_friction`)."""
+    mon = CollisionMonitor(dyn, MonitorConfig(gains=gains, thresholds=thresholds, release_fraction=release_fraction),
+                           friction=friction)
     if payload is not None:
         mon.set_payload(payload.body(), gravity_only=payload.inertia is None)
     r, flag = replay(mon, t, q, dq, tau)
@@ -142,13 +165,21 @@ def run(args) -> int:
     gains = _floats(args.gain, "--gain", n)
     thresholds = _floats(args.threshold, "--threshold", n)
     payload = _payload(args)
-    dyn = RigidBodyDynamics(desc)
-    res = run_residual(dyn, samples.t, samples.q, samples.dq, samples.tau, payload, gains, thresholds, args.release)
+    if not args.coulomb_smoothing > 0:
+        raise ResidualArgumentError(f"--coulomb-smoothing must be > 0 rad/s, got {args.coulomb_smoothing}")
+    model = load_dynamic_model(args.params, desc)
+    if not args.json:
+        print(model.note)
+    dyn = model.dynamics()
+    res = run_residual(dyn, samples.t, samples.q, samples.dq, samples.tau, payload, gains, thresholds, args.release,
+                       observer_friction(model, args.coulomb_smoothing))
     if args.out:
         _write_csv(args.out, res)
     if args.json:
         out = res.to_dict()
-        out.update(robot=desc.name, data=str(args.data), payload=None if payload is None else payload.to_dict())
+        out.update(robot=desc.name, data=str(args.data), params=model.source, dynamic_model=model.kind,
+                   friction=model.friction.to_dict(),
+                   payload=None if payload is None else payload.to_dict())
         print(json.dumps(out, indent=2))
         return 0
     print(f"robot {desc.name}, {res.t.size} samples over {res.t[-1] - res.t[0]:.3f} s"

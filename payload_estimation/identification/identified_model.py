@@ -152,6 +152,27 @@ class IdentifiedModel:
             y = np.hstack([y, friction_regressor(np.atleast_2d(dq), self.viscous, self.coulomb, self.offset)])
         return y[:, self.kept]
 
+    def link_set(self, desc: RobotDescription) -> RobotDescription:
+        """``desc`` with link parameters p that realise these coefficients (K p = π_b): the nearest such p
+        to desc's own p0 in the scaled metric Σ ((p - p0) / s)², s = (m,
+        0.1 m [x3], 0.01 m² m [x6]) per link (m: its mass in desc; kg, kg m, kg m²), so each link's change is
+        relative to its size: p = p0 + S (K S)⁺ (π_b - K p0). Its rigid-body dynamics (M, C, g) equal this
+        model's exactly (the rest of p is what no motion sees); not necessarily physically consistent
+        (:class:`~payload_estimation.model.parameter_dynamics.ParameterDynamics` takes it). A gravity model
+        changes (m, m c) only: M and C stay near the description's."""
+        self.check_robot(desc)
+        from ..model.parameters import BodyInertia
+
+        p = np.array([b.to_params() for b in desc.links])
+        m = np.maximum(np.abs(p[:, 0]), 1e-3)[:, None]
+        per = N_PARAMS if self.kind == "full" else N_GRAVITY_PARAMS
+        scale = (m * np.array([1.0, 0.1, 0.1, 0.1, *([0.01] * 6)]))[:, :per].reshape(-1)
+        p0 = p[:, :per].reshape(-1)
+        ks = self.K * scale
+        step = scale * (np.linalg.pinv(ks) @ (self.base_coefficients() - self.K @ p0))
+        p[:, :per] = (p0 + step).reshape(desc.n, per)
+        return desc.with_links([BodyInertia.from_params(row) for row in p])
+
     def predict(self, dyn: RigidBodyDynamics, q, dq=None, ddq=None) -> np.ndarray:
         """Predicted joint torques (N x n, N m)."""
         q = np.atleast_2d(np.asarray(q, float))
