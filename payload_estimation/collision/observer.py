@@ -75,6 +75,21 @@ def make_friction(n: int, viscous=0.0, coulomb=0.0, v_eps: float = 1e-3, offset=
     return JointFriction(viscous, coulomb, float(v_eps), offset if np.any(offset) else None)
 
 
+def identified_friction(viscous, coulomb, offset, v_eps: float = 0.02) -> JointFriction | None:
+    """An identified model's joint friction (per joint: viscous N m s/rad, Coulomb N m, offset N m) as the
+    observer's, the Coulomb sign smoothed over ``v_eps`` rad/s (default 0.02: the speed below which
+    identification gives Coulomb rows no weight); None when every term is zero. Terms are taken as
+    identified, negative ones too (unconstrained least squares can give them): the observer subtracts
+    what the model predicts."""
+    n = np.size(viscous)
+    viscous = per_joint(viscous, n, "identified viscous friction", error=ObserverInputError)
+    coulomb = per_joint(coulomb, n, "identified Coulomb friction", error=ObserverInputError)
+    checked = make_friction(n, 0.0, 0.0, v_eps, offset)  # validates v_eps and the offsets
+    if not (np.any(viscous) or np.any(coulomb) or checked.offset is not None):
+        return None
+    return JointFriction(viscous, coulomb, checked.v_eps, checked.offset)
+
+
 class MomentumObserver:
     """Momentum-observer residual r (N m) of one arm, one update per joint-state sample.
 
@@ -364,4 +379,4 @@ class MomentumObserver:
             self._gap_limit = min(self.max_gap, self.gap_steps * typical)
 
 
-__all__ = ["MomentumObserver", "JointFriction", "ObserverInputError", "make_friction"]
+__all__ = ["MomentumObserver", "JointFriction", "ObserverInputError", "identified_friction", "make_friction"]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..collision import CollisionEvent, CollisionMonitor, JointFriction, MonitorConfig, make_friction, replay
+from ..collision import CollisionEvent, CollisionMonitor, JointFriction, MonitorConfig, replay
+from ..collision.observer import identified_friction
 from ..identification.data import write_table
 from ..identification.dynamic_model import DynamicModel, load_dynamic_model
 from ..identification.estimate import PayloadEstimate
@@ -94,14 +95,9 @@ class ResidualRun:
 
 
 def observer_friction(model: DynamicModel, v_eps: float = 0.02) -> JointFriction | None:
-    """The dynamic model's joint friction as the observer's (Coulomb sign smoothed over ``v_eps`` rad/s);
-    None when it has none. Terms are taken as identified, negative ones too (unconstrained least squares
-    can give them; the model's note names them): the observer subtracts what the model predicts."""
+    """The dynamic model's joint friction as the observer's (:func:`collision.observer.identified_friction`)."""
     f = model.friction
-    if not f.any():
-        return None
-    checked = make_friction(model.desc.n, 0.0, 0.0, v_eps, f.offset)  # validates v_eps and the offsets
-    return JointFriction(np.array(f.viscous, float), np.array(f.coulomb, float), checked.v_eps, checked.offset)
+    return identified_friction(f.viscous, f.coulomb, f.offset, v_eps)
 
 
 def run_residual(dyn: RigidBodyDynamics, t, q, dq, tau, payload: PayloadEstimate | None = None, gains=150.0,
