@@ -234,6 +234,31 @@ def _project(pts: np.ndarray, a: np.ndarray, b: np.ndarray, radius) -> np.ndarra
     return c + np.reshape(radius, (-1, 1)) * v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
 
+def _cone_bound(f: np.ndarray, v: np.ndarray, normals: np.ndarray, cos_cone: float) -> np.ndarray:
+    """Largest |F| (N) on the lines F = f0 + t v inside the friction cones (inward normals -``normals``,
+    half-angle acos(``cos_cone``)); f0: ``f`` without its part along the unit, unseen direction ``v``
+    (all (N, 3)). inf where the line stays in the cone (v within the cone), |f| where it misses it."""
+    f0 = f - np.sum(f * v, axis=1, keepdims=True) * v
+    a = -np.sum(f0 * normals, axis=1)
+    b = -np.sum(v * normals, axis=1)
+    c2 = cos_cone ** 2
+    qa, qb, qc = b * b - c2, 2.0 * a * b, a * a - c2 * np.sum(f0 * f0, axis=1)  # (a + t b)^2 >= c2 |F|^2
+    out = np.full(len(f), np.inf)
+    bounded = qa < -1e-9
+    disc = qb * qb - 4.0 * qa * qc
+    ok = bounded & (disc >= 0)
+    root = np.sqrt(np.where(ok, disc, 0.0))
+    t1 = np.where(ok, (-qb + root) / np.where(bounded, 2.0 * qa, 1.0), 0.0)
+    t2 = np.where(ok, (-qb - root) / np.where(bounded, 2.0 * qa, 1.0), 0.0)
+    push = a + 0.5 * (t1 + t2) * b >= 0  # the interval lies in the pushing nappe, not the pulling one
+    tmax = np.maximum(np.abs(t1), np.abs(t2))
+    f0n2 = np.sum(f0 * f0, axis=1)
+    out[ok & push] = np.sqrt(f0n2 + tmax * tmax)[ok & push]
+    miss = bounded & ~(ok & push)
+    out[miss] = np.linalg.norm(f[miss], axis=1)
+    return out
+
+
 def _weighted_quantiles(x: np.ndarray, w: np.ndarray, qs) -> tuple[float, ...]:
     order = np.argsort(x)
     c = np.cumsum(w[order])
@@ -344,7 +369,7 @@ class ContactLocator:
         prob = ev / ev.sum()
         k = int(np.argmax(prob))
         poor = c0 > cfg.max_chi2_per_joint * n
-        f_lo, f_hi = self._force_range(pts, mask, f, like, o, z, w, scale2)
+        f_lo, f_hi = self._force_range(pts, nrm, mask, f, like, o, z, w, scale2)
         sel = link == k
         pts_k, chi2_k, forces_k, like_k = pts[sel], chi2[sel], f[sel], like[sel]
         i = int(np.argmin(chi2_k))
@@ -371,21 +396,27 @@ class ContactLocator:
             best_point=pts_k[i].copy(), best_point_link=rot.T @ (pts_k[i] - pos),
             sigma_scale=math.sqrt(scale2), torque_sigma=math.sqrt(scale2) / w, link_names=self.link_names)
 
-    def _force_range(self, pts, mask, f, like, o, z, w, scale2: float) -> tuple[float, float]:
+    def _force_range(self, pts, nrm, mask, f, like, o, z, w, scale2: float) -> tuple[float, float]:
         """95 % range (N, N) of |F| over the posterior ``like`` of all fitting points: each point's
-        |F| ± 2 of its own standard error (σ scaled by ``scale2``); the upper end inf where more than
-        2.5 % of the posterior lies on points whose F is not determined (fewer than 3 independent
-        joint rows: a push along the unseen direction changes no torque)."""
+        |F| ± 2 of its own standard error (σ scaled by ``scale2``). Where the joints see only two
+        directions of F (e.g. link 2, or a point on a roll joint's axis), the third is bounded by
+        the friction cone alone (:func:`_cone_bound`), and where the cone does not bound it either
+        (or fewer directions are seen) the point's upper end is inf."""
         a = self._rows(pts, mask, o, z, w)
         h = a.transpose(0, 2, 1) @ a
-        eig = np.linalg.eigvalsh(h)
-        determined = eig[:, 0] > 1e-6 * np.maximum(eig[:, 2], 1e-300)
+        eig, vec = np.linalg.eigh(h)
+        seen = eig > 1e-6 * np.maximum(eig[:, 2:], 1e-300)
         cov = np.linalg.pinv(h, rcond=1e-6, hermitian=True) * scale2  # the determined directions only
         fn = np.linalg.norm(f, axis=1)
         u = f / np.maximum(fn, 1e-12)[:, None]
         sd = np.sqrt(np.maximum(np.einsum("pi,pij,pj->p", u, cov, u), 0.0))
         lo = np.maximum(fn - 2.0 * sd, 0.0)
-        hi = np.where(determined, fn + 2.0 * sd, np.inf)
+        hi = np.full(len(fn), np.inf)
+        full = seen.all(axis=1)
+        hi[full] = fn[full] + 2.0 * sd[full]
+        two = seen[:, 1] & ~seen[:, 0]
+        if two.any():
+            hi[two] = _cone_bound(f[two], vec[two, :, 0], nrm[two], self._cos_cone) + 2.0 * sd[two]
         wgt = like / like.sum()
         return _weighted_quantiles(lo, wgt, (0.025,))[0], _weighted_quantiles(hi, wgt, (0.975,))[0]
 
