@@ -619,8 +619,12 @@ class ChaosRun:
                         self._check_refusal(step, event, bool(res.success), str(res.message))
             elif now - sent > SERVICE_LIMIT:
                 del self.pending[i]
+                where = ""
+                if name.startswith("payload_sampler/") and self.probe is not None and self.probe.sampler:
+                    _, vals, text = self.probe.sampler
+                    where = f" (the sampler's status: {text!r}, phase {vals.get('phase')!r})"
                 self.violations.append(Violation(step, event, "service", f"{name} did not answer within "
-                                                 f"{SERVICE_LIMIT} s", _node_of(name)))
+                                                 f"{SERVICE_LIMIT} s{where}", _node_of(name)))
         self._check_runs()
 
     def _check_refusal(self, step: int, event: str, ok: bool, message: str) -> None:
