@@ -165,3 +165,21 @@ def test_real_lwr_residual_on_least_squares_model(tmp_path, capsys):
     assert len(nominal["events"]) >= 4
     assert not ident["events"]
     assert ident["max_abs_residual_outside_events_overall"] < 5.0
+
+
+def test_gravity_coefficients_as_observer_model(tmp_path):
+    """A gravity model with offsets (`identify --gravity-only`) gives the observer its g and sensor bias
+    exactly (M and C stay the description's): 5 % heavier links and a bias, 60 static poses."""
+    from payload_estimation.identification.data import Samples
+    from payload_estimation.identification.robot_identification import identify_gravity, random_configurations
+
+    desc = load_robot("lwr4")
+    dyn = RigidBodyDynamics(desc)
+    q = random_configurations(desc, 60, seed=3)
+    model = identify_gravity(desc, Samples(q, np.array([1.05 * dyn.gravity(x) + OFFSET for x in q])), offset=True)
+    dm = load_dynamic_model(str(model.save(tmp_path / "gravity.yaml")), desc)
+    own = dm.dynamics()
+    np.testing.assert_allclose(dm.friction.offset, OFFSET, atol=1e-9)
+    for x in q[:5]:
+        np.testing.assert_allclose(own.gravity(x), 1.05 * dyn.gravity(x), atol=1e-9)
+    np.testing.assert_allclose(own.mass_matrix(q[0]), dyn.mass_matrix(q[0]), rtol=0.1, atol=0.05)
