@@ -76,7 +76,8 @@ def _yaml(p: Path):
 def _check_joints(names, desc: RobotDescription, where: str) -> None:
     if tuple(names) != desc.joint_names:
         raise TorqueModelError(f"{where}: identified for joints {list(names)}, the robot {desc.name} has "
-                               f"{list(desc.joint_names)}: it belongs to another robot model")
+                               f"{list(desc.joint_names)}: it belongs to another robot model (use a model identified "
+                               "for this one)")
 
 
 def _from_coefficients(model: IdentifiedModel, desc: RobotDescription, where: str) -> DynamicModel:
