@@ -198,3 +198,27 @@ def test_a_collision_detected_in_the_window_is_not_learnt_one_from_before_is(iiw
             watch.explain(0.0, Q0, np.zeros(7), None)  # the first sample opens the window at t = 0
         fits = [watch.update(k * 1e-3, Q0, z, tau, detected=detected).fit for k in range(100)]
         assert any(f is not None for f in fits) is learnt, (announce, detected)
+
+
+def test_the_wide_bound_after_a_refit_outlasts_a_stream_gap(iiwa):
+    """After a provisional refit the residual converges to the new model in ~5/K_I s of samples; a stream gap
+    holds it (no convergence), so the bound before the refit still applies after the gap."""
+    tau = iiwa.with_payload(BodyInertia(3.0, np.array([0.03, -0.02, 0.11]), np.eye(3) * 1e-2)).gravity(Q0)
+    z = np.zeros(7)
+    scales = {}
+    for gap in (0.0, 0.2):
+        watch = PayloadWatch(iiwa, 6.0)
+        watch.set_sampling(True)
+        k = 0
+        while watch.update(k * 1e-3, Q0, z, tau, settle=0.033).fit is None:  # the first rest pose: a refit
+            k += 1
+        t = k * 1e-3 + gap
+        for _ in range(3):  # 3 samples after the refit (and after the gap)
+            t += 1e-3
+            scales[gap] = watch.update(t, Q0, z, tau, settle=0.033).scale
+        if gap == 0.0:
+            for _ in range(40):  # 40 ms of samples: converged, the posterior's bound
+                t += 1e-3
+                scales["settled"] = watch.update(t, Q0, z, tau, settle=0.033).scale
+    assert np.max(scales[0.0]) > 5 * np.max(scales["settled"])
+    np.testing.assert_allclose(scales[0.2], scales[0.0])

@@ -31,6 +31,8 @@ from ..model.parameters import BodyInertia
 from .provisional import ProvisionalConfig, ProvisionalFit, ProvisionalPayload
 
 GRASP = "grasp"
+GAP = 0.02
+"""s: a longer step between samples is a stream gap, across which the observer holds the residual."""
 RELEASE = "release"
 KINDS = (GRASP, RELEASE)
 
@@ -158,6 +160,8 @@ class PayloadWatch:
         self.explained_last = np.zeros(dyn.n)
         self._model = np.zeros(4)  # p_L,g of the observer's payload at the last sample
         self._model_before = np.zeros(4)  # ... and before its last change within this window
+        self._t_prev: float | None = None
+        self._since_fit = 0.0  # s of residual convergence (stream gaps left out) since the last provisional fit
 
     # ------------------------------------------------------------------ inputs
     def configure(self, config: WatchConfig, base_thresholds) -> None:
@@ -269,6 +273,10 @@ class PayloadWatch:
         ``detected``: detection time (s) of the collision the detector reports, or None. One detected inside an
         announced window is beyond what a payload explains: nothing is learnt while it lasts. (One detected
         before, e.g. an unannounced grasp while the sampler starts, is the load to learn.)"""
+        dt = 0.0 if self._t_prev is None else t - self._t_prev
+        self._t_prev = t
+        if 0.0 < dt <= GAP:
+            self._since_fit += dt
         if not self.learning or dq is None:
             return WatchStep()
         a = self.announced
@@ -279,6 +287,8 @@ class PayloadWatch:
         if self.announced is not None and not window:
             return self._close(t, q, settle)
         fit = self.provisional.update(t, q, dq, tau, replace=window)
+        if fit is not None:
+            self._since_fit = 0.0
         if window:
             return WatchStep(fit, self.scale())
         return WatchStep(fit, self.cfg.sampling_factor + self.bound(q, t, settle) / self.base)
@@ -309,7 +319,7 @@ class PayloadWatch:
         """k_sigma of the provisional payload's torque at ``q`` (N m), at most what the largest payload's
         error could produce (:func:`payload_torque_limit` plus the provisional payload's own torque)."""
         y = self.dyn.payload_gravity_regressor(q)
-        sigma = self.provisional.torque_bound(q, t, self.cfg.k_sigma, settle)
+        sigma = self.provisional.torque_bound(q, t, self.cfg.k_sigma, settle, elapsed=self._since_fit)
         est = self.provisional.estimate
         own = np.abs(y @ est.gravity_params()) if est is not None else 0.0
         return np.minimum(sigma, payload_torque_limit(y, self.cfg.max_payload, self.cfg.max_com_radius) + own)

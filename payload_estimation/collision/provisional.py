@@ -104,13 +104,17 @@ class ProvisionalPayload:
         self.cov, self._cov_before, self._t_fit = self._prior_cov, None, -np.inf
         self._reset_window()
 
-    def torque_bound(self, q: np.ndarray, t: float, k_sigma: float = 3.0, settle: float = 0.2) -> np.ndarray:
+    def torque_bound(self, q: np.ndarray, t: float, k_sigma: float = 3.0, settle: float = 0.2,
+                     elapsed: float | None = None) -> np.ndarray:
         """k_sigma standard deviations (N m, per joint) of the provisional payload's gravity torque at ``q``:
         how far the residual may stray because the payload is not yet known. For ``settle`` s after a refit
-        (the residual's convergence, 5/K_I) the bound before the refit still applies where it was larger."""
+        (the residual's convergence, 5/K_I) the bound before the refit still applies where it was larger;
+        ``elapsed``: the residual's convergence time since the refit (s) when not t minus the refit's time
+        (a stream gap holds the residual: it does not converge across it)."""
         y = self.dyn.payload_gravity_regressor(q)
         bound = k_sigma * np.sqrt(np.einsum("ij,jk,ik->i", y, self.cov, y))
-        if self._cov_before is not None and t - self._t_fit < settle:
+        since = t - self._t_fit if elapsed is None else elapsed
+        if self._cov_before is not None and since < settle:
             before = k_sigma * np.sqrt(np.einsum("ij,jk,ik->i", y, self._cov_before, y))
             bound = np.maximum(bound, before)
         return bound
