@@ -85,14 +85,15 @@ def drive(run: SamplingRun, arm: KinematicArm, t: float, fault: dict | None = No
         if collision and collisions == 0:
             collisions = 1
         lost = "lost_at" in fault and rel >= fault["lost_at"]
-        obs = Observation(t=t, wall=t, q=arm.q.copy(), dq=arm.dq.copy(), static=arm.static(t),
+        t_node = t - (30.0 if rel >= fault.get("clock_back_at", 1e9) else 0.0)  # a simulator restarted: /clock at 0
+        obs = Observation(t=t_node, wall=t, q=arm.q.copy(), dq=arm.dq.copy(), static=arm.static(t),
                           stream_age=(rel - fault["lost_at"]) if lost else 0.0, collision=collision,
                           collisions=collisions, cancel="cancel_at" in fault and rel >= fault["cancel_at"],
                           monitor_ready=fault.get("monitor_ready_at", 0.0) <= rel < fault.get("monitor_lost_at", 1e9))
         if pending is not None and t >= pending[1]:
             ok = not (pending[0] == "capture" and fault.get("captures_fail_after") is not None
                       and rel >= fault["captures_fail_after"])
-            run.answered(pending[0], ok, "answer", t)
+            run.answered(pending[0], ok, "answer", t_node)
             pending = None
         for act in run.update(obs):
             if log is not None:
@@ -143,6 +144,7 @@ def test_clean_run_visits_every_pose_and_returns(dyn):
     ({"collision_at": 0.9}, False, "collision"),         # the monitor holds; this run commands nothing
     ({"lost_at": 0.9}, False, "stream_lost"),            # no state feedback: no stale hold, the move ends
     ({"monitor_lost_at": 0.9}, False, "monitor_lost"),   # no collision detection: no further motion
+    ({"clock_back_at": 0.9}, False, "clock_restart"),    # its durations were on the old clock: it stopped waiting
 ])
 def test_every_abort_returns_or_holds_and_says_where(dyn, fault, returns, code):
     arm = KinematicArm(Q0)

@@ -80,6 +80,9 @@ from .sequence import (
     Wait,
 )
 
+CLOCK_BACK_TOLERANCE = 1e-3
+"""s the node clock may step back between observations before a run counts it as a restart."""
+
 CANCELLED = "cancelled by the user (~/cancel)"
 """The reason of a run ended by ``~/cancel``: what the user asked for, not a fault."""
 
@@ -180,7 +183,7 @@ class Finished:
     """The run is over: ``ok``, the answer ``text``, the anchor the next run must respect (or None), and
     ``code``, the outcome for programs: ``done``, ``refused``, ``cancelled``, ``collision``, ``stream_lost``,
     ``monitor_lost``, ``not_reached``, ``no_static``, ``estimator_timeout``, ``estimate_rejected``, ``gate``,
-    ``rest_timeout``, ``moved_at_start``, ``plan_failed`` or ``motion_limit``."""
+    ``rest_timeout``, ``moved_at_start``, ``plan_failed``, ``clock_restart`` or ``motion_limit``."""
 
     ok: bool
     text: str
@@ -319,6 +322,7 @@ class SamplingRun:
         self._pending: tuple[str, float] | None = None  # (request kind, wall time sent)
         self._return: tuple[np.ndarray, float, float] | None = None  # (target, duration, t commanded)
         self._q_last: np.ndarray | None = None
+        self._t_seen = -np.inf  # s, the latest node-clock time observed
         self._deferred: SequenceAborted | None = None
         self._abort_code = ""
         self._finished: Finished | None = None
@@ -432,7 +436,8 @@ class SamplingRun:
             return []
         if obs.q is not None:
             self._q_last = np.asarray(obs.q, dtype=float)
-        fault = None if self.phase == "waiting" else self._supervise(obs)
+        t_prev, self._t_seen = self._t_seen, max(self._t_seen, obs.t)
+        fault = None if self.phase == "waiting" else self._supervise(obs, t_prev)
         if fault is not None:
             return self._abort(obs, *fault)
         out: list[RunAction] = []
@@ -470,8 +475,12 @@ class SamplingRun:
             return out + self._abort(obs, text, mode, e.code)
         return out
 
-    def _supervise(self, obs: Observation) -> tuple[str, str, str] | None:
-        """(reason, how to end: "return" | "hold" | "none", code) of an abort the observation forces, or None."""
+    def _supervise(self, obs: Observation, t_prev: float) -> tuple[str, str, str] | None:
+        """(reason, how to end: "return" | "hold" | "none", code) of an abort the observation forces, or None;
+        ``t_prev``: the latest node-clock time seen before ``obs``."""
+        if obs.t < t_prev - CLOCK_BACK_TOLERANCE:  # every duration of this run was measured on the old clock
+            return (f"the clock went back {t_prev - obs.t:.2f} s (the simulator or the robot driver restarted): "
+                    "this run's timing no longer holds; call ~/sample again", "hold", "clock_restart")
         if obs.stream_age is None or obs.stream_age > self.cfg.stream_timeout:
             what = ("no joint_states received" if obs.stream_age is None else
                     f"joint_states lost for {obs.stream_age:.2f} s")

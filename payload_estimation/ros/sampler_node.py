@@ -562,9 +562,12 @@ class PayloadSamplerNode(Node):
         self.last_q0 = None if run.q0 is None else run.q0.copy()
         self._anchor = fin.anchor
         self.last_timings = run.timings if run.sequence is not None else None
-        self.last_duration = self._now() - self._t_request[0]
+        elapsed = self._now() - self._t_request[0]
+        self.last_duration = elapsed if elapsed >= 0 else None  # the node clock went back (a restart)
         self.last_wall_duration = time.monotonic() - self._t_request[1]
-        timing = (f" (took {self.last_duration:.2f} s node-clock time, {self.last_wall_duration:.2f} s wall"
+        node_clock = (f"{elapsed:.2f} s node-clock time" if elapsed >= 0 else
+                      "node-clock time unknown: the clock went back")
+        timing = (f" (took {node_clock}, {self.last_wall_duration:.2f} s wall"
                   + (f"; {self.last_timings.summary()})" if self.last_timings else ")"))
         fin = replace(fin, text=fin.text + timing)
         if fin.ok:  # one severity per call site: rclpy refuses a call site that changes it
