@@ -468,7 +468,8 @@ class SamplingRun:
             text = str(e)
             if self.phase == "sequence" and e.code == "gate" and not self._armed:
                 text = (f"the collision monitor still reports a collision at the pick configuration ({e}); nothing "
-                        "was moved. Check that nothing touches the arm, then call ~/sample again")
+                        "was moved. If it is the grasp (the object's weight read as a contact), announce it: call "
+                        "payload_estimator/grasped, then ~/sample again; otherwise check that nothing touches the arm")
             mode = "return" if e.hold else "none"
             if self.phase in ("return_first", "abort_return"):
                 mode = "hold"
