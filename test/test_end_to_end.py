@@ -229,6 +229,11 @@ def run_pick_estimate_and_move(probe: Probe, robot: str, report: dict, quiet_pro
         assert c.header.frame_id == frames[3]
     if probe.monitor_value("force_ambiguous") == "False":
         assert abs(got - np.linalg.norm(force)) < 0.25 * np.linalg.norm(force), (got, np.linalg.norm(force))
+    # the status carries the one answer: link with its probability, force with its 95 % range
+    assert wait_for(lambda: (probe.monitor_value("contact") or "").startswith("contact on "), 2.0), \
+        probe.monitor_value("contact")
+    assert 0.0 < float(probe.monitor_value("link_probability")) <= 1.0
+    assert ".." in probe.monitor_value("force_range_N")
     sim_seconds(probe, 0.6)
     q_stop = probe.q.copy()
     assert np.max(np.abs(probe.dq)) < 0.02, "arm did not stop"

@@ -400,10 +400,8 @@ class CollisionMonitorNode(Node):
         """The contact estimate of the active event: ~/contact_wrench and ~/contact_marker in the contact link's
         frame (force N, torque about the frame origin N m), the log and the status."""
         self._contact = c
-        force = "ambiguous" if c.force_ambiguous or c.force is None else f"{c.force_norm:.1f} N"
-        self.get_logger().warning(
-            f"contact on {c.link_name}{' (ambiguous)' if c.link_ambiguous else ''}: force {force}"
-            + ("" if c.point is None else f", point {np.round(c.point, 3).tolist()} m (base frame)")
+        self.get_logger().warning(  # one answer per contact, the core's own words (link, p, force and its range)
+            c.summary() + ("" if c.point is None else f", point {np.round(c.point, 3).tolist()} m (base frame)")
             + f", fit residual {c.fit_residual:.2f} N m")
         point = c.point_link if c.point_link is not None else c.best_point_link
         if c.force_link is None or point is None:  # no link explains the torque: nothing to show
@@ -622,9 +620,12 @@ class CollisionMonitorNode(Node):
                                  "detection_time": ev.detection_time})
                 c = self._contact
                 if c is not None:
-                    vals.update({"contact_link": c.link_name, "link_ambiguous": c.link_ambiguous,
+                    lo, hi = c.force_range
+                    vals.update({"contact": c.summary(), "contact_link": c.link_name,
+                                 "link_probability": c.link_probability, "link_ambiguous": c.link_ambiguous,
                                  "force_norm": c.force_norm, "force_ambiguous": c.force_ambiguous,
-                                 "fit_residual": c.fit_residual})
+                                 "force_range_N": f"{lo:.1f}..{hi:.1f}" if np.isfinite(hi) else
+                                 f"{lo:.1f}..unbounded", "fit_residual": c.fit_residual})
                 vals.update({"observer_gaps": obs.gaps, "samples_skipped": obs.skipped})
             if self.input is not None:
                 vals.update(self.input.counters())
