@@ -67,9 +67,11 @@ from visualization_msgs.msg import Marker
 
 from ..collision.contact import ContactEstimate
 from ..collision.monitor import CollisionMonitor, MonitorConfig
+from ..collision.observer import JointFriction, identified_friction
 from ..collision.payload_change import GRASP, RELEASE, PayloadWatch, WatchConfig
 from ..collision.provisional import ProvisionalFit
 from ..collision.reaction import POLICIES, Action, ReactionState, ReactionStateMachine
+from ..identification.dynamic_model import load_dynamic_model
 from ..identification.estimate import PayloadEstimate
 from ..model.dynamics import RigidBodyDynamics
 from ..motion.poses import move_duration, stop_point
@@ -104,6 +106,10 @@ WATCHDOG_PERIOD = 0.1
 """s between wall-clock checks of the joint_states stream."""
 
 PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
+    Param("dynamic_model", "", "the observer's unloaded dynamics: a PARAMS.yaml of `payload-estimation identify` "
+          "(coefficients with their friction and offsets) or the robot YAML/URDF of `identify --physical` (link set "
+          "with its friction); empty: the robot description, no friction. A file that does not load or belongs to "
+          "another robot model (joint names, kinematics) refuses the model (status ERROR)", read_only=True),
     Param("gains", [150.0], "observer gain K_I (1/s), one value or one per joint (docs/collision.md)", low=0.0,
           high=1000.0, low_open=True, min_items=1, applies="next sample (after a collision is released)"),
     Param("thresholds", [6.0], "N m (paper: 6 N m), one value or one per joint", low=0.0, high=200.0,
@@ -188,6 +194,8 @@ class CollisionMonitorNode(Node):
         self._n: int | None = None
         self.values = PARAMS.declare(self, check=lambda v: _per_joint_check(self._n)(v), on_change=self._on_params)
         self.dyn: RigidBodyDynamics | None = None
+        self._friction: JointFriction | None = None  # the dynamic model's joint friction (observer)
+        self._dynamic_note = "no robot model yet"
         self.mon: CollisionMonitor | None = None
         self.reaction = ReactionStateMachine(self.values["policy"], float(self.values["resume_delay"]))
         self.input: JointStateInput | None = None
@@ -232,8 +240,15 @@ class CollisionMonitorNode(Node):
         err = _per_joint_check(desc.n)(self.values)
         if err:
             raise ParameterError(err)
+        spec = self.values["dynamic_model"]
+        try:
+            dm = load_dynamic_model(spec or None, desc)
+        except (OSError, ValueError) as exc:
+            raise ParameterError(f"dynamic_model {spec!r}: {exc}") from exc
         with self._state_lock:
-            self.dyn = RigidBodyDynamics(desc)
+            self.dyn = dm.dynamics()
+            self._friction = identified_friction(dm.friction.viscous, dm.friction.coulomb, dm.friction.offset)
+            self._dynamic_note = dm.note
             self._n = desc.n
             self.joint_names = names
             self.frame = desc.payload_frame_name
@@ -251,7 +266,7 @@ class CollisionMonitorNode(Node):
             self._joint_states = create_dedicated_subscription(self, JointState, "joint_states",
                                                                self._on_joint_states, SENSOR_QOS, self._state_lock)
         self.get_logger().info(f"collision_monitor ready: robot {desc.name}, thresholds {self.values['thresholds']} "
-                               f"N m, policy {self.reaction.policy}")
+                               f"N m, policy {self.reaction.policy}; {dm.note}")
 
     def _new_monitor(self) -> CollisionMonitor:
         """Observer, detector and contact tracker from the current parameters (core: collision.monitor)."""
@@ -270,7 +285,8 @@ class CollisionMonitorNode(Node):
         if not v["contact_estimation"]:
             cfg = replace(cfg, contact=None)
         desc = self.dyn.desc
-        mon = CollisionMonitor(self.dyn, cfg, link_names=tuple(desc.link_frame_name(k) for k in range(1, desc.n + 1)))
+        mon = CollisionMonitor(self.dyn, cfg, friction=self._friction,
+                               link_names=tuple(desc.link_frame_name(k) for k in range(1, desc.n + 1)))
         self.watch.configure(self._watch_config(), self._base_th)
         mon.detector.scale_thresholds(self.watch.scale())
         mon.explain = self.watch.explain
@@ -610,7 +626,8 @@ class CollisionMonitorNode(Node):
                     "payload_event_open": self.watch is not None and self.watch.announced is not None,
                     "payload_learning": self.watch is not None and self.watch.learning,
                     "payload_events_refused": self._events_refused,
-                    "pending_parameters": ",".join(sorted(self._pending_changes))}
+                    "pending_parameters": ",".join(sorted(self._pending_changes)),
+                    "dynamic_model": self._dynamic_note}
             if self.mon is not None:
                 det, obs = self.mon.detector, self.mon.observer
                 vals["events"] = len(det.events)
