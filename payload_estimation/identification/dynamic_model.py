@@ -44,8 +44,10 @@ class DynamicModel:
     note: str
 
     def dynamics(self) -> RigidBodyDynamics:
-        """The link set's M, C, g (pinocchio; a link set that is not physically consistent is taken as it is)."""
-        return dynamics_of(self.desc)
+        """The link set's M, C, g (pinocchio). A coefficient file's link set is taken as it is (it realises
+        the coefficients and need not be physically consistent); a description or a link-set file whose
+        inertia pinocchio refuses is refused (RuntimeError), as a robot model always was."""
+        return dynamics_of(self.desc) if self.kind == "coefficients" else RigidBodyDynamics(self.desc)
 
 
 def load_dynamic_model(spec: str | Path | None, desc: RobotDescription) -> DynamicModel:
