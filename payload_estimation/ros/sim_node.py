@@ -237,9 +237,11 @@ class SimNode(Node):
             elif lag > 0.5:  # cannot keep up: restart pacing instead of bursting to catch up
                 achieved = (s.t - sim0) / max(now - wall0, 1e-9)
                 if now - wall0 > 2.0:
+                    # the average can still read 1.00 when one stall (a starved process) caused the lag
                     self.get_logger().warning(
-                        f"cannot keep real_time_factor {self.real_time_factor} (achieved {achieved:.2f}); "
-                        "lower rate_hz or run the other nodes in their own processes",
+                        f"simulation fell {lag:.2f} s behind real time (real_time_factor {self.real_time_factor}; "
+                        f"{achieved:.2f} achieved over the last {now - wall0:.1f} s); pacing restarts from now. "
+                        "Often: lower rate_hz, or run the other nodes in their own processes",
                         throttle_duration_sec=10.0)
                 wall0, sim0 = now, s.t
 
