@@ -55,3 +55,22 @@ def ros(request):
     rclpy.init(args=["--ros-args", "-r", f"__ns:={request.module.NS}"])
     yield
     rclpy.shutdown()
+
+
+@pytest.fixture
+def rig(ros):
+    """The in-process test rig of the node tests (test_nodes.Rig), closed after the test."""
+    from test_nodes import Rig
+
+    r = Rig()
+    yield r
+    r.close()
+
+
+@pytest.fixture(scope="module")
+def dyn():
+    """LWR 4+ dynamics, for modules that do not choose another robot (they define their own ``dyn``)."""
+    from payload_estimation.model.dynamics import RigidBodyDynamics
+    from payload_estimation.model.robot_file import load_robot
+
+    return RigidBodyDynamics(load_robot("lwr4"))

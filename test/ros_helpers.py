@@ -46,12 +46,12 @@ def call_trigger(node: Node, service: str, timeout: float = 30.0, discovery: flo
 
 
 @contextmanager
-def sim_stack(ns: str, sim_params: list[str], overrides: list[str]) -> Iterator[None]:
+def sim_stack(ns: str, sim_params: list[str], overrides: list[str], extra: dict | None = None) -> Iterator[None]:
     """sim_node (``sim_params``, ``name:=value``) and the estimator, sampler and monitor (``overrides``,
     in a params file) as processes in namespace ``ns`` on its simulated clock; all stopped after."""
     clock = [f"/clock:={ns}/clock"]
     sim = start_processes(["sim"], ros_args(None, ns, None, clock, sim_params))
-    over = override_file(overrides, ["estimator", "sampler", "monitor"])
+    over = override_file(overrides, ["estimator", "sampler", "monitor"], extra=extra)
     nodes = []
     try:
         nodes = start_processes(["estimator", "sampler", "monitor"],

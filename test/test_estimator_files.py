@@ -28,7 +28,7 @@ from test_nodes import Q0, Rig, StaticArm, status_values
 from test_parameters import call
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
-from payload_estimation.model.robot_file import kinematics_fingerprint, load_robot, robots_dir
+from payload_estimation.model.robot_file import kinematics_fingerprint, robots_dir
 from payload_estimation.motion.poses import PosePlanConfig, plan_poses
 from payload_estimation.motion.sweep import plan_sweep
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
@@ -43,18 +43,6 @@ def set_params(client, node: str, **values):
     req = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
     res = call(client, SetParameters, f"{NS}/{node}/set_parameters", req)
     return [(r.successful, r.reason) for r in res.results]
-
-
-@pytest.fixture
-def rig(ros):
-    r = Rig()
-    yield r
-    r.close()
-
-
-@pytest.fixture(scope="module")
-def dyn():
-    return RigidBodyDynamics(load_robot("lwr4"))
 
 
 def capture_and_estimate(rig: Rig, arm: StaticArm, dyn: RigidBodyDynamics):

@@ -30,7 +30,6 @@ from trajectory_msgs.msg import JointTrajectory
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
-from payload_estimation.model.robot_file import load_robot
 from payload_estimation.motion.poses import PosePlanConfig, plan_poses
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
 from payload_estimation.ros.messages import diagnostic_level, joint_state_msg, trajectory_from_msg, trajectory_msg
@@ -173,18 +172,6 @@ class Rig:
 # Every node of this test run lives under its own namespace: other test runs on this machine may
 # share the DDS domain (conftest picks it from the pid) and publish lwr4 joint_states too.
 NS = f"/h5t{os.getpid()}"
-
-
-@pytest.fixture
-def rig(ros):
-    r = Rig()
-    yield r
-    r.close()
-
-
-@pytest.fixture(scope="module")
-def dyn():
-    return RigidBodyDynamics(load_robot("lwr4"))
 
 
 def status_values(rig, topic: str, predicate=None, timeout: float = 10.0) -> dict[str, str]:

@@ -19,10 +19,8 @@ import pytest
 from rclpy.parameter import Parameter
 from ros_helpers import wait_for
 from std_srvs.srv import Trigger
-from test_nodes import Q0, Rig, StaticArm, status_values
+from test_nodes import Q0, StaticArm, status_values
 
-from payload_estimation.model.dynamics import RigidBodyDynamics
-from payload_estimation.model.robot_file import load_robot
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
 from payload_estimation.ros.messages import trajectory_from_msg
 from payload_estimation.ros.sampler_node import PayloadSamplerNode
@@ -86,18 +84,6 @@ class CountingSampler(PayloadSamplerNode):
         end = phases.index("sequence")
         times = [t for t, _ in self.events[start:end + 1]]
         return float(np.max(np.diff(times))), phases.count("planning")
-
-
-@pytest.fixture
-def rig(ros):
-    r = Rig()
-    yield r
-    r.close()
-
-
-@pytest.fixture(scope="module")
-def dyn():
-    return RigidBodyDynamics(load_robot("lwr4"))
 
 
 def _sampler(rig, **params) -> CountingSampler:

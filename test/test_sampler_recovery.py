@@ -22,14 +22,13 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from ros_helpers import call_trigger, wait_for
+from ros_helpers import call_trigger, sim_stack, wait_for
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.ros.bringup import override_file, ros_args, start_processes, stop_processes
 from payload_estimation.ros.messages import trajectory_from_msg, trajectory_msg
 from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from payload_estimation.ros.spin_thread import SpinThread
@@ -86,18 +85,9 @@ def stack(ns: str, sim_params: list[str]) -> Iterator[None]:
     and the estimator's joint_state_timeout at their default (0.5 s). Patience on a loaded machine for
     the rest: the estimator's answers and the rest at the pick configuration; the collision monitor's
     joint_state_timeout 2 s, so that a starved sim_node does not blind it (which stops every run)."""
-    clock = [f"/clock:={ns}/clock"]
-    sim = start_processes(["sim"], ros_args(None, ns, None, clock, sim_params))
-    over = override_file(["robot:=''", "service_timeout:=10.0", "pick_rest_timeout:=10.0"],
-                         ["estimator", "sampler", "monitor"], extra={"monitor": {"joint_state_timeout": 2.0}})
-    nodes = []
-    try:
-        nodes = start_processes(["estimator", "sampler", "monitor"],
-                                ros_args(None, ns, True, clock) + ["--params-file", str(over)])
+    with sim_stack(ns, sim_params, ["robot:=''", "service_timeout:=10.0", "pick_rest_timeout:=10.0"],
+                   extra={"monitor": {"joint_state_timeout": 2.0}}):
         yield
-    finally:
-        stop_processes(nodes + sim)
-        over.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="module")
