@@ -30,11 +30,11 @@ from payload_estimation.collision import (
 )
 from payload_estimation.collision.geometry import distance_to_segment, sample_surface
 from payload_estimation.collision.scoring import score_detections
-from payload_estimation.identification.payload import estimate_payload_gravity
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.motion.poses import stop_point
+from payload_estimation.payload.gravity import estimate_payload_gravity
+from payload_estimation.sampling.poses import stop_point
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
 ROBOTS = ("lwr4", "iiwa14")

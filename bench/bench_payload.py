@@ -4,7 +4,7 @@ Usage (repository root): .venv/bin/python bench/bench_payload.py [--runs 200]
 Prints a markdown section and writes docs/bench/payload.md.
 
 For lwr4 and iiwa14 at the pick configuration q0 = (0, 30, 0, -60, 0, 60, 0) deg, poses from
-payload_estimation.motion.plan_poses (±7° per joint, D-optimal), torques = pinocchio gravity of the
+payload_estimation.sampling.plan_poses (±7° per joint, D-optimal), torques = pinocchio gravity of the
 loaded robot + i.i.d. Gaussian noise sigma, one-shot estimate with the exact unloaded model:
 Monte-Carlo errors versus sigma and the number of poses, compared with the Cramér–Rao bound
 sigma^2 (Y^T Y)^-1 of the same design and with paper 000's experimental figures. Also the shipped
@@ -28,16 +28,12 @@ sys.path.insert(0, str(ROOT))
 
 from benchlib import machine, write_section  # noqa: E402
 
-from payload_estimation.identification.data import load_csv  # noqa: E402
-from payload_estimation.identification.payload import (  # noqa: E402
-    cramer_rao_std,
-    estimate_payload_gravity,
-    payload_gravity_rows,
-)
+from payload_estimation.files.csv_samples import load_csv  # noqa: E402
 from payload_estimation.model.dynamics import RigidBodyDynamics  # noqa: E402
 from payload_estimation.model.parameters import BodyInertia  # noqa: E402
 from payload_estimation.model.robot_file import load_robot  # noqa: E402
-from payload_estimation.motion.poses import PosePlanConfig, plan_poses  # noqa: E402
+from payload_estimation.payload.gravity import cramer_rao_std, estimate_payload_gravity, payload_gravity_rows  # noqa: E402
+from payload_estimation.sampling.poses import PosePlanConfig, plan_poses  # noqa: E402
 
 PICK = np.deg2rad([0.0, 30.0, 0.0, -60.0, 0.0, 60.0, 0.0])
 HEAVY = BodyInertia(3.028, np.array([0.0, 0.0, 0.119]), np.diag([0.02, 0.02, 0.005]))  # paper eq. (39)

@@ -156,13 +156,13 @@ def process_run(robot: str, seed: int, ns: str, workdir: Path) -> dict:
 
 def floor_run(robot: str, seed: int) -> dict:
     """The same sequence on the bare simulator: physics + static check only, no ROS (s)."""
-    from payload_estimation.identification.static_fit import StaticFitConfig, fit_static_payload
     from payload_estimation.model.dynamics import RigidBodyDynamics
     from payload_estimation.model.parameters import BodyInertia, sym_from_vec6
     from payload_estimation.model.robot_file import load_robot
-    from payload_estimation.motion.poses import PosePlanConfig, plan_poses
-    from payload_estimation.motion.sequence import Capture, Done, Estimate, Move, SamplingSequence, SequenceConfig
-    from payload_estimation.motion.settle import SampleWindow, SettleConfig
+    from payload_estimation.payload.static import StaticFitConfig, estimate_payload_static
+    from payload_estimation.sampling.poses import PosePlanConfig, plan_poses
+    from payload_estimation.sampling.sequence import Capture, Done, Estimate, Move, SamplingSequence, SequenceConfig
+    from payload_estimation.signals.settle import SampleWindow, SettleConfig
     from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
     desc = load_robot(robot)
@@ -199,7 +199,7 @@ def floor_run(robot: str, seed: int) -> dict:
         elif isinstance(act, Estimate):
             q = np.array([c[0] for c in caps])
             tau = np.array([c[1] for c in caps])
-            est = fit_static_payload(dyn, q, tau, q_u, tau_u, StaticFitConfig(method="differential"))
+            est = estimate_payload_static(dyn, q, tau, q_u, tau_u, StaticFitConfig(method="differential"))
             seq.estimated(True, "", s.t)
             continue
         elif isinstance(act, Done):

@@ -33,22 +33,22 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 from benchlib import machine, payload, pick_configurations, write_section
 
-from payload_estimation.identification.data import Samples
 from payload_estimation.identification.excitation import ExcitationConfig, ExcitationDesigner, trajectory_points
-from payload_estimation.identification.payload import estimate_payload_anchored, estimate_payload_gravity
-from payload_estimation.identification.payload_recordings import PayloadOptions, estimate_payload_recordings
 from payload_estimation.identification.robot_identification import identify_gravity
-from payload_estimation.identification.static_fit import (
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.payload.gravity import estimate_payload_anchored, estimate_payload_gravity
+from payload_estimation.payload.recordings import PayloadOptions, estimate_payload_recordings
+from payload_estimation.payload.static import (
     StaticFitConfig,
-    fit_static_payload,
+    estimate_payload_static,
     precision_problem,
     unloaded_model,
 )
-from payload_estimation.model.dynamics import RigidBodyDynamics
-from payload_estimation.model.robot_file import load_robot
-from payload_estimation.motion.bare_run import BareRunConfig, bare_run
-from payload_estimation.motion.poses import PosePlanConfig, plan_poses
-from payload_estimation.motion.sweep import plan_sweep
+from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
+from payload_estimation.sampling.poses import PosePlanConfig, plan_poses
+from payload_estimation.sampling.sweep import plan_sweep
+from payload_estimation.signals.samples import Samples
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm, true_links
 from payload_estimation.sim.recorders import record_trajectory
 
@@ -101,7 +101,7 @@ def one_run(desc, dyn, q0, body, offsets, model_error: float, seed: int, calibra
     for method in METHODS:
         cfg = StaticFitConfig(method=method)
         try:
-            est = fit_static_payload(dyn, q, tau, q0[None], tau_u[None], cfg)
+            est = estimate_payload_static(dyn, q, tau, q0[None], tau_u[None], cfg)
             v, s = _vec(est)
             out[method] = (v - truth, s, bool(precision_problem(est, cfg.max_mass_std, cfg.max_com_std)))
         except ValueError as e:
@@ -120,7 +120,7 @@ def one_run(desc, dyn, q0, body, offsets, model_error: float, seed: int, calibra
             try:
                 if isinstance(model, str):
                     raise ValueError(model)
-                est = fit_static_payload(dyn, q, tau, q0[None], tau_u[None], cfg, model)
+                est = estimate_payload_static(dyn, q, tau, q0[None], tau_u[None], cfg, model)
                 v, s = _vec(est)
                 out[name] = (v - truth, s, bool(precision_problem(est, cfg.max_mass_std, cfg.max_com_std)))
             except ValueError as e:

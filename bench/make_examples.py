@@ -2,7 +2,7 @@
 
 The simulated LWR 4+ (payload_estimation.sim, a MuJoCo model of the *true* robot, whose links
 differ from the nominal description by ``MODEL_ERROR``) visits the 10 static +-7 deg poses of
-payload_estimation.motion.plan_poses around the pick configuration, waits ``SETTLE`` s at each
+payload_estimation.sampling.plan_poses around the pick configuration, waits ``SETTLE`` s at each
 (paper 000 Sec. VI-A waits 1 s) and records one JointState-like sample (t, q, dq, measured
 torque). The torque sensor has white noise ``NOISE`` N m at 1 kHz through a 10 Hz first-order
 low-pass (as the lbr_fri_ros2_stack driver) and constant offsets ``OFFSET`` N m.
@@ -17,11 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from payload_estimation.identification.data import Samples, save_csv
+from payload_estimation.files.csv_samples import save_csv
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.motion.poses import plan_poses
+from payload_estimation.sampling.poses import plan_poses
+from payload_estimation.signals.samples import Samples
 from payload_estimation.sim.arm import SimulatedArm
 from payload_estimation.sim.config import SensorConfig, SimConfig
 from payload_estimation.sim.truth import true_links

@@ -42,13 +42,13 @@ def validation_torques(desc, payload, t: np.ndarray, q: np.ndarray, tau: np.ndar
     ``payload``: BodyInertia in the payload frame (or None); q' and q'' from zero-phase low-passed
     positions (``cutoff`` Hz), as in paper 000 Sec. V.
     """
-    from .identification.signal import lowpass
     from .model.dynamics import RigidBodyDynamics
+    from .signals.filters import zero_phase_lowpass
 
     grid = np.arange(t[0], t[-1], 1.0 / fs)
     qg = np.column_stack([np.interp(grid, t, q[:, j]) for j in range(q.shape[1])])
     taug = np.column_stack([np.interp(grid, t, tau[:, j]) for j in range(tau.shape[1])])
-    qf = lowpass(qg, cutoff, fs)
+    qf = zero_phase_lowpass(qg, cutoff, fs)
     dq = np.gradient(qf, grid, axis=0)
     ddq = np.gradient(dq, grid, axis=0)
     loaded = RigidBodyDynamics(desc, payload)

@@ -26,10 +26,10 @@ from payload_estimation.collision import (
     isolate_link,
     make_friction,
 )
-from payload_estimation.identification.estimate import PayloadEstimate
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
+from payload_estimation.payload.estimate import PayloadEstimate
 
 PAYLOAD = BodyInertia(3.0, np.array([0.06, -0.04, 0.13]), np.diag([0.012, 0.015, 0.009]))
 
@@ -577,7 +577,8 @@ def test_stop_policy_waits_for_clear_and_none_policy_never_acts():
 
 # ---------------------------------------------------------------------------------------- CLI
 def _save_run(run: Run, path):
-    from payload_estimation.identification.data import Samples, save_csv
+    from payload_estimation.files.csv_samples import save_csv
+    from payload_estimation.signals.samples import Samples
 
     return save_csv(Samples(run.q, run.tau, dq=run.dq, t=run.t), path)
 
@@ -614,7 +615,8 @@ def test_residual_command(lwr4, tmp_path, capsys):
     assert "--threshold: expected 1 or 7 values" in capsys.readouterr().err
     assert main(base + ["--payload", "3,0.1"]) == 1
     assert "--payload" in capsys.readouterr().err
-    from payload_estimation.identification.data import Samples, save_csv
+    from payload_estimation.files.csv_samples import save_csv
+    from payload_estimation.signals.samples import Samples
 
     static = save_csv(Samples(run.q[:10], run.tau[:10]), tmp_path / "static.csv")  # no t, no dq
     assert main(["residual", "--robot", "lwr4", "--data", str(static)]) == 1

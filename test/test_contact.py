@@ -238,7 +238,8 @@ def test_residual_command_reports_link_force_and_point(lwr4, tmp_path, capsys):
     import json
 
     from payload_estimation.cli import main
-    from payload_estimation.identification.data import Samples, save_csv
+    from payload_estimation.files.csv_samples import save_csv
+    from payload_estimation.signals.samples import Samples
 
     arm = _arm(lwr4.desc)
     arm.set_trajectory([(1.5, Q + np.array([0.4, 0.25, -0.3, 0.3, 0.4, -0.3, 0.5]), None)])

@@ -7,26 +7,25 @@ import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from payload_estimation.identification.data import (
+from payload_estimation.files.csv_samples import load_csv, save_csv
+from payload_estimation.files.rosbag import load_rosbag
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.signals.filters import (
+    SignalError,
+    differentiate,
+    fft_differentiate,
+    period_average,
+    velocity_acceleration,
+    zero_phase_lowpass,
+)
+from payload_estimation.signals.samples import (
     NotStaticError,
     SampleDataError,
     Samples,
     check_static,
     discard_near_zero_velocity,
-    load_csv,
-    save_csv,
     select_static,
 )
-from payload_estimation.identification.rosbag import load_rosbag
-from payload_estimation.identification.signal import (
-    SignalError,
-    differentiate,
-    fft_differentiate,
-    lowpass,
-    period_average,
-    velocity_acceleration,
-)
-from payload_estimation.model.robot_file import load_robot
 
 
 @pytest.fixture(scope="module")
@@ -205,16 +204,16 @@ def test_lowpass_passes_low_and_removes_high_frequency():
     fs = 200.0
     t = np.arange(2000) / fs
     slow, fast = np.sin(2 * np.pi * 0.5 * t), 0.5 * np.sin(2 * np.pi * 40 * t)
-    y = lowpass(np.column_stack([slow + fast, slow]), 5.0, fs)
+    y = zero_phase_lowpass(np.column_stack([slow + fast, slow]), 5.0, fs)
     inner = slice(200, -200)
     assert np.max(np.abs(y[inner, 0] - slow[inner])) < 1e-3  # zero phase: no lag
     assert np.max(np.abs(y[inner, 1] - slow[inner])) < 1e-4
     with pytest.raises(SignalError, match="cutoff 150 Hz must be in"):
-        lowpass(slow, 150, fs)
+        zero_phase_lowpass(slow, 150, fs)
     with pytest.raises(SignalError, match="NaN/inf at index"):
-        lowpass(np.array([0.0, np.nan] * 50), 5, fs)
+        zero_phase_lowpass(np.array([0.0, np.nan] * 50), 5, fs)
     with pytest.raises(SignalError, match="needs more than"):
-        lowpass(slow[:10], 5, fs)
+        zero_phase_lowpass(slow[:10], 5, fs)
 
 
 def test_differentiate_polynomial_exact():

@@ -29,10 +29,10 @@ from test_parameters import call
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import kinematics_fingerprint, robots_dir
-from payload_estimation.motion.poses import PosePlanConfig, plan_poses
-from payload_estimation.motion.sweep import plan_sweep
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
 from payload_estimation.ros.messages import diagnostic_level
+from payload_estimation.sampling.poses import PosePlanConfig, plan_poses
+from payload_estimation.sampling.sweep import plan_sweep
 
 pytestmark = pytest.mark.flaky(reruns=2, reruns_delay=2)
 NS = f"/files{os.getpid()}"

@@ -11,6 +11,7 @@ import csv
 import numpy as np
 import pytest
 
+from payload_estimation.files.trajectory_file import read_trajectory_file, write_csv, write_trajectory_file
 from payload_estimation.identification.excitation import (
     ExcitationConfig,
     ExcitationDesigner,
@@ -18,9 +19,6 @@ from payload_estimation.identification.excitation import (
     FourierTrajectory,
     check_limits,
     constraint_nullspace,
-    read_trajectory_file,
-    write_csv,
-    write_trajectory_file,
 )
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot

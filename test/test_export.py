@@ -26,8 +26,7 @@ import pytest
 import yaml
 from data_paths import urdf
 
-from payload_estimation.identification.estimate import PayloadEstimate
-from payload_estimation.identification.export import (
+from payload_estimation.files.exports import (
     ExportError,
     franka_set_load,
     kuka_load_data,
@@ -41,6 +40,7 @@ from payload_estimation.identification.export import (
 from payload_estimation.model.dynamics import RigidBodyDynamics, build_pinocchio_model
 from payload_estimation.model.parameters import vec6_from_sym
 from payload_estimation.model.robot_file import load_robot, robot_from_description
+from payload_estimation.payload.estimate import PayloadEstimate
 
 ROOT = Path(__file__).resolve().parents[1]
 IIWA_URDF = urdf("iiwa14")

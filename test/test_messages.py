@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
 
-from payload_estimation.identification.estimate import PayloadEstimate
+from payload_estimation.payload.estimate import PayloadEstimate
 from payload_estimation.ros.messages import (
     JointStateConverter,
     MessageError,

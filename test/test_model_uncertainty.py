@@ -5,26 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from payload_estimation.identification.model_uncertainty import (
-    ModelUncertaintyError,
-    declared_uncertainty,
-    error_covariance,
-)
-from payload_estimation.identification.payload import (
-    PayloadDataError,
-    estimate_payload_anchored,
-    estimate_payload_gravity,
-)
-from payload_estimation.identification.static_fit import (
-    NO_REFERENCE_NOTE,
-    StaticFitConfig,
-    fit_static_payload,
-    precision_problem,
-)
 from payload_estimation.model.dynamics import RigidBodyDynamics, link_params
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.motion.poses import PosePlanConfig, plan_poses
+from payload_estimation.payload.gravity import PayloadDataError, estimate_payload_anchored, estimate_payload_gravity
+from payload_estimation.payload.model_uncertainty import ModelUncertaintyError, declared_uncertainty, error_covariance
+from payload_estimation.payload.static import (
+    NO_REFERENCE_NOTE,
+    StaticFitConfig,
+    estimate_payload_static,
+    precision_problem,
+)
+from payload_estimation.sampling.poses import PosePlanConfig, plan_poses
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
 DEG = np.pi / 180
@@ -137,7 +129,7 @@ def test_sigma_covers_the_error_against_mujoco_truth(method):
     """5 % model error in the simulated robot, sensor offsets: |error| <= 3σ for the mass and each CoM
     component in every run, with the shipped defaults."""
     cfg = StaticFitConfig(method=method)
-    errs, stds = _mujoco_runs("lwr4", 0.05, 30, lambda dyn, q, tau, qu, tu: fit_static_payload(dyn, q, tau, qu, tu,
+    errs, stds = _mujoco_runs("lwr4", 0.05, 30, lambda dyn, q, tau, qu, tu: estimate_payload_static(dyn, q, tau, qu, tu,
                                                                                                cfg))
     cover = (np.abs(errs) <= 3 * stds).mean(axis=0)
     assert np.all(cover >= 29 / 30), cover
@@ -158,14 +150,14 @@ def test_auto_method_uses_the_reference_when_there_is_one(lwr4):
     loaded = lwr4.with_payload(PAYLOAD)
     tau = np.array([loaded.gravity(qk) for qk in q])
     tau_u = lwr4.gravity(PICK)[None]
-    with_ref = fit_static_payload(lwr4, q, tau, PICK[None], tau_u, StaticFitConfig())
-    without = fit_static_payload(lwr4, q, tau, None, None, StaticFitConfig())
+    with_ref = estimate_payload_static(lwr4, q, tau, PICK[None], tau_u, StaticFitConfig())
+    without = estimate_payload_static(lwr4, q, tau, None, None, StaticFitConfig())
     assert with_ref.method.startswith("gravity differential (anchored")
     assert without.method == "gravity one-shot" and NO_REFERENCE_NOTE in without.notes
     assert without.std["mass"] > 10 * with_ref.std["mass"]  # 0.5 N m offsets and 5 % links, not cancelled
     assert any("unloaded model's uncertainty" in n for n in with_ref.notes)
     with pytest.raises(PayloadDataError, match="needs an unloaded capture"):
-        fit_static_payload(lwr4, q, tau, None, None, StaticFitConfig(method="differential"))
+        estimate_payload_static(lwr4, q, tau, None, None, StaticFitConfig(method="differential"))
     assert precision_problem(with_ref, 0.1, 0.02) == ""
     problem = precision_problem(without, 0.01, 0.02)
     assert problem.startswith("mass σ") and "max_mass_std 0.01 kg" in problem
@@ -178,9 +170,9 @@ def test_a_calibrated_gravity_model_file_gives_honest_sigma_and_beats_the_datash
     as PARAMS.yaml and loaded as the estimator node loads it (``load_unloaded_model``). Against it, σ covers
     the error, one-shot is several times more accurate than against the nominal model, and the default
     method (anchored at the pick configuration) meets ≤ 0.5 % mass and ≤ 3 mm CoM."""
-    from payload_estimation.identification.data import Samples
     from payload_estimation.identification.robot_identification import identify_gravity, random_configurations
-    from payload_estimation.identification.static_fit import load_unloaded_model
+    from payload_estimation.payload.static import load_unloaded_model
+    from payload_estimation.signals.samples import Samples
 
     desc = load_robot(robot)
     dyn = RigidBodyDynamics(desc)
@@ -206,12 +198,12 @@ def test_a_calibrated_gravity_model_file_gives_honest_sigma_and_beats_the_datash
         tau = np.array([arm.static_capture(qk, 120) for qk in q])
         truth = np.array([body.mass, *body.com])
         for cfg, ref, out in ((one_shot, None, calibrated), (default, q0, anchored)):
-            est = fit_static_payload(dyn, q, tau, None if ref is None else ref[None], None if ref is None else
+            est = estimate_payload_static(dyn, q, tau, None if ref is None else ref[None], None if ref is None else
                                      tau0[None], cfg, model)
             errs.append(_vec(est) - truth)
             stds.append(_std(est))
             out.append((abs(est.mass - body.mass) / body.mass, 1e3 * np.linalg.norm(est.com - body.com)))
-        nom = fit_static_payload(dyn, q, tau, None, None, one_shot)
+        nom = estimate_payload_static(dyn, q, tau, None, None, one_shot)
         nominal.append(abs(nom.mass - body.mass) / body.mass)
     errs, stds = np.array(errs), np.array(stds)
     assert np.all((np.abs(errs) <= 3 * stds).mean(axis=0) >= 38 / 40)
@@ -241,7 +233,7 @@ def test_motion_std_matches_brute_force_resampling_of_the_model(lwr4, method):
     """In motion the whole model is uncertain (link masses, CoMs and inertias, offsets). Draw the true
     robot from the declared distribution 300 times; the scatter of the fits against the nominal model
     equals the σ they report (motion alone, and eq. 45's motion + static rows)."""
-    from payload_estimation.identification.payload_motion import estimate_payload_full, estimate_payload_motion
+    from payload_estimation.payload.motion import estimate_payload_full, estimate_payload_motion
 
     rng = np.random.default_rng(5)
     unc = declared_uncertainty(lwr4, 0.05, offset_std=0.5)
@@ -283,7 +275,7 @@ def test_motion_sigma_covers_the_error_against_mujoco_truth():
     configurations): against the nominal model σ covers the error; without the model's uncertainty it
     did not. The differential run (the same motion unloaded) stays accurate and covered."""
     from payload_estimation.identification.excitation import trajectory_points
-    from payload_estimation.identification.payload_recordings import PayloadOptions, estimate_payload_recordings
+    from payload_estimation.payload.recordings import PayloadOptions, estimate_payload_recordings
     from payload_estimation.sim import true_links
     from payload_estimation.sim.recorders import record_trajectory
 

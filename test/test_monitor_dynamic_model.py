@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 
-from payload_estimation.identification.data import Samples
 from payload_estimation.identification.robot_identification import identify_gravity, random_configurations
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
 from payload_estimation.ros.parameters import ParameterError
+from payload_estimation.signals.samples import Samples
 
 NS = f"/dynmodel{os.getpid()}"
 OFFSET = np.array([0.5, -0.8, 0.4, 0.3, 0.2, -0.2, 0.1])

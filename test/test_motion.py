@@ -7,7 +7,7 @@ import pytest
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.motion.poses import (
+from payload_estimation.sampling.poses import (
     QUINTIC_PEAK,
     MotionLimitError,
     PosePlanConfig,
@@ -16,7 +16,7 @@ from payload_estimation.motion.poses import (
     make_envelope,
     plan_poses,
 )
-from payload_estimation.motion.settle import SampleWindow, SettleConfig, check_static
+from payload_estimation.signals.settle import SampleWindow, SettleConfig, check_static
 
 
 @pytest.fixture(scope="module", params=["lwr4", "iiwa14"])
@@ -145,7 +145,7 @@ def test_sample_window_horizon_and_time_reset():
 
 
 def test_stop_point_ramps_velocity_down_within_limits(dyn):
-    from payload_estimation.motion.poses import stop_point
+    from payload_estimation.sampling.poses import stop_point
 
     desc = dyn.desc
     lim = desc.limits.position
@@ -230,7 +230,7 @@ def _run_sequence_on_sim(robot: str, seed: int = 3):
     """SamplingSequence driven on the real MuJoCo arm (3 kg payload, torque noise, 5 % model error);
     captures judged by check_static on the arm's own stream, as the estimator does."""
     from payload_estimation.model.parameters import BodyInertia
-    from payload_estimation.motion.sequence import Capture, Done, Estimate, Move, SamplingSequence, SequenceConfig
+    from payload_estimation.sampling.sequence import Capture, Done, Estimate, Move, SamplingSequence, SequenceConfig
     from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
     desc = load_robot(robot)
@@ -272,7 +272,7 @@ def _run_sequence_on_sim(robot: str, seed: int = 3):
 
 @pytest.mark.parametrize("robot", ["lwr4", "iiwa14"])
 def test_sequence_on_the_simulated_arm_captures_every_pose_and_returns_at_rest(robot):
-    from payload_estimation.motion.sequence import Capture, Done, Estimate, Move
+    from payload_estimation.sampling.sequence import Capture, Done, Estimate, Move
 
     desc, plan, seq, log, win = _run_sequence_on_sim(robot)
     moves = [(t, q, a) for t, q, a, *_ in log if isinstance(a, Move)]
@@ -308,7 +308,7 @@ def _still_plan():
 
 
 def test_sequence_never_captures_a_moving_arm_and_gives_up_after_dwell():
-    from payload_estimation.motion.sequence import Capture, SamplingSequence, SequenceAborted, SequenceConfig, Wait
+    from payload_estimation.sampling.sequence import Capture, SamplingSequence, SequenceAborted, SequenceConfig, Wait
 
     desc, plan, q0 = _still_plan()
     seq = SamplingSequence(plan, desc, SequenceConfig(dwell=0.5, retry_period=0.01))
@@ -325,7 +325,7 @@ def test_sequence_never_captures_a_moving_arm_and_gives_up_after_dwell():
 
 
 def test_sequence_retries_rejected_captures_and_reports_a_pose_not_reached():
-    from payload_estimation.motion.sequence import Capture, Move, SamplingSequence, SequenceAborted, SequenceConfig
+    from payload_estimation.sampling.sequence import Capture, Move, SamplingSequence, SequenceAborted, SequenceConfig
 
     desc, plan, q0 = _still_plan()
     seq = SamplingSequence(plan, desc, SequenceConfig(arrival_timeout=0.3, retry_period=0.01))
@@ -346,7 +346,7 @@ def test_sequence_retries_rejected_captures_and_reports_a_pose_not_reached():
 
 
 def test_sequence_captures_at_q0_but_waits_for_clear_to_move():
-    from payload_estimation.motion.sequence import (
+    from payload_estimation.sampling.sequence import (
         Capture,
         Move,
         SamplingSequence,
@@ -374,7 +374,7 @@ def test_sequence_captures_at_q0_but_waits_for_clear_to_move():
 def test_sequence_refuses_a_command_outside_the_envelope():
     from dataclasses import replace
 
-    from payload_estimation.motion.sequence import SamplingSequence, SequenceAborted
+    from payload_estimation.sampling.sequence import SamplingSequence, SequenceAborted
 
     desc, plan, q0 = _still_plan()
     bad = plan.poses.copy()

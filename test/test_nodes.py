@@ -30,13 +30,13 @@ from trajectory_msgs.msg import JointTrajectory
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
-from payload_estimation.motion.poses import PosePlanConfig, plan_poses
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
 from payload_estimation.ros.messages import diagnostic_level, joint_state_msg, trajectory_from_msg, trajectory_msg
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
 from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from payload_estimation.ros.sampler_node import PayloadSamplerNode
 from payload_estimation.ros.spin_thread import SpinThread
+from payload_estimation.sampling.poses import PosePlanConfig, plan_poses
 
 # Real DDS, real processes, wall-clock timeouts: on a loaded 2-core machine a run can miss a deadline;
 # a failure that repeats twice more is real.
@@ -229,8 +229,8 @@ def test_estimator_captures_estimates_and_resets(rig, dyn, tmp_path):
 def test_estimator_loads_a_gravity_model_by_parameter(rig, dyn, tmp_path):
     """``gravity_model``: a PARAMS.yaml from identify --gravity-only replaces the description's gravity and
     its covariance gives σ; a file that does not load is an ERROR at start and a refused parameter later."""
-    from payload_estimation.identification.data import Samples
     from payload_estimation.identification.robot_identification import identify_gravity, random_configurations
+    from payload_estimation.signals.samples import Samples
 
     sweep = random_configurations(dyn.desc, 40, seed=1, margin=0.3)
     tau = np.array([dyn.gravity(q) for q in sweep]) + np.random.default_rng(0).normal(0.0, 0.01, (40, dyn.n))

@@ -5,10 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from payload_estimation.identification.estimate import PayloadEstimate
 from payload_estimation.identification.least_squares import RankDeficientError
-from payload_estimation.identification.model_uncertainty import declared_uncertainty
-from payload_estimation.identification.payload import (
+from payload_estimation.model.base_parameters import compute_base_parameters, payload_jacobian
+from payload_estimation.model.description import JointLimits, RobotDescription, joints_from_dh, validate
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.parameters import BodyInertia
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.payload.estimate import PayloadEstimate
+from payload_estimation.payload.gravity import (
     InertiaNotExcited,
     PayloadDataError,
     PayloadLimits,
@@ -21,12 +25,8 @@ from payload_estimation.identification.payload import (
     gravity_from_coefficients,
     identify_coefficients,
 )
-from payload_estimation.identification.payload_motion import estimate_payload_full, estimate_payload_motion
-from payload_estimation.model.base_parameters import compute_base_parameters, payload_jacobian
-from payload_estimation.model.description import JointLimits, RobotDescription, joints_from_dh, validate
-from payload_estimation.model.dynamics import RigidBodyDynamics
-from payload_estimation.model.parameters import BodyInertia
-from payload_estimation.model.robot_file import load_robot
+from payload_estimation.payload.model_uncertainty import declared_uncertainty
+from payload_estimation.payload.motion import estimate_payload_full, estimate_payload_motion
 
 DEG = np.pi / 180
 PICK = np.array([0, 30, 0, -60, 0, 60, 0]) * DEG  # paper-like pick configuration
@@ -380,7 +380,7 @@ def test_wrong_shapes_are_rejected(lwr):
 
 
 def test_moving_capture_detected(lwr):
-    from payload_estimation.identification.data import NotStaticError
+    from payload_estimation.signals.samples import NotStaticError
 
     dyn, q, tau_l, _ = lwr
     dq = np.zeros_like(q)
@@ -518,7 +518,8 @@ def test_cli_table_says_no_payload_and_gives_each_offset_with_its_sigma(capsys):
 
 def test_cli_rejects_moving_capture(tmp_path, capsys):
     from payload_estimation.cli import main
-    from payload_estimation.identification.data import Samples, save_csv
+    from payload_estimation.files.csv_samples import save_csv
+    from payload_estimation.signals.samples import Samples
 
     dyn = RigidBodyDynamics(load_robot("lwr4"))
     q = pick_poses(dyn, n_poses=10)
@@ -564,7 +565,8 @@ def test_cli_full_from_dynamic_csv(tmp_path, capsys):
     import json
 
     from payload_estimation.cli import main
-    from payload_estimation.identification.data import Samples, save_csv
+    from payload_estimation.files.csv_samples import save_csv
+    from payload_estimation.signals.samples import Samples
 
     dyn = RigidBodyDynamics(load_robot("lwr4"))
     loaded = dyn.with_payload(TRUE_PAYLOAD)

@@ -11,26 +11,26 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from payload_estimation.identification.estimate import PayloadEstimate
-from payload_estimation.identification.export import urdf_snippet
-from payload_estimation.identification.payload_dynamic import (
+from payload_estimation.files.exports import urdf_snippet
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.parameters import BodyInertia, vec6_from_sym
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.payload.dynamic import (
     MotionRecording,
     align_reference,
     check_recording,
-    fit_dynamic_payload,
+    estimate_payload_dynamic,
     keep_previous_inertia,
 )
-from payload_estimation.identification.payload_result import (
+from payload_estimation.payload.estimate import PayloadEstimate
+from payload_estimation.payload.result import (
     PayloadDataError,
     derived_parameters,
     inertia_problem,
     nearest_physical_inertia,
 )
-from payload_estimation.model.dynamics import RigidBodyDynamics
-from payload_estimation.model.parameters import BodyInertia, vec6_from_sym
-from payload_estimation.model.robot_file import load_robot
-from payload_estimation.motion.bare_run import BareRunConfig, bare_run
-from payload_estimation.motion.payload_excitation import ExcitationPlanConfig
+from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
+from payload_estimation.sampling.payload_excitation import ExcitationPlanConfig
 
 DEG = np.pi / 180
 PICK = np.array([5, 35, -5, -70, 10, 55, 5]) * DEG
@@ -167,7 +167,7 @@ def test_bad_recordings_are_refused_with_the_reason():
     with pytest.raises(PayloadDataError, match="gap"):
         check_recording(gap, 7, "loaded run", 0.05)
     with pytest.raises(PayloadDataError, match="did not move"):
-        fit_dynamic_payload(dyn, _recording(move=False))
+        estimate_payload_dynamic(dyn, _recording(move=False))
     with pytest.raises(PayloadDataError, match="shape"):
         check_recording(rec, 6, "loaded run", 0.05)
     with pytest.raises(PayloadDataError, match="nothing was recorded"):
@@ -175,4 +175,4 @@ def test_bad_recordings_are_refused_with_the_reason():
     other = _recording()
     other = MotionRecording(other.t, -3 * other.q, -3 * other.dq, other.tau)
     with pytest.raises(PayloadDataError, match="does not follow the same motion"):
-        fit_dynamic_payload(dyn, rec, other)
+        estimate_payload_dynamic(dyn, rec, other)

@@ -1,4 +1,4 @@
-"""The payload excitation around the pick configuration (motion/payload_excitation.py, issue 18):
+"""The payload excitation around the pick configuration (sampling/payload_excitation.py, issue 18):
 bounded like every commanded motion, rest to rest, better conditioned than a random series, and on
 the MuJoCo arm enough for the payload's mass and CoM within issue 18's goals."""
 
@@ -11,7 +11,7 @@ from payload_estimation.collision.provisional import payload_gravity_posterior
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.motion.payload_excitation import (
+from payload_estimation.sampling.payload_excitation import (
     ExcitationPlanConfig,
     UnknownPayload,
     UnsafeExcitation,
@@ -19,7 +19,7 @@ from payload_estimation.motion.payload_excitation import (
     plan_payload_excitation,
     unknown_payload_torque,
 )
-from payload_estimation.motion.poses import MotionLimitError
+from payload_estimation.sampling.poses import MotionLimitError
 
 DEG = np.pi / 180
 PICK = np.array([0, 30, 0, -60, 0, 60, 0]) * DEG
@@ -109,7 +109,7 @@ def test_a_two_second_excitation_gives_mass_and_com_on_the_mujoco_arm():
     """The planned 2 s excitation, run without and with a 2.5 kg payload on the MuJoCo LWR (3 % link
     error, offsets, 0.1 N m noise), recorded at 1 kHz: the filtered differential fit is within issue
     18's 0.5 % mass and 3 mm CoM."""
-    from payload_estimation.identification.payload_filtered import estimate_payload_filtered
+    from payload_estimation.payload.filtered import estimate_payload_filtered
     from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm, true_links
     from payload_estimation.sim.recorders import record_trajectory
 

@@ -1,4 +1,4 @@
-"""The payload from a motion without accelerations (identification/payload_filtered.py): the filtered
+"""The payload from a motion without accelerations (payload/filtered.py): the filtered
 momentum form against pinocchio's inverse dynamics (exact) and against the MuJoCo arm (truth)."""
 
 from __future__ import annotations
@@ -7,12 +7,14 @@ import numpy as np
 import pytest
 
 from payload_estimation.identification.excitation import ExcitationConfig, ExcitationDesigner, trajectory_points
-from payload_estimation.identification.model_uncertainty import declared_uncertainty
-from payload_estimation.identification.payload_filtered import estimate_payload_filtered, lowpass
-from payload_estimation.identification.payload_result import PayloadDataError
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
+from payload_estimation.payload.filtered import estimate_payload_filtered
+from payload_estimation.payload.model_uncertainty import declared_uncertainty
+from payload_estimation.payload.result import PayloadDataError
+from payload_estimation.signals.causal import causal_lowpass
+from payload_estimation.signals.filters import SignalError
 
 DEG = np.pi / 180
 PICK = np.array([0, 30, 0, -60, 0, 60, 0]) * DEG
@@ -99,10 +101,10 @@ def test_mujoco_differential_motion_gives_mass_com_and_inertia():
 
 def test_bad_stamps_and_orders_are_refused(lwr4):
     t = np.array([0.0, 0.001, 0.001, 0.003])
-    with pytest.raises(PayloadDataError, match="time stamps must increase: sample 2"):
-        lowpass(t, np.zeros((4, 7)), 8.0)
-    with pytest.raises(PayloadDataError, match="cutoff"):
-        lowpass(np.arange(4.0), np.zeros((4, 7)), 0.0)
+    with pytest.raises(SignalError, match="time stamps must increase: sample 2"):
+        causal_lowpass(t, np.zeros((4, 7)), 8.0)
+    with pytest.raises(SignalError, match="cutoff"):
+        causal_lowpass(np.arange(4.0), np.zeros((4, 7)), 0.0)
     q = np.tile(PICK, (4, 1))
     with pytest.raises(PayloadDataError, match="order"):
         estimate_payload_filtered(lwr4, np.arange(4.0), q, 0 * q, 0 * q, order=0)

@@ -13,20 +13,17 @@ import json  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from payload_estimation.cli import main as cli_main  # noqa: E402
-from payload_estimation.identification.data import SampleDataError, Samples, save_csv  # noqa: E402
+from payload_estimation.cli import main as cli_main
+from payload_estimation.files.csv_samples import save_csv
 from payload_estimation.identification.least_squares import RankDeficientError  # noqa: E402
-from payload_estimation.identification.payload import check_pose_rank, estimate_payload_gravity  # noqa: E402
-from payload_estimation.identification.payload_recordings import (  # noqa: E402
-    AlignmentError,
-    align_recordings,
-    estimate_payload_recordings,
-    find_time_shift,
-    torque_gains,
-)
 from payload_estimation.model.dynamics import RigidBodyDynamics  # noqa: E402
 from payload_estimation.model.parameters import BodyInertia  # noqa: E402
 from payload_estimation.model.robot_file import load_robot  # noqa: E402
+from payload_estimation.payload.gravity import check_pose_rank, estimate_payload_gravity
+from payload_estimation.payload.recordings import estimate_payload_recordings
+from payload_estimation.signals.alignment import AlignmentError, align_recordings, find_time_shift
+from payload_estimation.signals.samples import SampleDataError, Samples
+from payload_estimation.signals.torque_gains import torque_gains
 
 PAYLOAD = BodyInertia(3.028, np.array([0.004, -0.006, 0.119]), np.diag([0.02, 0.021, 0.006]))
 SHIFT = 20.0 - 50.0   # unloaded log on a clock 50 s after motion start, loaded on one 20 s after
@@ -286,7 +283,7 @@ def test_estimator_node_torque_gain_parameter():
 def test_raised_max_speed_does_not_turn_two_logged_runs_into_unpaired_captures(runs):
     """Issue 16: with a larger --max-speed the logged runs counted as static captures of different
     lengths and were refused; two logged streams are now aligned in time whatever --max-speed says."""
-    from payload_estimation.identification.payload_recordings import PayloadOptions
+    from payload_estimation.payload.recordings import PayloadOptions
 
     dyn = RigidBodyDynamics(runs["desc"])
     slow = runs["slow"]

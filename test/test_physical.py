@@ -9,6 +9,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: BLAS threads
 import numpy as np
 import pytest
 
+from payload_estimation.files.robot_writer import write_identified_robot
 from payload_estimation.identification.physical import (
     CoefficientTarget,
     PhysicalRetrieval,
@@ -19,7 +20,6 @@ from payload_estimation.identification.physical import (
     params_from_theta,
     params_jacobian,
     theta_from_body,
-    write_identified_robot,
 )
 from payload_estimation.model.base_parameters import compute_base_parameters
 from payload_estimation.model.dynamics import RigidBodyDynamics, link_params

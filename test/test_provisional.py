@@ -8,7 +8,7 @@ from payload_estimation.collision.provisional import ProvisionalPayload, payload
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.motion.poses import PosePlanConfig, plan_poses, unknown_payload_duration
+from payload_estimation.sampling.poses import PosePlanConfig, plan_poses, unknown_payload_duration
 
 Q0 = np.radians([10, 40, -5, -70, 15, 50, 20])
 TRUE = BodyInertia(3.0, np.array([0.03, -0.02, 0.11]), np.diag([0.01, 0.01, 0.005]))
@@ -89,7 +89,7 @@ def test_an_unknown_com_slows_the_first_move_so_the_monitor_stays_quiet():
     error or noise): 4.25 kg with its CoM 15 cm out reads as 10 N m of external torque if the first move
     takes the usual 0.27 s. The move is slowed until 3 σ of the unknown first moment's inertial torque
     stays below unknown_payload_torque; the run completes without a collision."""
-    from payload_estimation.motion.bare_run import BareRunConfig, bare_run
+    from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
 
     desc = load_robot("iiwa14")
     q0 = np.radians([-123.8, -48.27, 29.61, -34.49, 88.91, 102.38, -55.49])

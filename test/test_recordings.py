@@ -15,33 +15,18 @@ import pytest  # noqa: E402
 from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 from rosbags.typesys import Stores, get_typestore  # noqa: E402
 
-from payload_estimation.cli import main as cli_main  # noqa: E402
-from payload_estimation.identification.data import (  # noqa: E402
-    Rows,
-    SampleDataError,
-    Samples,
-    clean_rows,
-    load_csv,
-    read_csv_rows,
-    save_csv,
-)
-from payload_estimation.identification.preprocessing import (  # noqa: E402
-    preprocess_filtered,
-    velocity_check,
-)
-from payload_estimation.identification.recording import (  # noqa: E402
-    derive_velocity,
-    load_recording,
-    resample,
-    split_by_time,
-    stamp_report,
-)
+from payload_estimation.cli import main as cli_main
+from payload_estimation.files.csv_samples import Rows, clean_rows, load_csv, read_csv_rows, save_csv
+from payload_estimation.files.recording import load_recording
 from payload_estimation.identification.robot_identification import (  # noqa: E402
     IdentificationError,
     IdentificationOptions,
 )
 from payload_estimation.identification.torque_models import load_torque_model, read_friction  # noqa: E402
 from payload_estimation.model.robot_file import load_robot  # noqa: E402
+from payload_estimation.signals.preprocessing import preprocess_filtered, velocity_check
+from payload_estimation.signals.resample import derive_velocity, resample, split_by_time, stamp_report
+from payload_estimation.signals.samples import SampleDataError, Samples
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

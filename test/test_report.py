@@ -9,12 +9,13 @@ import pytest
 
 from payload_estimation.cli import main
 from payload_estimation.collision.scoring import score_detections, time_above
-from payload_estimation.identification.data import Samples, save_csv
+from payload_estimation.files.csv_samples import save_csv
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.motion.poses import plan_poses
-from payload_estimation.motion.segments import static_captures
+from payload_estimation.sampling.poses import plan_poses
+from payload_estimation.signals.samples import Samples
+from payload_estimation.signals.segments import static_captures
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
 MASS, COM = 2.5, np.array([0.02, -0.01, 0.1])
@@ -51,7 +52,7 @@ def recording(tmp_path_factory):
 
 def test_static_captures_find_every_rest(recording):
     desc, path, n_moves = recording
-    from payload_estimation.identification.data import load_csv
+    from payload_estimation.files.csv_samples import load_csv
 
     caps = static_captures(load_csv(path, desc))
     assert len(caps) == n_moves + 2  # the start, one rest after every sampler move, the end of the move

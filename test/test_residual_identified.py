@@ -16,12 +16,12 @@ import pytest  # noqa: E402
 import yaml  # noqa: E402
 from data_paths import dataset  # noqa: E402
 
-from payload_estimation.cli import main as cli_main  # noqa: E402
+from payload_estimation.cli import main as cli_main
 from payload_estimation.collision import MomentumObserver, make_friction  # noqa: E402
-from payload_estimation.identification.data import save_csv  # noqa: E402
+from payload_estimation.files.csv_samples import save_csv
+from payload_estimation.files.robot_writer import write_identified_robot
 from payload_estimation.identification.dynamic_model import load_dynamic_model  # noqa: E402
 from payload_estimation.identification.identified_model import IdentifiedModel  # noqa: E402
-from payload_estimation.identification.physical import write_identified_robot  # noqa: E402
 from payload_estimation.identification.robot_identification import (  # noqa: E402
     IdentificationOptions,
     identify_robot,
@@ -152,7 +152,8 @@ def test_real_lwr_residual_on_least_squares_model(tmp_path, capsys):
     """Real LWR 4+ (no contact): the description alone raises false alarms at 6 N m on the unseen
     excitation; coefficients fitted on measurements_1 (least squares with viscous + Coulomb + offset, a
     few seconds) raise none on measurements_3."""
-    from payload_estimation.identification.recording import derive_velocity, load_recording
+    from payload_estimation.files.recording import load_recording
+    from payload_estimation.signals.resample import derive_velocity
 
     urdf = dataset(f"{LWR}/kuka_lwr4_gaz.urdf")
     desc = load_robot(urdf)
@@ -170,8 +171,8 @@ def test_real_lwr_residual_on_least_squares_model(tmp_path, capsys):
 def test_gravity_coefficients_as_observer_model(tmp_path):
     """A gravity model with offsets (`identify --gravity-only`) gives the observer its g and sensor bias
     exactly (M and C stay the description's): 5 % heavier links and a bias, 60 static poses."""
-    from payload_estimation.identification.data import Samples
     from payload_estimation.identification.robot_identification import identify_gravity, random_configurations
+    from payload_estimation.signals.samples import Samples
 
     desc = load_robot("lwr4")
     dyn = RigidBodyDynamics(desc)

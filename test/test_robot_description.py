@@ -25,11 +25,11 @@ from test_urdf import ROBOTS
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot, robot_from_description
-from payload_estimation.motion.poses import PosePlanConfig, plan_poses
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
 from payload_estimation.ros.qos import LATCHED_QOS
 from payload_estimation.ros.sim_node import SimNode
 from payload_estimation.ros.spin_thread import SpinThread
+from payload_estimation.sampling.poses import PosePlanConfig, plan_poses
 
 pytestmark = [pytest.mark.flaky(reruns=2, reruns_delay=2)]
 NS = f"/rd{os.getpid()}"

@@ -12,7 +12,7 @@ import pytest
 from data_paths import dataset
 
 from payload_estimation.cli import main as cli_main
-from payload_estimation.identification.data import Samples, save_csv
+from payload_estimation.files.csv_samples import save_csv
 from payload_estimation.identification.excitation import ExcitationConfig, ExcitationDesigner, trajectory_points
 from payload_estimation.identification.identified_model import base_regressor_rows
 from payload_estimation.identification.robot_identification import (
@@ -27,6 +27,7 @@ from payload_estimation.identification.robot_identification import (
 )
 from payload_estimation.model.dynamics import RigidBodyDynamics, gravity_params, link_params
 from payload_estimation.model.robot_file import load_robot
+from payload_estimation.signals.samples import Samples
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 from payload_estimation.sim.recorders import record_static_poses, record_trajectory
 
@@ -176,7 +177,7 @@ def test_commands_excite_identify_validate(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "cond(Y_b)" in out
     traj_file = tmp_path / "traj.trajectory.json"
-    from payload_estimation.identification.excitation import read_trajectory_file
+    from payload_estimation.files.trajectory_file import read_trajectory_file
 
     _, pts, four = read_trajectory_file(traj_file)
     arm = _arm(desc, seed=5)

@@ -13,8 +13,8 @@ import pytest
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.motion.poses import PosePlanConfig, make_envelope
-from payload_estimation.motion.sampling_run import (
+from payload_estimation.sampling.poses import PosePlanConfig, make_envelope
+from payload_estimation.sampling.sampling_run import (
     ClearCaptures,
     Finished,
     Hold,
@@ -25,7 +25,7 @@ from payload_estimation.motion.sampling_run import (
     SamplingRun,
     SetActive,
 )
-from payload_estimation.motion.sequence import Capture, Estimate, Move, SequenceConfig
+from payload_estimation.sampling.sequence import Capture, Estimate, Move, SequenceConfig
 
 DT = 0.004
 PLAN = PosePlanConfig(n_poses=6, amplitude_deg=7.0, limit_margin_deg=1.0, velocity_scale=0.9, min_duration=0.25,
@@ -242,7 +242,7 @@ def test_a_return_blocked_by_a_collision_is_refused_naming_the_way_out(dyn):
     """Away from the anchor (inside its envelope) with a collision reported, the run cannot return there:
     the refusal says so and names payload_sampler/forget_pick; nothing is commanded."""
     env = make_envelope(dyn.desc, Q0, 7.0, 1.0)
-    from payload_estimation.motion.sampling_run import PickAnchor
+    from payload_estimation.sampling.sampling_run import PickAnchor
 
     anchor = PickAnchor(Q0, env, "cancelled by ~/cancel")
     run = SamplingRun(dyn, PLAN, SEQ, RUN, 0.0, 0.0, anchor)
@@ -255,7 +255,7 @@ def test_a_return_blocked_by_a_collision_is_refused_naming_the_way_out(dyn):
 
 def test_a_run_far_from_the_anchor_is_refused(dyn):
     env = make_envelope(dyn.desc, Q0, 7.0, 1.0)
-    from payload_estimation.motion.sampling_run import PickAnchor
+    from payload_estimation.sampling.sampling_run import PickAnchor
 
     anchor = PickAnchor(Q0, env, "collision")
     with pytest.raises(RunRefused, match="outside its envelope.*payload_sampler/forget_pick"):

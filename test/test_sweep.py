@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from test_sampling_run import RUN, SEQ, KinematicArm, drive
 
-from payload_estimation.identification.data import Samples
 from payload_estimation.identification.robot_identification import describe_offsets, identify_gravity
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.motion.poses import MotionLimitError, PosePlanConfig, validate_plan
-from payload_estimation.motion.sampling_run import Finished, SamplingRun, SetActive
-from payload_estimation.motion.sequence import Capture, Estimate, Move, SequenceConfig
-from payload_estimation.motion.sweep import plan_sweep
+from payload_estimation.sampling.poses import MotionLimitError, PosePlanConfig, validate_plan
+from payload_estimation.sampling.sampling_run import Finished, SamplingRun, SetActive
+from payload_estimation.sampling.sequence import Capture, Estimate, Move, SequenceConfig
+from payload_estimation.sampling.sweep import plan_sweep
+from payload_estimation.signals.samples import Samples
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
 Q0 = {"lwr4": np.radians([10, 40, -5, -70, 15, 50, 20]), "iiwa14": np.radians([-10, 35, 5, -75, -10, 55, 15])}

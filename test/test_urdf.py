@@ -16,11 +16,11 @@ import pinocchio as pin
 import pytest
 from data_paths import dataset, urdf
 
-from payload_estimation.identification.payload import estimate_payload_gravity
 from payload_estimation.model.description import RobotDescriptionError
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot, robot_from_description
+from payload_estimation.payload.gravity import estimate_payload_gravity
 
 ROBOTS = {  # file -> (joint names, tip link = payload frame)
     "iiwa14": ([f"lbr_A{i}" for i in range(1, 8)], "lbr_link_ee"),

@@ -46,11 +46,12 @@ import numpy as np
 import pinocchio as pin
 from scipy.optimize import nnls
 
+from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
 from .geometry import LinkGeometry, SurfaceSamples, capsule_geometry, distance_to_segment, sample_surface
 
 
-class ContactInputError(ValueError):
+class ContactInputError(PayloadEstimationError):
     """A contact-estimation argument is malformed; the message names it."""
 
 

@@ -27,11 +27,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..errors import PayloadEstimationError
 from ..model.joint_vectors import per_joint
 from .contact import ContactEstimate
 
 
-class DetectorInputError(ValueError):
+class DetectorInputError(PayloadEstimationError):
     """A detector argument or sample is malformed; the message names it."""
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import PayloadEstimationError
 from ..model.description import RobotDescription
 from ..model.transforms import invert
 
@@ -28,7 +29,7 @@ DEFAULT_RADIUS = 0.065  # m: LWR 4+ and LBR iiwa tubes are about 0.12-0.14 m acr
 _ROLL_ALIGN = math.cos(math.radians(10.0))
 
 
-class GeometryError(ValueError):
+class GeometryError(PayloadEstimationError):
     """A geometry argument is malformed; the message names it."""
 
 

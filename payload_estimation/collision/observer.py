@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
 from ..model.joint_vectors import per_joint
 from ..model.parameters import BodyInertia
@@ -40,7 +41,7 @@ from ..model.parameters import BodyInertia
 QUADRATURES = ("trapezoid", "hold")
 
 
-class ObserverInputError(ValueError):
+class ObserverInputError(PayloadEstimationError):
     """An observer argument or sample has the wrong shape; the message names it."""
 
 

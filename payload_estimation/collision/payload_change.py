@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
 from .provisional import ProvisionalConfig, ProvisionalFit, ProvisionalPayload
@@ -37,7 +38,7 @@ RELEASE = "release"
 KINDS = (GRASP, RELEASE)
 
 
-class PayloadEventError(ValueError):
+class PayloadEventError(PayloadEstimationError):
     """A bad announcement or configuration; the message says what to do."""
 
 

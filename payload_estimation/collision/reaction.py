@@ -17,6 +17,8 @@ from __future__ import annotations
 import enum
 import math
 
+from ..errors import PayloadEstimationError
+
 POLICIES = ("none", "stop", "stop_and_resume")
 
 
@@ -32,7 +34,7 @@ class Action(enum.Enum):
     RESUME = "resume"
 
 
-class ReactionPolicyError(ValueError):
+class ReactionPolicyError(PayloadEstimationError):
     """Bad reaction configuration; the message names the value."""
 
 

@@ -39,10 +39,10 @@ import numpy as np
 from ..model.base_parameters import BaseParameters, compute_base_parameters
 from ..model.description import RobotDescription
 from ..model.dynamics import RigidBodyDynamics
+from ..signals.preprocessing import Preprocessed
 from .identified_model import IdentificationError, IdentifiedModel
 from .least_squares import RankDeficientError
 from .physical import PRIOR_WEIGHT, CoefficientTarget, PhysicalResult, PhysicalRetrieval
-from .preprocessing import Preprocessed
 from .robot_identification import (
     IdentificationOptions,
     RegressionRows,

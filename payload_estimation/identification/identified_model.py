@@ -15,6 +15,7 @@ import numpy as np
 import pinocchio as pin
 import yaml
 
+from ..errors import PayloadEstimationError
 from ..model.description import RobotDescription
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import N_GRAVITY_PARAMS, N_PARAMS, PARAMETER_NAMES
@@ -23,7 +24,7 @@ from .least_squares import friction_names, friction_regressor
 PARAMS_FORMAT = "payload_estimation/identified_coefficients/v1"
 
 
-class IdentificationError(ValueError):
+class IdentificationError(PayloadEstimationError):
     """Identification cannot proceed; the message says what is wrong with the data or options."""
 
 

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from ..errors import PayloadEstimationError
 
-class LeastSquaresError(ValueError):
+
+class LeastSquaresError(PayloadEstimationError):
     """Bad least-squares input: shape mismatch, non-finite values, rank deficiency."""
 
 

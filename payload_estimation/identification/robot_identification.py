@@ -25,13 +25,18 @@ from ..model.base_parameters import BaseParameters, compute_base_parameters
 from ..model.description import RobotDescription
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import N_GRAVITY_PARAMS
-from .data import Samples
-from .identified_model import (
-    IdentificationError,
-    IdentifiedModel,
-    base_regressor_rows,
-    standard_parameter_names,
+from ..signals.preprocessing import (
+    Preprocessed,
+    PreprocessingError,
+    align_to_trajectory,
+    periodic_rate,
+    preprocess_filtered,
+    preprocess_periodic,
+    uniform_recording,
 )
+from ..signals.resample import MAX_GAP
+from ..signals.samples import Samples
+from .identified_model import IdentificationError, IdentifiedModel, base_regressor_rows, standard_parameter_names
 from .least_squares import (
     FRICTION_TERMS,
     LSResult,
@@ -43,15 +48,6 @@ from .least_squares import (
     solve_least_squares,
     torque_error,
 )
-from .preprocessing import (
-    Preprocessed,
-    align_to_trajectory,
-    periodic_rate,
-    preprocess_filtered,
-    preprocess_periodic,
-    uniform_recording,
-)
-from .recording import MAX_GAP
 
 log = logging.getLogger(__name__)
 
@@ -312,7 +308,16 @@ def _model_from_fit(desc, base, kept, res: LSResult, terms, y, t, weights, info)
 def preprocess(samples: Samples, options: IdentificationOptions = IdentificationOptions(),
                period: float | None = None, harmonics: int | None = None,
                q_desired_period: np.ndarray | None = None, start_index: int | None = None) -> Preprocessed:
-    """The preprocessing :func:`identify_robot` applies (periodic with ``period``, else filtered)."""
+    """The preprocessing :func:`identify_robot` applies (periodic with ``period``, else filtered); a
+    recording it cannot use is an :class:`IdentificationError`."""
+    try:
+        return _preprocess(samples, options, period, harmonics, q_desired_period, start_index)
+    except PreprocessingError as exc:
+        raise IdentificationError(str(exc)) from exc
+
+
+def _preprocess(samples: Samples, options: IdentificationOptions, period: float | None, harmonics: int | None,
+                q_desired_period: np.ndarray | None, start_index: int | None) -> Preprocessed:
     if period is None:
         return preprocess_filtered(samples, options.torque_cutoff, options.filter_order, options.velocity,
                                    options.rate, options.max_gap)
@@ -432,7 +437,10 @@ def validate_model(model, desc: RobotDescription, samples: Samples, cutoff: floa
                           processing=f"{samples.n_samples} static samples, unfiltered")
     if velocity is None:
         velocity = getattr(model, "info", {}).get("velocity", "positions")
-    data = preprocess_filtered(samples, cutoff, order, velocity, rate, max_gap)
+    try:
+        data = preprocess_filtered(samples, cutoff, order, velocity, rate, max_gap)
+    except PreprocessingError as exc:
+        raise IdentificationError(str(exc)) from exc
     pred = model.predict(dyn, data.q, data.dq, data.ddq)
     err = torque_error(data.tau, pred)
     return Validation(**vars(err), t=data.t, measured=data.tau, predicted=pred, processing=data.describe())

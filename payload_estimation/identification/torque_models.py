@@ -22,11 +22,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from ..errors import PayloadEstimationError
 from ..model.description import RobotDescription
 from ..model.dynamics import RigidBodyDynamics
 
 
-class TorqueModelError(ValueError):
+class TorqueModelError(PayloadEstimationError):
     """A torque model cannot be read or does not fit the robot; the message names the file."""
 
 

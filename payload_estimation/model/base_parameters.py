@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import block_diag
 
+from ..errors import PayloadEstimationError
 from .description import RobotDescription
 from .dynamics import RigidBodyDynamics
 from .parameters import N_GRAVITY_PARAMS, N_PARAMS, params_transform_matrix
@@ -33,7 +34,7 @@ from .transforms import invert
 KINDS = ("full", "gravity")
 
 
-class BaseParameterError(ValueError):
+class BaseParameterError(PayloadEstimationError):
     """The base-parameter decomposition cannot be made (bad kind, inconsistent regressor)."""
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import PayloadEstimationError
 from .parameters import BodyInertia, check_consistency
 from .transforms import dh_transform, mdh_transform, rot_axis
 
@@ -23,7 +24,7 @@ CONVENTIONS = ("dh", "mdh", "urdf")
 log = logging.getLogger(__name__)
 
 
-class RobotDescriptionError(ValueError):
+class RobotDescriptionError(PayloadEstimationError):
     """A robot description is malformed or physically inconsistent; the message names the problem."""
 
 

@@ -16,13 +16,7 @@ import numpy as np
 import pinocchio as pin
 
 from .description import RobotDescription
-from .parameters import (
-    N_GRAVITY_PARAMS,
-    N_PARAMS,
-    SEEDS_TO_PINOCCHIO,
-    BodyInertia,
-    params_transform_matrix,
-)
+from .parameters import N_GRAVITY_PARAMS, N_PARAMS, SEEDS_TO_PINOCCHIO, BodyInertia, params_transform_matrix
 from .transforms import invert
 
 _Z = np.array([0.0, 0.0, 1.0])

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from ..errors import PayloadEstimationError
 from .description import RobotDescription
 from .parameters import N_PARAMS
 
@@ -28,7 +29,7 @@ _SNAP_TOL = 1e-12
 _INERTIA_NAMES = ("xx", "xy", "xz", "yy", "yz", "zz")
 
 
-class SymbolicModelError(ValueError):
+class SymbolicModelError(PayloadEstimationError):
     """The symbolic derivation failed (e.g. the numeric base-parameter decomposition is inconsistent)."""
 
 

@@ -7,7 +7,7 @@ Interface (names relative to the node namespace, all remappable):
 - services ``~/start_recording``, ``~/store_reference`` and ``~/estimate_motion`` (std_srvs/Trigger:
   the sampler's dynamic mode; record the joint-state stream over one excitation, keep it as the
   unloaded reference run, or fit all ten payload parameters from it, differential against the
-  reference when there is one: :func:`identification.payload_dynamic.fit_dynamic_payload`);
+  reference when there is one: :func:`identification.payload_dynamic.estimate_payload_dynamic`);
 - services ``~/grasped`` and ``~/released`` (std_srvs/Trigger): the user or the gripper driver announces
   that an object was grasped or released; each publishes ``~/payload_event`` (std_msgs/String
   ``grasped`` / ``released``, reliable, volatile) so the collision monitor learns the change instead of
@@ -45,31 +45,27 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from ..identification.data import SampleDataError, Samples
-from ..identification.estimate import NO_PAYLOAD, PayloadEstimate
-from ..identification.export import write_exports
+from ..files.exports import write_exports
 from ..identification.identified_model import IdentificationError, IdentifiedModel
-from ..identification.model_uncertainty import declared_source
-from ..identification.payload import PayloadLimits
-from ..identification.payload_dynamic import (
-    DynamicFitConfig,
-    MotionRecording,
-    check_recording,
-    fit_dynamic_payload,
-)
-from ..identification.payload_recordings import CURRENT_WARNING, effort_to_torque, torque_gains
 from ..identification.robot_identification import describe_offsets, identify_gravity
-from ..identification.static_fit import (
+from ..model.dynamics import RigidBodyDynamics
+from ..model.robot_file import FINGERPRINT_KEY, kinematics_fingerprint
+from ..payload.dynamic import DynamicFitConfig, MotionRecording, check_recording, estimate_payload_dynamic
+from ..payload.estimate import NO_PAYLOAD, PayloadEstimate
+from ..payload.gravity import PayloadLimits
+from ..payload.model_uncertainty import declared_source
+from ..payload.recordings import CURRENT_WARNING
+from ..payload.static import (
     STATIC_METHODS,
     StaticFitConfig,
     UnloadedModel,
-    fit_static_payload,
+    estimate_payload_static,
     precision_problem,
     unloaded_model,
 )
-from ..model.dynamics import RigidBodyDynamics
-from ..model.robot_file import FINGERPRINT_KEY, kinematics_fingerprint
-from ..motion.settle import SampleWindow, SettleConfig, check_static
+from ..signals.samples import SampleDataError, Samples
+from ..signals.settle import SampleWindow, SettleConfig, check_static
+from ..signals.torque_gains import effort_to_torque, torque_gains
 from ..stream import StampVerdict
 from .dedicated_subscription import create_dedicated_subscription
 from .messages import estimate_to_msg
@@ -434,7 +430,8 @@ class PayloadEstimatorNode(Node):
         tau_u = np.array([s[1] for s in unloaded]) if unloaded else None
         cfg = self._fit_config()
         try:
-            est = replace(fit_static_payload(self.dyn, q, tau, q_u, tau_u, cfg, self.gravity_model), frame=self.frame)
+            est = estimate_payload_static(self.dyn, q, tau, q_u, tau_u, cfg, self.gravity_model)
+            est = replace(est, frame=self.frame)
         except ValueError as e:  # PayloadRejected is a ValueError
             return self._rejected(e, response)
         with self._lock:
@@ -524,7 +521,7 @@ class PayloadEstimatorNode(Node):
         dyn_cfg = DynamicFitConfig(model_uncertainty=cfg.model_uncertainty, torque_offset_std=cfg.torque_offset_std,
                                    limits=cfg.limits)
         try:
-            est = fit_dynamic_payload(self.dyn, rec, self._reference, dyn_cfg, previous=self.current)
+            est = estimate_payload_dynamic(self.dyn, rec, self._reference, dyn_cfg, previous=self.current)
         except ValueError as e:
             return self._rejected(e, response)
         est = replace(est, frame=self.frame, notes=est.notes + (f"{rec.t.size} samples{_stream_gaps(rec)}",))
@@ -543,7 +540,7 @@ class PayloadEstimatorNode(Node):
         return head + declared_source(float(v["model_uncertainty"]), float(v["torque_offset_std"]))
 
     def _fit_config(self) -> StaticFitConfig:
-        """The core fit's settings from the parameters (:func:`identification.static_fit.fit_static_payload`)."""
+        """The core fit's settings from the parameters (:func:`identification.static_fit.estimate_payload_static`)."""
         v = self.values
         limits = PayloadLimits(max_payload=float(v["max_payload"]), max_com_radius=float(v["max_com_radius"]))
         return StaticFitConfig(method=str(v["method"]), torque_noise=float(v["torque_noise"]),

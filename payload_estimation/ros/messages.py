@@ -24,10 +24,11 @@ from rclpy.time import Time as RclpyTime
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ..identification.estimate import PayloadEstimate
+from ..errors import PayloadEstimationError
+from ..payload.estimate import PayloadEstimate
 
 
-class MessageError(ValueError):
+class MessageError(PayloadEstimationError):
     """A message that cannot be used (missing joint, wrong length, NaN, ...)."""
 
 

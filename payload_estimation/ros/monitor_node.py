@@ -72,9 +72,9 @@ from ..collision.payload_change import GRASP, RELEASE, PayloadWatch, WatchConfig
 from ..collision.provisional import ProvisionalFit
 from ..collision.reaction import POLICIES, Action, ReactionState, ReactionStateMachine
 from ..identification.dynamic_model import load_dynamic_model
-from ..identification.estimate import PayloadEstimate
 from ..model.dynamics import RigidBodyDynamics
-from ..motion.poses import move_duration, stop_point
+from ..payload.estimate import PayloadEstimate
+from ..sampling.poses import move_duration, stop_point
 from ..stream import StampVerdict
 from .dedicated_subscription import create_dedicated_subscription
 from .messages import (

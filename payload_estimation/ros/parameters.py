@@ -36,10 +36,11 @@ from rcl_interfaces.srv import SetParameters, SetParametersAtomically
 from rclpy.exceptions import ParameterNotDeclaredException
 from rclpy.parameter import Parameter
 
+from ..errors import PayloadEstimationError
 from ..reporting import format_table
 
 
-class ParameterError(ValueError):
+class ParameterError(PayloadEstimationError):
     """A parameter value that is not allowed; the message names the parameter and the allowed values."""
 
 

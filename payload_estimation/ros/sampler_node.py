@@ -63,10 +63,10 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..model.dynamics import RigidBodyDynamics
-from ..motion.excitation_sequence import Excite, Record
-from ..motion.payload_excitation import ExcitationPlan, ExcitationPlanConfig
-from ..motion.poses import PosePlanConfig
-from ..motion.sampling_run import (
+from ..sampling.excitation_sequence import Excite, Record
+from ..sampling.payload_excitation import ExcitationPlan, ExcitationPlanConfig
+from ..sampling.poses import PosePlanConfig
+from ..sampling.sampling_run import (
     ClearCaptures,
     Finished,
     Hold,
@@ -78,8 +78,8 @@ from ..motion.sampling_run import (
     SamplingRun,
     SetActive,
 )
-from ..motion.sequence import Capture, Estimate, Move, PhaseTimings, SequenceConfig
-from ..motion.settle import SampleWindow, check_static
+from ..sampling.sequence import Capture, Estimate, Move, PhaseTimings, SequenceConfig
+from ..signals.settle import SampleWindow, check_static
 from ..stream import StampVerdict
 from .messages import clock_seconds, diagnostic_level, trajectory_msg
 from .node_support import (

@@ -2,7 +2,7 @@
 
 The arm needs ``reset(q)``, ``set_trajectory(points)``, ``step(k)``, ``state()`` and ``dt``
 (:class:`payload_estimation.sim.SimulatedArm`). Results are identification
-:class:`~payload_estimation.identification.data.Samples`; progress is logged (INFO with
+:class:`~payload_estimation.signals.samples.Samples`; progress is logged (INFO with
 ``progress=True``, else DEBUG).
 """
 
@@ -12,7 +12,7 @@ import logging
 
 import numpy as np
 
-from ..identification.data import SampleDataError, Samples
+from ..signals.samples import SampleDataError, Samples
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,94 @@
+"""`payload-estimation` command line: one sub-command per module in this folder (payload_estimation/cli/).
+
+Each command module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
+Modules are imported lazily so that e.g. ``coefficients`` never loads rclpy or MuJoCo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+# sub-command name -> module under payload_estimation.cli
+COMMANDS = {
+    "coefficients": "coefficients",
+    "estimate": "estimate",
+    "identify": "identify",
+    "validate": "validate",
+    "residual": "residual",
+    "excite": "excite",
+    "demo": "demo",
+    "report": "report",
+    "export-csv": "export_csv",
+    "export": "export",
+}
+
+
+def _load(name: str):
+    return importlib.import_module(f"payload_estimation.cli.{COMMANDS[name]}")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="payload-estimation",
+        description="Payload estimation, robot identification and collision detection for torque-sensing arms.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show the library's progress and diagnostic log messages (INFO) on stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name, help=f"(see `payload-estimation {name} --help`)", add_help=False)
+            continue
+        mod = _load(name)
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def _configure_logging(verbose: bool) -> None:
+    """The library logs; the command line shows warnings (and with -v its INFO progress) on stderr."""
+    logger = logging.getLogger("payload_estimation")
+    handler = next((h for h in logger.handlers if getattr(h, "_payload_estimation_cli", False)), None)
+    if handler is None:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler._payload_estimation_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    handler.setLevel(logging.INFO if verbose else logging.WARNING)
+    if verbose:
+        logger.setLevel(logging.INFO)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    verbose = bool(argv) and argv[0] in ("-v", "--verbose")
+    if verbose:
+        argv = argv[1:]
+    only = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(only)
+    args = parser.parse_args(argv)
+    _configure_logging(verbose or args.verbose)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `payload-estimation coefficients ... | head`: not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (ValueError, OSError) as exc:  # our errors are ValueError subclasses with operator-readable text
+        print(f"payload-estimation {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""`payload-estimation residual`: run the momentum observer and collision detector over a recorded run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..collision import CollisionEvent, CollisionMonitor, JointFriction, MonitorConfig, replay
+from ..collision.observer import identified_friction
+from ..errors import PayloadEstimationError
+from ..files.csv_samples import write_table
+from ..files.recording import load_recording
+from ..identification.dynamic_model import DynamicModel, load_dynamic_model
+from ..model.dynamics import RigidBodyDynamics
+from ..payload.estimate import PayloadEstimate
+from ..signals.resample import derive_velocity
+from .robot_option import add_robot_arguments, robot_from_args
+
+HELP = "momentum-observer residual and collision events of a recorded run (CSV or rosbag2)"
+
+
+class ResidualArgumentError(PayloadEstimationError):
+    """A command-line value is malformed; the message names the option."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_robot_arguments(parser)
+    parser.add_argument("--data", required=True, type=Path,
+                        help="recording: CSV (t, q1..qn, [dq1..dqn,] tau1..taun), rosbag2 directory or .db3/.mcap "
+                             "file; without velocities they are derived from the positions")
+    parser.add_argument("--topic", default="joint_states", help="JointState topic in a rosbag (default joint_states)")
+    parser.add_argument("--params", default="nominal",
+                        help="the observer's dynamic model: a PARAMS.yaml of `identify` (coefficients and their "
+                             "friction), an identified robot YAML/URDF (`identify --physical`: link set and its "
+                             "friction), or 'nominal' (the --robot description, no friction; the default)")
+    parser.add_argument("--coulomb-smoothing", type=float, default=0.02,
+                        help="rad/s: the identified Coulomb friction's sign is tanh(dq / this) in the observer "
+                             "(default 0.02, the speed below which identify gives Coulomb rows no weight)")
+    pay = parser.add_mutually_exclusive_group()
+    pay.add_argument("--payload", help="known payload 'm,cx,cy,cz' (kg, m in the payload frame); gravity only")
+    pay.add_argument("--payload-file", type=Path, help="payload estimate JSON (`payload-estimation estimate --json`)")
+    parser.add_argument("--threshold", default="6", help="detection threshold in N m: one value or one per joint "
+                                                         "'t1,...,tn' (default 6, paper 000)")
+    parser.add_argument("--release", type=float, default=0.5, help="release threshold as a fraction of the "
+                                                                  "detection threshold (hysteresis, default 0.5)")
+    parser.add_argument("--gain", default="150", help="observer gain K_I in 1/s: one value or one per joint "
+                                                      "(default 150, docs/collision.md)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--out", type=Path, help="write t, r1..rn, collision to this CSV")
+
+
+def _floats(text: str, option: str, n: int | None = None) -> np.ndarray:
+    try:
+        values = np.array([float(x) for x in str(text).split(",")])
+    except ValueError:
+        raise ResidualArgumentError(f"{option}: '{text}' is not a comma-separated list of numbers") from None
+    if n is not None and values.size not in (1, n):
+        raise ResidualArgumentError(f"{option}: expected 1 or {n} values, got {values.size} ('{text}')")
+    return values if values.size > 1 else values[0]
+
+
+def _payload(args) -> PayloadEstimate | None:
+    if args.payload:
+        v = _floats(args.payload, "--payload")
+        if np.ndim(v) == 0 or v.size != 4:
+            raise ResidualArgumentError(f"--payload: expected 'm,cx,cy,cz' (4 numbers), got '{args.payload}'")
+        return PayloadEstimate(float(v[0]), v[1:4].copy(), method="given")
+    if args.payload_file:
+        try:
+            return PayloadEstimate.from_dict(json.loads(Path(args.payload_file).read_text()))
+        except (KeyError, TypeError, json.JSONDecodeError) as exc:
+            raise ResidualArgumentError(f"--payload-file {args.payload_file}: not a payload estimate ({exc})") from None
+    return None
+
+
+@dataclass(frozen=True)
+class ResidualRun:
+    """Result of :func:`run_residual`: residual per sample (N x n, N m), collision flag, events."""
+
+    t: np.ndarray
+    r: np.ndarray
+    collision: np.ndarray
+    events: list[CollisionEvent]
+    max_outside_events: np.ndarray  # per joint, N m
+
+    def to_dict(self) -> dict:
+        return {
+            "samples": int(self.t.size),
+            "events": [e.to_dict() for e in self.events],
+            "max_abs_residual_outside_events": [float(x) for x in self.max_outside_events],
+            "max_abs_residual_outside_events_overall": float(self.max_outside_events.max(initial=0.0)),
+        }
+
+
+def observer_friction(model: DynamicModel, v_eps: float = 0.02) -> JointFriction | None:
+    """The dynamic model's joint friction as the observer's (:func:`collision.observer.identified_friction`)."""
+    f = model.friction
+    return identified_friction(f.viscous, f.coulomb, f.offset, v_eps)
+
+
+def run_residual(dyn: RigidBodyDynamics, t, q, dq, tau, payload: PayloadEstimate | None = None, gains=150.0,
+                 thresholds=6.0, release_fraction: float = 0.5, friction: JointFriction | None = None
+                 ) -> ResidualRun:
+    """Collision monitor (observer, detector, contact estimate) over arrays (N samples x n joints); an
+    event still active at the end is kept. A payload estimate without inertia enters ĝ only (eq. 48).
+    ``dyn``: the unloaded model (e.g. ``load_dynamic_model(...).dynamics()``), ``friction``
+    the observer's joint friction (:func:`observer_friction`)."""
+    mon = CollisionMonitor(dyn, MonitorConfig(gains=gains, thresholds=thresholds, release_fraction=release_fraction),
+                           friction=friction)
+    if payload is not None:
+        mon.set_payload(payload.body(), gravity_only=payload.inertia is None)
+    r, flag = replay(mon, t, q, dq, tau)
+    events = mon.events()
+    det = mon.detector
+    # an event spans its whole excursion: from the sample where |r| last rose above the release
+    # level before the onset (the rising edge) to the release
+    high = np.any(np.abs(r) >= det.release, axis=1)
+    inside = np.zeros(len(t), dtype=bool)
+    for e in events:
+        k0 = int(np.searchsorted(t, e.onset_time))
+        while k0 > 0 and high[k0 - 1]:
+            k0 -= 1
+        end = e.release_time if e.release_time is not None else np.inf
+        inside |= (t >= t[k0]) & (t <= end)
+    outside = np.abs(r[~inside])
+    max_out = outside.max(axis=0) if outside.size else np.zeros(dyn.n)
+    return ResidualRun(np.asarray(t, float), r, flag, events, max_out)
+
+
+def _write_csv(path: Path, res: ResidualRun) -> None:
+    n = res.r.shape[1]
+    write_table(path, ["t", *[f"r{j + 1}" for j in range(n)], "collision"],
+                np.column_stack([res.t, res.r, res.collision.astype(float)]), time_column=True)
+
+
+def _contact_text(e: CollisionEvent) -> str:
+    """One line: link (exact or ambiguous), force and point, as far as they are known."""
+    c = e.contact
+    if c is None or c.link == 0:
+        return f"contact on {e.link_name} or beyond (no contact estimate)"
+    link = f"contact on {c.link_name}" + (f" (ambiguous, p = {max(c.link_probabilities):.2f})"
+                                          if c.link_ambiguous else "")
+    fit = np.round(c.force, 1).tolist()
+    if e.force is not None:
+        force = f"force {fit} N (|F| {c.force_norm:.1f} N, base frame)"
+    else:
+        force = f"force ambiguous: |F| {c.force_range[0]:.0f}..{c.force_range[1]:.0f} N (best fit {fit} N)"
+    point = "point not observable" if c.point is None else f"at {np.round(c.point, 3).tolist()} m"
+    return f"{link}, {force}, {point}"
+
+
+def run(args) -> int:
+    desc = robot_from_args(args)
+    rec = load_recording(args.data, desc, args.topic)
+    samples, note = derive_velocity(rec.samples, str(args.data))
+    if not args.json:
+        print("\n".join(rec.report.lines() + ([f"  {note}"] if note else [])))
+    n = desc.n
+    gains = _floats(args.gain, "--gain", n)
+    thresholds = _floats(args.threshold, "--threshold", n)
+    payload = _payload(args)
+    if not args.coulomb_smoothing > 0:
+        raise ResidualArgumentError(f"--coulomb-smoothing must be > 0 rad/s, got {args.coulomb_smoothing}")
+    model = load_dynamic_model(args.params, desc)
+    if not args.json:
+        print(model.note)
+    dyn = model.dynamics()
+    res = run_residual(dyn, samples.t, samples.q, samples.dq, samples.tau, payload, gains, thresholds, args.release,
+                       observer_friction(model, args.coulomb_smoothing))
+    if args.out:
+        _write_csv(args.out, res)
+    if args.json:
+        out = res.to_dict()
+        out.update(robot=desc.name, data=str(args.data), params=model.source, dynamic_model=model.kind,
+                   friction=model.friction.to_dict(),
+                   payload=None if payload is None else payload.to_dict())
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"robot {desc.name}, {res.t.size} samples over {res.t[-1] - res.t[0]:.3f} s"
+          f", payload {'none' if payload is None else f'{payload.mass:.3f} kg at {np.round(payload.com, 4)} m'}")
+    print(f"{len(res.events)} collision event(s)")
+    for i, e in enumerate(res.events, 1):
+        rel = "still active at end" if e.release_time is None else f"released {e.release_time:.3f} s"
+        print(f"  {i}: onset {e.onset_time:.3f} s, detected {e.detection_time:.3f} s, peak {e.peak_max:.2f} N m "
+              f"on joint {e.peak_joint + 1}, {rel}\n     {_contact_text(e)}")
+    m = res.max_outside_events
+    print("max |r| outside events: " + ", ".join(f"{x:.2f}" for x in m) + f" N m (max {m.max(initial=0.0):.2f})")
+    if args.out:
+        print(f"residual written to {args.out}")
+    return 0

@@ -1,0 +1,309 @@
+"""CSV files of joint samples, and the recorded rows they are read into.
+
+Reading counts and drops what loggers repeat (:func:`clean_rows`); :func:`write_table` is the package's one
+CSV writer. The column scheme is described in :mod:`payload_estimation.signals.samples`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..model.description import RobotDescription
+from ..signals.samples import SampleDataError, Samples
+
+log = logging.getLogger(__name__)
+
+_GROUPS = ("q", "dq", "ddq", "tau")
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Rows of a recording as logged, before cleaning (arrays (N, n) in model joint order, t (N,) s).
+
+    ``where[k]`` is the file line (CSV, 1-based, the header is line 1) or the message index (bag) of
+    row k, so that every message can point at the recording; ``unit`` says which ("line", "message").
+    """
+
+    source: str
+    q: np.ndarray
+    tau: np.ndarray
+    dq: np.ndarray | None = None
+    ddq: np.ndarray | None = None
+    t: np.ndarray | None = None
+    where: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    unit: str = "line"
+    joint_names: tuple[str, ...] = ()
+
+    def at(self, k: int) -> str:
+        """'line 12' / 'message 11' of row k."""
+        return f"{self.unit} {int(self.where[k])}" if len(self.where) > k else f"row {k}"
+
+
+@dataclass(frozen=True)
+class Cleaning:
+    """What :func:`clean_rows` dropped from a time-stamped stream: counts and the first place of each.
+
+    ``repeated_rows``: every value equal to the previous row's (a logger re-reading the same sample,
+    whatever its stamp); ``repeated_stamps``: same time stamp as the previous row, other values;
+    ``stale_torques``: all joint torques bit-identical to the previous row's while the positions
+    changed (a noisy sensor never repeats exactly: a stale read).
+    """
+
+    rows: int
+    repeated_rows: int = 0
+    repeated_stamps: int = 0
+    stale_torques: int = 0
+    first: dict = field(default_factory=dict)
+    kept: np.ndarray | None = field(default=None, repr=False)   # indices of the rows kept
+
+    def where(self, rows: Rows, k: int) -> str:
+        """Place in the recording ('line 12') of kept sample k."""
+        return rows.at(int(self.kept[k]) if self.kept is not None else k)
+
+    @property
+    def dropped(self) -> int:
+        return self.repeated_rows + self.repeated_stamps + self.stale_torques
+
+    def describe(self) -> str:
+        """One line: '20544 rows, 1366 dropped: 1131 repeated rows (first at line 40), ...'."""
+        if not self.dropped:
+            return f"{self.rows} rows, none repeated"
+        parts = [f"{n} {what} (first at {self.first[key]})"
+                 for key, what, n in (("repeated_rows", "repeated rows", self.repeated_rows),
+                                      ("repeated_stamps", "rows repeating the previous time stamp",
+                                       self.repeated_stamps),
+                                      ("stale_torques", "stale torque reads", self.stale_torques)) if n]
+        return f"{self.rows} rows, {self.dropped} dropped: " + ", ".join(parts)
+
+
+def clean_rows(rows: Rows) -> tuple[Samples, Cleaning]:
+    """Samples of ``rows`` with logger repeats dropped (see :class:`Cleaning`); rows without time
+    stamps are separate captures and are kept as they are.
+
+    Raises :class:`SampleDataError` naming the source when time stamps go backwards (how many,
+    and where the first one is): such a stream mixes clocks or publishers and has no usable order.
+    """
+    n_rows = rows.q.shape[0]
+    if rows.t is None or n_rows < 2:
+        return _samples_of(rows, slice(None)), Cleaning(n_rows, kept=np.arange(n_rows))
+    t = np.asarray(rows.t, float)
+    step = np.diff(t)
+    back = np.flatnonzero(step < 0)
+    if back.size:
+        k = int(back[0]) + 1
+        raise SampleDataError(
+            f"{rows.source}: {back.size} of {n_rows} time stamps go backwards (first at {rows.at(k)}: "
+            f"t = {t[k]:.9g} s after t = {t[k - 1]:.9g} s at {rows.at(k - 1)}); the recording mixes clocks or "
+            "publishers -- record one JointState source, or sort the rows by time if that is right")
+    values = np.hstack([a for a in (rows.q, rows.dq, rows.ddq, rows.tau) if a is not None])
+    same_all = np.all(values[1:] == values[:-1], axis=1)
+    same_t = step == 0
+    repeated_stamp = same_t & ~same_all
+    stale = np.zeros(n_rows - 1, bool)
+    if rows.tau.shape[1] >= 2:
+        stale = ~same_all & ~same_t & np.all(rows.tau[1:] == rows.tau[:-1], axis=1) & \
+            np.any(rows.q[1:] != rows.q[:-1], axis=1)
+    first = {}
+    for key, mask in (("repeated_rows", same_all), ("repeated_stamps", repeated_stamp), ("stale_torques", stale)):
+        if mask.any():
+            first[key] = rows.at(int(np.argmax(mask)) + 1)
+    keep = np.concatenate([[True], ~(same_all | repeated_stamp | stale)])
+    report = Cleaning(n_rows, int(same_all.sum()), int(repeated_stamp.sum()), int(stale.sum()), first,
+                      np.flatnonzero(keep))
+    if report.dropped:
+        log.info("%s: %s", rows.source, report.describe())
+    return _samples_of(rows, keep), report
+
+
+def _samples_of(rows: Rows, index) -> Samples:
+    def pick(a):
+        return None if a is None else np.asarray(a)[index]
+
+    try:
+        return Samples(pick(rows.q), pick(rows.tau), pick(rows.dq), pick(rows.ddq), pick(rows.t), rows.joint_names)
+    except SampleDataError as exc:
+        raise SampleDataError(f"{rows.source}: {exc}") from exc
+
+
+_COL = re.compile(r"^(q|tau|dq|ddq)(\d+)$")
+
+
+_BINARY_MAGIC = {b"SQLite format 3\x00": "a rosbag2 sqlite3 storage file (.db3)",
+                 b"\x89MCAP": "a rosbag2 MCAP storage file (.mcap)"}
+
+
+def binary_kind(path: Path) -> str | None:
+    """What a known binary recording file is (by its first bytes), or None."""
+    try:
+        with Path(path).open("rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return None
+    return next((what for magic, what in _BINARY_MAGIC.items() if head.startswith(magic)), None)
+
+
+def read_csv_rows(path: str | Path, desc: RobotDescription | None = None) -> Rows:
+    """The rows of a CSV recording (format in the module docstring), not yet cleaned.
+
+    Errors (:class:`SampleDataError`) name the file, the line (1-based, the header is line 1) and
+    the column; a binary file (e.g. a rosbag2 .db3 read as CSV) is named as such.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise SampleDataError(f"{path}: no such file")
+    if path.is_dir():
+        raise SampleDataError(f"{path}: is a directory, not a CSV file")
+    kind = binary_kind(path)
+    if kind is not None:
+        raise SampleDataError(f"{path}: this is {kind}, not a CSV file; read it as a rosbag "
+                              "(payload_estimation.files.recording.load_recording)")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise SampleDataError(f"{path}: not a text CSV file (line {line}, byte {exc.start}: 0x{raw[exc.start]:02x} is "
+                              "not UTF-8 text); a recording must be a CSV file or a rosbag2 directory, .db3 or "
+                              ".mcap file") from None
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        rows, lines = [], []
+        for row in reader:
+            if any(c.strip() for c in row):
+                rows.append(row)
+                lines.append(reader.line_num)
+    except csv.Error as exc:
+        raise SampleDataError(f"{path}: not a readable CSV file ({exc})") from None
+    if not rows:
+        raise SampleDataError(f"{path}: empty file (expected a header row q1..qn, tau1..taun)")
+    header = [h.strip() for h in rows[0]]
+    groups: dict[str, dict[int, int]] = {g: {} for g in _GROUPS}
+    t_col = None
+    for c, h in enumerate(header):
+        m = _COL.match(h)
+        if m:
+            k = int(m.group(2))
+            if k in groups[m.group(1)]:
+                first = groups[m.group(1)][k] + 1
+                raise SampleDataError(f"{path}: column '{h}' appears twice (columns {first} and {c + 1})")
+            groups[m.group(1)][k] = c
+        elif h == "t":
+            t_col = c
+    n = len(groups["q"])
+    if n == 0:
+        raise SampleDataError(f"{path}: no position columns q1..qn in header {header}")
+    for g, cols in groups.items():
+        if not cols and g in ("dq", "ddq"):
+            continue
+        expected = set(range(1, n + 1))
+        if set(cols) != expected:
+            missing = sorted(expected - set(cols))
+            extra = sorted(set(cols) - expected)
+            what = []
+            if missing:
+                what.append("missing " + ", ".join(f"{g}{k}" for k in missing))
+            if extra:
+                what.append("unexpected " + ", ".join(f"{g}{k}" for k in extra))
+            raise SampleDataError(
+                f"{path}: {len(cols)} '{g}' columns for {n} position columns q1..q{n} ({'; '.join(what)})"
+            )
+    if desc is not None and n != desc.n:
+        raise SampleDataError(
+            f"{path}: file has {n} joints (q1..q{n}) but robot '{desc.name}' has {desc.n} joints"
+        )
+    data_rows, data_lines = rows[1:], lines[1:]
+    if not data_rows:
+        raise SampleDataError(f"{path}: header but no data rows")
+    used = sorted({c for g in groups.values() for c in g.values()} | ({t_col} if t_col is not None else set()))
+    for r, row in enumerate(data_rows):
+        if len(row) != len(header):
+            raise SampleDataError(f"{path}: line {data_lines[r]} has {len(row)} fields, header has {len(header)}")
+    values = _parse_numbers(path, header, data_rows, data_lines, used)
+    col = {c: i for i, c in enumerate(used)}
+
+    def block(g):
+        cols = groups[g]
+        return values[:, [col[cols[k]] for k in range(1, n + 1)]] if cols else None
+
+    return Rows(str(path), block("q"), block("tau"), block("dq"), block("ddq"),
+                values[:, col[t_col]] if t_col is not None else None, np.asarray(data_lines, int), "line",
+                desc.joint_names if desc is not None else ())
+
+
+def _parse_numbers(path: Path, header: list[str], rows: list[list[str]], lines: list[int],
+                   used: list[int]) -> np.ndarray:
+    """(N, len(used)) floats of the used columns; errors name the line and column of the first bad cell."""
+    cells = [[row[c] for c in used] for row in rows]
+    try:
+        values = np.array(cells, dtype=float)
+    except ValueError:
+        values = None
+    if values is not None and np.all(np.isfinite(values)):
+        return values
+    for r, row in enumerate(cells):
+        for i, cell in enumerate(row):
+            try:
+                v = float(cell)
+            except ValueError:
+                raise SampleDataError(
+                    f"{path}: line {lines[r]}, column '{header[used[i]]}': '{cell.strip()}' is not a number"
+                ) from None
+            if not math.isfinite(v):
+                raise SampleDataError(
+                    f"{path}: line {lines[r]}, column '{header[used[i]]}': value is {cell.strip()} (NaN/inf)")
+    raise AssertionError("unreachable: every cell parsed")  # pragma: no cover
+
+
+def load_csv(path: str | Path, desc: RobotDescription | None = None) -> Samples:
+    """Samples of a CSV file: :func:`read_csv_rows` then :func:`clean_rows` (repeats dropped and
+    logged). With ``desc`` the joint count is checked against the robot and its joint names are
+    attached. For the cleaning and sampling report use ``recording.load_recording``."""
+    return clean_rows(read_csv_rows(path, desc))[0]
+
+
+def write_table(path: str | Path, header: Sequence[str], table, precision: int = 10, time_column: bool = False) -> Path:
+    """Write a numeric table (N rows x len(header) columns) as CSV with a header row: the package's
+    one CSV writer (samples, trajectories, residuals, validation output). Values are printed with
+    ``precision`` significant digits (integers exactly); with ``time_column`` the first column is
+    printed to the nanosecond (ROS stamps are ~1.7e9 s: significant digits would lose them)."""
+    path = Path(path)
+    a = np.asarray(table, dtype=float)
+    if a.ndim != 2 or a.shape[1] != len(header):
+        raise SampleDataError(f"{path}: table of shape {a.shape} for {len(header)} columns")
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(list(header))
+        for row in a:
+            cells = [f"{v:.{precision}g}" for v in row]
+            if time_column:
+                cells[0] = f"{row[0]:.9f}"
+            w.writerow(cells)
+    return path
+
+
+def save_csv(samples: Samples, path: str | Path, precision: int = 10) -> Path:
+    """Write ``samples`` in the CSV format read by :func:`load_csv`."""
+    n = samples.n_joints
+    header: list[str] = []
+    cols: list[np.ndarray] = []
+    if samples.t is not None:
+        header.append("t")
+        cols.append(samples.t[:, None])
+    for g in ("q", "dq", "ddq", "tau"):
+        a = getattr(samples, g)
+        if a is not None:
+            header += [f"{g}{j + 1}" for j in range(n)]
+            cols.append(a)
+    return write_table(path, header, np.hstack(cols), precision, time_column=samples.t is not None)
+
+
+__all__ = ["Cleaning", "Rows", "binary_kind", "clean_rows", "load_csv", "read_csv_rows", "save_csv", "write_table"]

@@ -1,0 +1,236 @@
+"""The payload from one short excitation as the estimator receives it: a stream, not a clean recording.
+
+:func:`estimate_payload_dynamic` takes the joint states recorded over the sampler's excitation (from rest
+at the pick configuration back to rest there) and, when there is one, the same excitation recorded
+before the grasp (the *reference* run), and returns all ten payload parameters where the motion
+determines them (:func:`.payload_filtered.estimate_payload_filtered`: no accelerations, torque and
+regressor filtered alike).
+
+- The stream is taken as a driver sends it: uneven stamps and dropped samples are resampled onto a
+  uniform grid of ``fit_rate`` Hz, each value the mean over its interval (a gap longer than
+  ``max_gap`` is refused).
+- The reference run is aligned to the loaded one on the measured positions (the two commands reach
+  the controller at different instants); the torque of the small tracking difference between the
+  runs is moved over with the model. Sensor offsets and the model's error cancel between the runs.
+- Without a reference the fit is one-shot against the model, its error and the offsets in σ: honest
+  but coarse (it is flagged by the estimator's precision check).
+- Inertia components the motion did not determine are reported (``undetermined``) and the previous
+  estimate's inertia is kept for them when it had one; none is guessed.
+
+Units: s, rad, rad/s, N m; payload frame as :mod:`.payload_result`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..model.dynamics import RigidBodyDynamics
+from .estimate import PayloadEstimate
+from .filtered import DEFAULT_CUTOFF, estimate_payload_filtered
+from .model_uncertainty import declared_uncertainty
+from .motion import INERTIA_RSD
+from .result import ICOM_NAMES, PayloadDataError, PayloadLimits, as_no_payload, effective_limits, is_no_payload
+
+DYNAMIC_INERTIA_ADVICE = ("for the inertia, a longer excitation (payload_sampler excitation_duration, then "
+                          "~/record_reference again) or a pick configuration where the excitation need not be "
+                          "scaled down (its answer says when it was)")
+"""The undetermined-inertia note's suggestion after a sampler excitation."""
+
+ONSET = float(np.radians(0.05))
+"""rad: a joint this far from where the recording started marks the start of the motion."""
+
+
+@dataclass(frozen=True)
+class MotionRecording:
+    """Joint states over one excitation: stamps ``t`` (N,) s, ``q`` rad, ``dq`` rad/s, ``tau`` N m (N, n)."""
+
+    t: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    tau: np.ndarray
+
+    @classmethod
+    def from_rows(cls, rows: list[tuple[float, np.ndarray, np.ndarray, np.ndarray]]) -> MotionRecording:
+        """From [(t, q, dq, tau)] as a node buffers them."""
+        if not rows:
+            raise PayloadDataError("nothing was recorded (no joint_states while recording)")
+        return cls(np.array([r[0] for r in rows], float), np.array([r[1] for r in rows], float),
+                   np.array([r[2] for r in rows], float), np.array([r[3] for r in rows], float))
+
+    @property
+    def duration(self) -> float:
+        return float(self.t[-1] - self.t[0]) if self.t.size else 0.0
+
+    def motion_span(self, threshold: float = ONSET) -> tuple[float, float]:
+        """(start, end) s of the motion: the first sample farther than ``threshold`` rad from the first
+        sample's position, and the last one farther than that from the last sample's (a loaded arm may
+        come to rest a little off where it started)."""
+        away = np.flatnonzero(np.max(np.abs(self.q - self.q[0]), axis=1) > threshold)
+        if away.size == 0:
+            raise PayloadDataError(f"the arm did not move during the {self.duration:.2f} s recording (no joint "
+                                   f"left its start by {np.degrees(threshold):.2f} deg)")
+        moving = np.flatnonzero(np.max(np.abs(self.q - self.q[-1]), axis=1) > threshold)
+        return float(self.t[away[0]]), float(self.t[moving[-1]] if moving.size else self.t[-1])
+
+
+@dataclass(frozen=True)
+class DynamicFitConfig:
+    """``fit_rate`` Hz of the resampled grid; ``cutoff`` Hz of the filtered form; ``max_gap`` s of
+    stream allowed missing; ``inertia_rsd``: an
+    inertia component counts as determined when its std is at most this fraction of the largest
+    moment; ``model_uncertainty`` (relative) and ``torque_offset_std`` (N m): the model's error in σ
+    of a fit without reference; ``limits``: plausibility checks."""
+
+    fit_rate: float = 250.0
+    cutoff: float = DEFAULT_CUTOFF
+    max_gap: float = 0.05
+    inertia_rsd: float = INERTIA_RSD
+    model_uncertainty: float = 0.05
+    torque_offset_std: float = 0.5
+    limits: PayloadLimits | None = None
+
+
+def _interp(t_new: np.ndarray, t: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Linear interpolation of the rows of ``x`` (N, n) at ``t_new`` (inside [t0, tN])."""
+    k = np.clip(np.searchsorted(t, t_new, side="right") - 1, 0, len(t) - 2)
+    w = ((t_new - t[k]) / (t[k + 1] - t[k]))[:, None]
+    return x[k] * (1 - w) + x[k + 1] * w
+
+
+def _box(t_new: np.ndarray, step: float, t: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Means of the piecewise-linear ``x`` (N, n) over [t - step/2, t + step/2] at each of ``t_new``:
+    resampling with an anti-aliasing box (point samples of a faster stream would fold its ripple into
+    the band the fit uses)."""
+    integral = np.concatenate([np.zeros((1, x.shape[1])), np.cumsum(0.5 * (x[1:] + x[:-1]) * np.diff(t)[:, None],
+                                                                      axis=0)])
+    lo = np.clip(t_new - step / 2, t[0], t[-1])
+    hi = np.clip(t_new + step / 2, t[0], t[-1])
+    width = np.maximum(hi - lo, 1e-12)[:, None]
+    return (_interp(hi, t, integral) - _interp(lo, t, integral)) / width
+
+
+def check_recording(rec: MotionRecording, n: int, what: str, max_gap: float) -> MotionRecording:
+    """``rec`` with repeated stamps dropped; PayloadDataError naming what is wrong (shape, NaN, stamps
+    going back, a gap longer than ``max_gap`` s, fewer than 50 samples)."""
+    for name in ("q", "dq", "tau"):
+        a = getattr(rec, name)
+        if a.ndim != 2 or a.shape != (rec.t.size, n):
+            raise PayloadDataError(f"{what}: {name} has shape {a.shape}, expected ({rec.t.size}, {n})")
+        if not np.all(np.isfinite(a)):
+            raise PayloadDataError(f"{what}: {name} contains NaN or inf")
+    dt = np.diff(rec.t)
+    if np.any(dt < 0):
+        k = int(np.argmax(dt < 0))
+        raise PayloadDataError(f"{what}: stamps go back at sample {k + 1} ({rec.t[k + 1]:.4f} s after "
+                               f"{rec.t[k]:.4f} s)")
+    keep = np.concatenate([[True], dt > 0])
+    rec = MotionRecording(rec.t[keep], rec.q[keep], rec.dq[keep], rec.tau[keep])
+    if rec.t.size < 50:
+        raise PayloadDataError(f"{what}: only {rec.t.size} samples recorded")
+    gap = float(np.max(np.diff(rec.t)))
+    if gap > max_gap:
+        k = int(np.argmax(np.diff(rec.t)))
+        raise PayloadDataError(f"{what}: the stream has a {1e3 * gap:.0f} ms gap at {rec.t[k] - rec.t[0]:.3f} s "
+                               f"(more than {1e3 * max_gap:.0f} ms: the motion cannot be filtered across it)")
+    return rec
+
+
+def align_reference(loaded: MotionRecording, reference: MotionRecording, search: float = 0.025) -> float:
+    """Shift s such that ``reference`` at t + shift moves like ``loaded`` at t (each relative to where it
+    started): the motion onsets, then the least-squares match of the positions within ±``search`` s of
+    that, to a fraction of a sample."""
+    on_l, end_l = loaded.motion_span()
+    on_r, _ = reference.motion_span()
+    coarse = on_r - on_l
+    t = loaded.t[(loaded.t >= on_l) & (loaded.t <= end_l)]
+    dl = _interp(t, loaded.t, loaded.q) - loaded.q[0]
+
+    def cost(shift: float) -> float:
+        tr = np.clip(t + shift, reference.t[0], reference.t[-1])
+        return float(np.sum((_interp(tr, reference.t, reference.q) - reference.q[0] - dl) ** 2))
+
+    sample = max(float(np.median(np.diff(loaded.t))), 4e-4)
+    # one sample apart over the search window, then a quarter sample around the best, then a parabola
+    shifts = coarse + np.arange(-search, search + sample / 2, sample)
+    mid = shifts[int(np.argmin([cost(s) for s in shifts]))]
+    step = sample / 4
+    shifts = mid + step * np.arange(-4, 5)
+    costs = np.array([cost(s) for s in shifts])
+    k = int(np.clip(np.argmin(costs), 1, len(shifts) - 2))
+    c0, c1, c2 = costs[k - 1:k + 2]
+    curv = c0 - 2 * c1 + c2
+    best = shifts[k] + (0.5 * step * (c0 - c2) / curv if curv > 0 else 0.0)
+    rms = np.sqrt(cost(best) / dl.size)
+    if rms > ONSET * 20:
+        raise PayloadDataError(f"the reference run does not follow the same motion (positions differ by "
+                               f"{np.degrees(rms):.2f} deg RMS after alignment): record the reference again at "
+                               "this pick configuration")
+    return float(best)
+
+
+def estimate_payload_dynamic(dyn: RigidBodyDynamics, loaded: MotionRecording, reference: MotionRecording | None = None,
+                        config: DynamicFitConfig | None = None,
+                        previous: PayloadEstimate | None = None) -> PayloadEstimate:
+    """Payload (all ten parameters where determined) from the ``loaded`` excitation, differential
+    against ``reference`` when given (module docstring); ``previous``: the estimate in use, whose
+    inertia is kept when this motion does not determine it. Raises PayloadDataError / PayloadRejected."""
+    cfg = config or DynamicFitConfig()
+    n = dyn.n
+    loaded = check_recording(loaded, n, "loaded run", cfg.max_gap)
+    step = 1.0 / cfg.fit_rate
+    if reference is not None:
+        reference = check_recording(reference, n, "reference run", cfg.max_gap)
+        shift = align_reference(loaded, reference)
+        t0 = max(loaded.t[0], reference.t[0] - shift)
+        t1 = min(loaded.t[-1], reference.t[-1] - shift)
+    else:
+        shift, t0, t1 = 0.0, loaded.t[0], loaded.t[-1]
+    start, end = loaded.motion_span()
+    if t0 > start - 0.02 or t1 < end:
+        raise PayloadDataError(f"the {'runs overlap' if reference is not None else 'recording covers'} "
+                               f"{t0 - loaded.t[0]:.3f}..{t1 - loaded.t[0]:.3f} s but the motion spans "
+                               f"{start - loaded.t[0]:.3f}..{end - loaded.t[0]:.3f} s: the recording must start at "
+                               "rest before the motion and last until it ends")
+    t = np.arange(t0, t1, step)
+    q, dq, tau = (_box(t, step, loaded.t, getattr(loaded, k)) for k in ("q", "dq", "tau"))
+    common = dict(cutoff=cfg.cutoff, limits=cfg.limits, inertia_rsd=cfg.inertia_rsd, own_scale=False, project=True,
+                  inertia_advice=DYNAMIC_INERTIA_ADVICE)
+    tr = t - t[0]
+    if reference is not None:
+        ts = np.clip(t + shift, reference.t[0], reference.t[-1])
+        qu, dqu, tau_u = (_box(ts, step, reference.t, getattr(reference, k)) for k in ("q", "dq", "tau"))
+        est = estimate_payload_filtered(dyn, tr, q, dq, tau, tau_u, reference_q=qu, reference_dq=dqu, **common)
+        method = f"dynamic differential ({t1 - t0:.2f} s; {reference_phrase(shift)})"
+    else:
+        unc = declared_uncertainty(dyn, cfg.model_uncertainty, cfg.torque_offset_std)
+        est = estimate_payload_filtered(dyn, tr, q, dq, tau, model_uncertainty=unc, **common)
+        method = f"dynamic one-shot ({t1 - t0:.2f} s, no reference run)"
+    if is_no_payload(est):  # nothing held: the fit's notes on the inertia of nothing do not apply
+        return as_no_payload(est, method, effective_limits(cfg.limits, True).no_payload_below)
+    return keep_previous_inertia(replace(est, method=method), previous)
+
+
+def reference_phrase(shift: float) -> str:
+    """How the reference run lies in time, for the method text: ``shift`` s (:func:`align_reference`) is
+    where the reference run's motion starts relative to this one's -- the time between the two runs
+    (negative: recorded before), not a misalignment."""
+    when = f"{abs(shift):.1f} s {'before' if shift <= 0 else 'after'} this one"
+    return f"reference run recorded {when} (in stamps), aligned on the joint positions"
+
+
+def keep_previous_inertia(est: PayloadEstimate, previous: PayloadEstimate | None) -> PayloadEstimate:
+    """``est`` with ``previous``'s inertia about the CoM when ``est`` left it undetermined (noted); as it
+    is otherwise. The undetermined components stay listed."""
+    if not any(nm in est.undetermined for nm in ICOM_NAMES):
+        return est
+    if previous is None or previous.inertia is None or previous.mass <= 0:
+        return replace(est, notes=est.notes + ("no earlier inertia to keep: inertia left out (a point mass at the "
+                                               "CoM for the collision monitor)",))
+    return replace(est, inertia=np.array(previous.inertia, float),
+                   notes=est.notes + (f"inertia kept from the previous estimate ({previous.method})",))
+
+
+__all__ = ["DynamicFitConfig", "MotionRecording", "align_reference", "check_recording", "estimate_payload_dynamic",
+           "keep_previous_inertia", "reference_phrase"]

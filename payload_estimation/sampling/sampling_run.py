@@ -1,0 +1,746 @@
+"""One sampling run around the user's pick configuration: start-up, the pose program, every abort.
+
+:class:`SamplingRun` is what the ``payload_sampler`` node does between a ``~/sample`` request and
+its answer, without ROS: the node feeds it an :class:`Observation` (clock, joint state, whether the
+arm reads static, the collision monitor's flag, answers of the estimator) and carries out the
+actions it returns (publish ``active``, a move or a hold, ask the estimator for a capture, an
+estimate, to clear captures) until :class:`Finished`.
+
+Motion stays bounded by the pick configuration q0:
+
+- q0 is where ``~/sample`` was called on a robot at rest. A run that fails hands its q0 on (the
+  :class:`PickAnchor`): the next run refuses to start anywhere but inside that run's envelope,
+  returns to the anchored q0 first if the arm is elsewhere (not while a collision is reported: it
+  refuses, naming ``payload_sampler/forget_pick``), and samples around it — never around a perturbed
+  pose. An arm already at the anchored q0 needs no return: the run starts there as a fresh one does
+  (a collision reported then is the grasp, see the gate). A successful run (or ``~/forget_pick``)
+  drops the anchor.
+- Every commanded point passes :func:`.poses.checked_move` against the envelope of q0 (±amplitude,
+  joint limits with their margin, velocity limits); holds are clipped to the envelope.
+- Every abort ends with the arm commanded back to q0 when that is safe (fresh joint_states, no
+  collision reported, a checked move) — on cancel, a pose not reached, no static sample, the
+  estimator failing — and otherwise holding: after a collision the monitor holds the arm (this run
+  commands nothing), after a lost stream the run holds at the last known position. The answer says
+  where the arm is and why; the anchor makes the next run return first.
+
+Start-up: ``active`` is raised at once (the collision monitor fits its provisional payload from the
+residual at rest), the arm must be at rest at q0 within ``pick_rest_timeout``, then the motion (pose set
+or excitation) is planned. Planning takes up to about a second of CPU: the run hands it out as a
+:class:`PlanMotion` action for the caller to compute away from the thread that handles joint_states and
+the stream watchdog (the node: a worker thread; a plain loop: inline), and waits in phase ``planning``
+for :meth:`SamplingRun.planned`, supervising as ever (stream, monitor, collision, cancel): planning
+time never reads as a lost stream, and ``~/cancel`` ends a run that is still planning. The collision
+gate: a collision reported before the arm came to rest at q0 is the grasp, not a collision of this
+run; once that flag has cleared, any collision aborts the run. The first move waits until the gate
+is armed and ``monitor_fit_delay`` s have passed since ``active``.
+Times: ``t`` is the node clock (robot time, sim time under ``use_sim_time``), ``wall`` a monotonic
+clock for stream loss and service answers (a stopped simulator stops ``t`` too).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..collision.provisional import payload_gravity_posterior
+from ..errors import PayloadEstimationError
+from ..model.description import RobotDescription
+from ..model.dynamics import RigidBodyDynamics
+from ..model.parameters import BodyInertia
+from .excitation_sequence import ExcitationSequence, Excite, Record
+from .payload_excitation import (
+    ExcitationPlan,
+    ExcitationPlanConfig,
+    UnknownPayload,
+    UnsafeExcitation,
+    check_excitation,
+    plan_payload_excitation,
+    unknown_payload_torque,
+)
+from .poses import (
+    Envelope,
+    MotionLimitError,
+    PosePlan,
+    PosePlanConfig,
+    checked_move,
+    make_envelope,
+    stop_point,
+    unknown_payload_duration,
+)
+from .sequence import (
+    Capture,
+    Done,
+    Estimate,
+    Move,
+    PhaseTimings,
+    SamplingSequence,
+    SequenceAborted,
+    SequenceConfig,
+    Wait,
+)
+
+CLOCK_BACK_TOLERANCE = 1e-3
+"""s the node clock may step back between observations before a run counts it as a restart."""
+
+CANCELLED = "cancelled by the user (~/cancel)"
+"""The reason of a run ended by ``~/cancel``: what the user asked for, not a fault."""
+
+
+class RunRefused(PayloadEstimationError):
+    """The run cannot start (the message says why and what to do); nothing was commanded."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Start-up, gate and supervision timing of a run (s).
+
+    pick_rest_timeout: max wait for rest at q0 (node clock); monitor_fit_delay: min time from
+    ``active`` to the first move; stream_timeout: wall s without joint_states that abort the run;
+    service_timeout: wall s the estimator may take to answer; start_tolerance: rad the arm may move
+    between the request and rest at q0 (more means it was not at rest where it was asked);
+    mass_limit (kg) and unknown_payload_torque (N m): while the poses captured so far leave the payload
+    mass or CoM uncertain (:func:`collision.provisional.payload_gravity_posterior`, the mass at most
+    mass_limit), moves are slowed so that 3 sigma of its inertial torque stays below unknown_payload_torque;
+    monitor_timeout: wall s a run waits for the collision monitor to be monitoring before it refuses.
+    """
+
+    pick_rest_timeout: float = 3.0
+    monitor_fit_delay: float = 0.25
+    stream_timeout: float = 0.5
+    service_timeout: float = 3.0
+    start_tolerance: float = float(np.radians(0.5))
+    mass_limit: float = 15.0
+    unknown_payload_torque: float = 3.0
+    monitor_timeout: float = 10.0
+
+    def __post_init__(self):
+        for k in ("pick_rest_timeout", "stream_timeout", "service_timeout", "start_tolerance", "mass_limit",
+                  "unknown_payload_torque", "monitor_timeout"):
+            if not (np.isfinite(getattr(self, k)) and getattr(self, k) > 0):
+                raise ValueError(f"run {k} must be > 0, got {getattr(self, k)}")
+        if not (np.isfinite(self.monitor_fit_delay) and self.monitor_fit_delay >= 0):
+            raise ValueError(f"run monitor_fit_delay must be >= 0 s, got {self.monitor_fit_delay}")
+
+
+@dataclass(frozen=True)
+class PickAnchor:
+    """The pick configuration of an aborted run that left the arm elsewhere (rad), its envelope, and why."""
+
+    q0: np.ndarray
+    envelope: Envelope
+    reason: str
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the node sees at one instant.
+
+    t: node clock (s); wall: monotonic clock (s); q, dq: newest joint state (rad, rad/s; None before
+    the first); static: the node's static pre-check on its recent window; stream_age: wall s since
+    the newest joint_states (None: none yet); collision: the monitor's flag now; collisions: rising
+    edges of that flag seen so far; cancel: ``~/cancel`` was requested; estimator_ready: the
+    estimator's services are available; monitor_ready: the collision monitor says it is monitoring (a
+    run never moves the arm while the safety function is blind or absent, unless the node opts out).
+    """
+
+    t: float
+    wall: float
+    q: np.ndarray | None
+    dq: np.ndarray | None = None
+    static: bool = False
+    stream_age: float | None = None
+    collision: bool = False
+    collisions: int = 0
+    cancel: bool = False
+    estimator_ready: bool = True
+    monitor_ready: bool = True
+
+
+@dataclass(frozen=True)
+class SetActive:
+    """Publish the sampler's ``active`` flag."""
+
+    active: bool
+
+
+@dataclass(frozen=True)
+class ClearCaptures:
+    """Ask the estimator to forget earlier loaded captures (no answer needed)."""
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Command a stop at ``target`` (rad) reached in ``duration`` s with zero velocity."""
+
+    target: np.ndarray
+    duration: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The run is over: ``ok``, the answer ``text``, the anchor the next run must respect (or None), and
+    ``code``, the outcome for programs: ``done``, ``refused``, ``cancelled``, ``collision``, ``stream_lost``,
+    ``monitor_lost``, ``not_reached``, ``no_static``, ``estimator_timeout``, ``estimate_rejected``, ``gate``,
+    ``rest_timeout``, ``moved_at_start``, ``plan_failed``, ``clock_restart`` or ``motion_limit``."""
+
+    ok: bool
+    text: str
+    anchor: PickAnchor | None = None
+    code: str = "done"
+
+
+@dataclass(frozen=True, eq=False)
+class PlannedMotion:
+    """What :meth:`PlanMotion.compute` found: the ``plan`` (static poses or an excitation; None when
+    nothing could be planned), ``fallback`` (why a dynamic run takes the static poses; "" if it does
+    not), ``error`` (why nothing could be planned: the run ends with it; "" if planned), the ``code`` of
+    that failure and ``seconds`` (wall) of computing."""
+
+    plan: PosePlan | ExcitationPlan | None
+    fallback: str = ""
+    error: str = ""
+    code: str = "plan_failed"
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class PlanMotion:
+    """Action: compute the run's motion with :meth:`compute` — CPU-bound, up to about a second (longer on
+    a loaded machine) — on a thread that does not handle joint_states or the stream watchdog, and hand
+    the result to :meth:`SamplingRun.planned`; keep calling :meth:`SamplingRun.update` meanwhile. The
+    inputs are copies and the computation uses its own dynamics model: it may run on any thread.
+
+    q0 (rad) and ``envelope``: the pick configuration and its box; ``poses``: the static pose set;
+    ``excitation``: a dynamic run's plan configuration (None: static), ``reference_plan``: the reference
+    run's excitation to repeat; ``reference``: this is the reference run; ``unknown_payload_torque`` (N m)
+    and ``mass_limit`` (kg) as :class:`RunConfig`."""
+
+    desc: RobotDescription
+    payload: BodyInertia | None
+    q0: np.ndarray
+    envelope: Envelope
+    poses: PosePlanConfig
+    sweep: bool = False
+    excitation: ExcitationPlanConfig | None = None
+    reference: bool = False
+    reference_plan: ExcitationPlan | None = None
+    unknown_payload_torque: float = 3.0
+    mass_limit: float = 15.0
+
+    def compute(self) -> PlannedMotion:
+        """The motion of the run (never raises for a motion that cannot be planned: see ``error``)."""
+        start = time.perf_counter()
+        dyn = RigidBodyDynamics(self.desc, self.payload)  # its own pinocchio data: this may run on another thread
+        return replace(self._compute(dyn), seconds=time.perf_counter() - start)
+
+    def _compute(self, dyn: RigidBodyDynamics) -> PlannedMotion:
+        fallback = ""
+        if self.excitation is not None:
+            try:
+                return PlannedMotion(self._excitation_plan(dyn))
+            except UnsafeExcitation as e:
+                if self.reference:
+                    return PlannedMotion(None, error=f"no reference recorded: {e}; sample uses the static poses at "
+                                         "this pick configuration")
+                fallback = f"static poses instead of the excitation: {e}"
+            except (MotionLimitError, ValueError) as e:
+                return PlannedMotion(None, error=f"cannot plan the excitation at this pick configuration: {e}")
+        try:
+            return PlannedMotion(_plan_within(dyn, self.q0, self.poses, self.envelope, self.sweep), fallback)
+        except (MotionLimitError, ValueError) as e:
+            return PlannedMotion(None, fallback, error=f"cannot plan poses at this pick configuration: {e}")
+
+    def _excitation_plan(self, dyn: RigidBodyDynamics) -> ExcitationPlan:
+        """Plan the excitation (or re-centre the reference run's) for the payload's mass not yet known at
+        rest at q0 (e.g. stretched up, :class:`UnsafeExcitation`): its inertial torque along the motion
+        could exceed ``unknown_payload_torque`` and read as a collision. A reference run plans for the
+        payload it will be compared with (the same bound: it depends on q0 alone)."""
+        unknown = UnknownPayload(_unknown_mass_std(dyn, self.q0, self.mass_limit), self.unknown_payload_torque)
+        if self.reference_plan is not None:
+            plan = self.reference_plan.recentred(self.envelope)
+            torque = unknown_payload_torque(dyn, plan.trajectory, unknown.mass_std, unknown.k_sigma)
+            if torque > unknown.torque_budget:
+                raise UnsafeExcitation(f"the payload's mass does not show at rest here as it did where the "
+                                       f"reference was recorded: its torque along the excitation could "
+                                       f"reach {torque:.1f} N m (3 σ)")
+        else:
+            plan = plan_payload_excitation(dyn, self.q0, self.excitation, self.envelope, unknown)
+        check_excitation(plan, self.desc)
+        return plan
+
+
+RunAction = SetActive | ClearCaptures | PlanMotion | Move | Hold | Capture | Estimate | Record | Excite | Finished
+
+
+class SamplingRun:
+    """One ``~/sample`` request (see the module docstring): create it when the request arrives, then
+    call :meth:`update` with every observation and carry out what it returns."""
+
+    def __init__(self, dyn, plan_config: PosePlanConfig, sequence_config: SequenceConfig,
+                 run_config: RunConfig, t: float, wall: float, anchor: PickAnchor | None = None,
+                 joint_names: tuple[str, ...] | None = None, sweep: bool = False,
+                 excitation: ExcitationPlanConfig | None = None, reference: bool = False,
+                 reference_plan: ExcitationPlan | None = None):
+        """``sweep``: a calibration sweep of the unloaded arm (:func:`.sweep.plan_sweep`) instead of the
+        payload poses: nothing is grasped, so ``active`` is not raised (the monitor must not learn a
+        provisional payload) and moves are not slowed for an unknown payload. ``excitation``: a dynamic
+        run (:class:`.excitation_sequence.ExcitationSequence`) with this plan configuration, or the
+        ``reference_plan`` re-centred on q0 (the motion of the reference run, so the two match);
+        ``reference``: the dynamic run of the unloaded arm before the grasp (like a sweep, ``active`` is
+        not raised; the recording is stored as the reference instead of estimated)."""
+        self.dyn = dyn
+        self.sweep = sweep
+        self.excitation = excitation
+        self.reference = reference
+        self.reference_plan = reference_plan
+        self.excitation_plan: ExcitationPlan | None = None
+        self.fallback = ""  # why a dynamic run sampled the static poses instead
+        self.desc: RobotDescription = dyn.desc
+        self.plan_config = plan_config
+        self.seq_config = sequence_config
+        self.cfg = run_config
+        self.names = tuple(joint_names or self.desc.joint_names)
+        self.anchor = anchor
+        self.q_request: np.ndarray | None = None
+        self.q0: np.ndarray | None = None
+        self.envelope: Envelope | None = None
+        self.timings = PhaseTimings()
+        self.plan: PosePlan | None = None
+        self.sequence: SamplingSequence | None = None
+        self.phase = "waiting"
+        self.abort_reason: str | None = None
+        self._t_start, self._wall_start = t, wall
+        self._t_active: float | None = None
+        self._t_phase = t
+        self._t_plan = t
+        self._planned: PlannedMotion | None = None
+        self._armed = False
+        self._may_arm = False
+        self._collision_base = 0
+        self._pending: tuple[str, float] | None = None  # (request kind, wall time sent)
+        self._return: tuple[np.ndarray, float, float] | None = None  # (target, duration, t commanded)
+        self._q_last: np.ndarray | None = None
+        self._t_seen = -np.inf  # s, the latest node-clock time observed
+        self._deferred: SequenceAborted | None = None
+        self._abort_code = ""
+        self._finished: Finished | None = None
+
+    @property
+    def unloaded(self) -> bool:
+        """Nothing is grasped (a sweep or a reference run): ``active`` is not raised."""
+        return self.sweep or self.reference
+
+    @property
+    def wants_static(self) -> bool:
+        """True when :meth:`update` looks at ``Observation.static`` (the node may skip the check otherwise)."""
+        return self.phase == "rest" or (self.phase == "sequence" and self.sequence.wants_static)
+
+    # ------------------------------------------------------------------ start
+    def _wait_ready(self, obs: Observation) -> None:
+        """Wait (``service_timeout`` wall s) for joint_states and the estimator and (``monitor_timeout``)
+        for the collision monitor, then fix q0 or refuse."""
+        fresh = obs.q is not None and obs.stream_age is not None and obs.stream_age <= self.cfg.stream_timeout
+        if fresh and obs.estimator_ready and obs.monitor_ready:
+            try:
+                self._begin(obs)
+            except RunRefused as e:
+                self._finish(False, f"refused: {e}", self.anchor, "refused")
+            return
+        waited = obs.wall - self._wall_start
+        if not (fresh and obs.estimator_ready) and waited > self.cfg.service_timeout:
+            what = ("no valid joint_states received (check that the robot driver publishes joint_states with this "
+                    "robot's joint names)" if obs.q is None else
+                    f"joint_states stopped {obs.stream_age:.1f} s ago (check the robot driver)" if not fresh else
+                    "the estimator is not available (payload_estimator's services do not answer: start it, or check "
+                    "that it runs in this namespace)")
+            self._finish(False, f"refused after {waited:.1f} s: {what}; the arm was not moved", self.anchor, "refused")
+        elif waited > self.cfg.monitor_timeout:
+            self._finish(False, "refused: the collision monitor is not monitoring (no collision_monitor/status below "
+                         "ERROR: not running, no robot model or no joint_states); the arm was not moved. Start it, "
+                         "or set require_monitor false to sample without collision detection", self.anchor, "refused")
+
+    def _begin(self, obs: Observation) -> None:
+        """Fix q0 and the envelope from the first usable observation, or raise :class:`RunRefused`.
+
+        With an anchor, the arm already at its q0 (within ``arrival_tolerance``) starts there as a fresh
+        run does (a collision reported now is the grasp: see the gate), keeping the anchor's q0 and
+        envelope; elsewhere inside its envelope the run returns there first, which it will not do while
+        a collision is reported."""
+        q = np.asarray(obs.q, dtype=float)
+        anchor = self.anchor
+        at_anchor = anchor is not None and float(np.max(np.abs(q - anchor.q0))) <= self.seq_config.arrival_tolerance
+        if anchor is not None and not at_anchor:
+            far = np.degrees(np.max(np.abs(q - anchor.q0)))
+            where = (f"the arm is {far:.1f} deg from the pick configuration "
+                     f"{np.round(np.degrees(anchor.q0), 2).tolist()} deg of the aborted run ({anchor.reason})")
+            if not anchor.envelope.contains(q, tol=self.cfg.start_tolerance):
+                raise RunRefused(f"{where} and outside its envelope; nothing was moved. Move the arm back there, "
+                                 "or call payload_sampler/forget_pick to sample around the current pose instead")
+            if obs.collision:  # (at the anchor or without one, a collision now is the grasp: see the gate)
+                raise RunRefused(f"{where} and the collision monitor reports a collision: the sampler does not "
+                                 "move the arm back there while a collision is reported; nothing was moved. Call "
+                                 "~/sample again once the collision has cleared, or call payload_sampler/forget_pick "
+                                 "to sample around the current pose instead")
+        self.q_request = q.copy()
+        if anchor is not None:
+            self.q0, self.envelope = anchor.q0.copy(), anchor.envelope
+        else:
+            try:
+                self.envelope = make_envelope(self.desc, q, self.plan_config.amplitude_deg,
+                                              self.plan_config.limit_margin_deg)
+            except MotionLimitError as e:
+                raise RunRefused(f"cannot sample at this pick configuration: {e}") from e
+            self.q0 = q.copy()
+        self.phase = "return_first" if anchor is not None and not at_anchor else "startup"
+
+    # ------------------------------------------------------------------ answers
+    def planned(self, result: PlannedMotion) -> None:
+        """The result of this run's :class:`PlanMotion`, taken at the next :meth:`update` (ignored once the
+        run has ended, e.g. cancelled while planning)."""
+        if self.phase == "planning" and self._planned is None:
+            self._planned = result
+
+    def answered(self, kind: str, ok: bool, text: str, t: float) -> None:
+        """The estimator answered the pending ``kind`` request ("capture" or "estimate") at ``t`` (s)."""
+        if self._pending is None or self._pending[0] != kind:
+            return  # an answer after an abort: nothing waits for it any more
+        self._pending = None
+        if self._finished is not None or self.sequence is None:
+            return
+        if kind in ("capture", "record"):
+            try:
+                if kind == "record":
+                    self.sequence.recorded(ok, text, t)
+                else:
+                    self.sequence.captured(ok, text, t)
+            except SequenceAborted as e:
+                self._deferred = e  # ends the run at the next update (no static sample at a pose)
+        else:
+            self.sequence.estimated(ok, text, t)
+
+    @property
+    def pending(self) -> str | None:
+        """The kind of request waiting for an answer, or None."""
+        return None if self._pending is None else self._pending[0]
+
+    @property
+    def finished(self) -> Finished | None:
+        return self._finished
+
+    # ------------------------------------------------------------------ the machine
+    def update(self, obs: Observation) -> list[RunAction]:
+        """The actions to carry out now, given ``obs``; ends with a :class:`Finished` once."""
+        if self._finished is not None:
+            return []
+        if obs.q is not None:
+            self._q_last = np.asarray(obs.q, dtype=float)
+        t_prev, self._t_seen = self._t_seen, max(self._t_seen, obs.t)
+        fault = None if self.phase == "waiting" else self._supervise(obs, t_prev)
+        if fault is not None:
+            return self._abort(obs, *fault)
+        out: list[RunAction] = []
+        if self.phase == "waiting":
+            self._wait_ready(obs)
+            if self._finished is not None:
+                return [self._finished]
+            if self.phase == "waiting":
+                return out
+        try:
+            if self.phase == "return_first":
+                self._return_first(obs, out)
+            if self.phase == "startup":
+                self._t_active = obs.t
+                self._t_phase = obs.t
+                if not self.unloaded:
+                    out.append(SetActive(True))
+                self.phase = "rest"
+            if self.phase == "rest":
+                self._rest(obs, out)
+            if self.phase == "planning":
+                self._planning(obs, out)
+            if self.phase == "sequence":
+                self._sequence(obs, out)
+            if self.phase == "abort_return":
+                self._abort_return(obs, out)
+        except SequenceAborted as e:
+            text = str(e)
+            if self.phase == "sequence" and e.code == "gate" and not self._armed:
+                text = (f"the collision monitor still reports a collision at the pick configuration ({e}); nothing "
+                        "was moved. If it is the grasp (the object's weight read as a contact), announce it: call "
+                        "payload_estimator/grasped, then ~/sample again; otherwise check that nothing touches the arm")
+            mode = "return" if e.hold else "none"
+            if self.phase in ("return_first", "abort_return"):
+                mode = "hold"
+            return out + self._abort(obs, text, mode, e.code)
+        return out
+
+    def _supervise(self, obs: Observation, t_prev: float) -> tuple[str, str, str] | None:
+        """(reason, how to end: "return" | "hold" | "none", code) of an abort the observation forces, or None;
+        ``t_prev``: the latest node-clock time seen before ``obs``."""
+        if obs.t < t_prev - CLOCK_BACK_TOLERANCE:  # every duration of this run was measured on the old clock
+            return (f"the clock went back {t_prev - obs.t:.2f} s (the simulator or the robot driver restarted): "
+                    "this run's timing no longer holds; call ~/sample again", "hold", "clock_restart")
+        if obs.stream_age is None or obs.stream_age > self.cfg.stream_timeout:
+            what = ("no joint_states received" if obs.stream_age is None else
+                    f"joint_states lost for {obs.stream_age:.2f} s")
+            # no hold: its target would be a stale position, reached too fast from where the arm really is;
+            # the last command is a bounded move that ends at rest inside the envelope
+            return f"{what} (joint_state_timeout {self.cfg.stream_timeout:.2f} s)", "none", "stream_lost"
+        if not obs.monitor_ready:  # the safety function went blind or away: no further motion without it
+            return ("the collision monitor stopped monitoring (collision_monitor/status ERROR or silent)", "hold",
+                    "monitor_lost")
+        if self._may_arm and not self._armed and not obs.collision:
+            self._armed, self._collision_base = True, obs.collisions
+        if (self._armed or self.phase == "return_first") and (
+                obs.collision or (self._armed and obs.collisions > self._collision_base)):
+            return "collision reported by the collision monitor (the monitor stops the arm)", "none", "collision"
+        if self.phase == "abort_return":
+            return None
+        if self._deferred is not None:
+            return str(self._deferred), "return", self._deferred.code
+        if obs.cancel:
+            return CANCELLED, "return", "cancelled"
+        if self._pending is not None and obs.wall - self._pending[1] > self.cfg.service_timeout:
+            what = {"capture": "the capture request", "record": "the request to start recording",
+                    "estimate": "the estimate request"}.get(self._pending[0], self._pending[0])
+            return (f"the estimator did not answer {what} within {self.cfg.service_timeout:.1f} s (service_timeout)",
+                    "return", "estimator_timeout")
+        return None
+
+    def _return_first(self, obs: Observation, out: list[RunAction]) -> None:
+        if self._return is None:
+            out.extend(self._command_return(obs, "pick configuration of the aborted run"))
+            if self._return is None:  # already there
+                self.phase = "startup"
+            return
+        if self._arrived(obs):
+            self._return = None
+            self.phase = "startup"
+
+    def _rest(self, obs: Observation, out: list[RunAction]) -> None:
+        if not obs.static:
+            if obs.t - self._t_phase > self.cfg.pick_rest_timeout:
+                raise SequenceAborted(f"the arm did not come to rest at the pick configuration within "
+                                      f"{self.cfg.pick_rest_timeout:.2f} s (pick_rest_timeout): is something still "
+                                      "moving it? Call ~/sample again with the arm at rest", hold=False,
+                                      code="rest_timeout")
+            return
+        q = np.asarray(obs.q, dtype=float)
+        moved = float(np.max(np.abs(q - self.q0)))
+        if moved > self.cfg.start_tolerance:
+            raise SequenceAborted(f"the arm came to rest {np.degrees(moved):.2f} deg from where sampling was "
+                                  "requested: call ~/sample with the arm at rest at the pick configuration", hold=False,
+                                  code="moved_at_start")
+        if self.anchor is None:
+            self.q0 = q.copy()  # the rest pose itself (within start_tolerance of the request)
+            self.envelope = make_envelope(self.desc, self.q0, self.plan_config.amplitude_deg,
+                                          self.plan_config.limit_margin_deg)
+        self._may_arm = True  # a collision reported until now is the grasp, not this run's
+        self.phase, self._t_plan = "planning", obs.t
+        out.append(PlanMotion(self.desc, getattr(self.dyn, "payload", None), self.q0.copy(), self.envelope,
+                              self.plan_config, self.sweep, self.excitation, self.reference, self.reference_plan,
+                              self.cfg.unknown_payload_torque, self.cfg.mass_limit))
+
+    def _planning(self, obs: Observation, out: list[RunAction]) -> None:
+        """Wait for :meth:`planned`, then start the sequence (or end the run with the planning's reason)."""
+        res = self._planned
+        if res is None:
+            return
+        moved = float(np.max(np.abs(np.asarray(obs.q, dtype=float) - self.q0)))
+        if moved > self.cfg.start_tolerance:
+            raise SequenceAborted(f"the arm moved {np.degrees(moved):.2f} deg from the pick configuration while the "
+                                  "motion was planned: call ~/sample again with the arm at rest at the pick "
+                                  "configuration", hold=False, code="moved_at_start")
+        if res.plan is None:
+            raise SequenceAborted(res.error, hold=False, code=res.code)
+        if isinstance(res.plan, ExcitationPlan):
+            self.excitation_plan = res.plan
+            if not self.reference:
+                out.append(ClearCaptures())
+            self.sequence = ExcitationSequence(res.plan, self.seq_config, check=self._check)
+        else:
+            if res.fallback:
+                self.fallback, self.excitation = res.fallback, None
+            self.plan = res.plan
+            out.append(ClearCaptures())
+            self.sequence = SamplingSequence(self.plan, self.desc, self.seq_config, self.names)
+            if not self.sweep:
+                self.sequence.duration_floor = self._unknown_payload_floor
+        self.sequence.timings.startup = obs.t - self._t_start
+        self.sequence.timings.planning = obs.t - self._t_plan
+        self.timings = self.sequence.timings
+        self.phase = "sequence"
+
+    def _sequence(self, obs: Observation, out: list[RunAction]) -> None:
+        seq = self.sequence
+        if self._pending is not None and self._pending[0] in ("capture", "record"):
+            return
+        clear = self._armed and obs.t - self._t_active >= self.cfg.monitor_fit_delay
+        act = seq.update(obs.t, obs.q, seq.wants_static and obs.static, clear_to_move=clear)
+        if isinstance(act, Move):
+            self._check(act.target)
+            out.append(act)
+        elif isinstance(act, Excite):
+            out.append(act)
+        elif isinstance(act, (Capture, Estimate, Record)):
+            kind = "capture" if isinstance(act, Capture) else "record" if isinstance(act, Record) else "estimate"
+            self._pending = (kind, obs.wall)
+            out.append(act)
+            if isinstance(act, Estimate) and self.excitation is None:  # the return move is commanded at once
+                ret = seq.update(obs.t, obs.q, False, clear_to_move=True)
+                if isinstance(ret, Move):
+                    self._check(ret.target)
+                    out.append(ret)
+        elif isinstance(act, Done):
+            what = (f"a {seq.plan.duration:.2f} s excitation{_scaled(seq.plan)}" if self.excitation is not None
+                    else f"{seq.n} poses")
+            if self.fallback:
+                what += f" ({self.fallback})"
+            verb = "reference recorded" if self.reference else "calibrated" if self.sweep else "estimated"
+            text = (f"{verb} from {what} around q0 = {np.round(np.degrees(self.q0), 2).tolist()} deg (back there "
+                    f"now): {act.text}") if act.ok else (
+                f"estimator rejected the fit: {act.text} (arm returned to the pick configuration)")
+            out.extend(self._finish(act.ok, text, None if act.ok else self._anchor(act.text),
+                                    "done" if act.ok else "estimate_rejected"))
+
+    # ------------------------------------------------------------------ aborts
+    def _abort(self, obs: Observation, reason: str, mode: str, code: str) -> list[RunAction]:
+        """End the run after ``reason``: ``return`` to q0 if that is safe, else ``hold``; ``none``
+        commands nothing (the monitor holds after a collision; before any motion nothing moved)."""
+        if self.phase == "abort_return":  # a second fault while returning: hold where it is
+            reason = f"{self.abort_reason}; then, while returning: {reason}"
+            # the fault is what the outcome reports, not the user's cancel before it
+            mode = "none" if mode == "none" else "hold"
+            code = code if self._abort_code == "cancelled" else self._abort_code
+        self._abort_code = code
+        if mode == "return" and self.phase in ("waiting", "startup", "rest", "planning"):
+            mode = "none"  # this run has not moved the arm
+        elif mode == "return" and self.phase == "return_first":
+            mode = "hold"
+        self.abort_reason = reason
+        self._pending = None
+        if mode == "return" and self._q_last is not None:
+            try:
+                out = self._command_return(obs, "pick configuration (abort)")
+            except SequenceAborted as e:
+                reason, mode = f"{reason}; {e}", "hold"
+            else:
+                if self._return is None:
+                    return self._finish(False, f"{reason}; the arm is at the pick configuration", self._anchor(reason),
+                                        code)
+                self.phase = "abort_return"
+                return out
+        out: list[RunAction] = []
+        if mode != "none" and self._q_last is not None and self.phase not in ("startup", "rest", "planning"):
+            dq = None if "lost" in reason else obs.dq  # a lost stream's last velocity is stale
+            q_stop, t_stop = stop_point(self.desc, self._q_last, dq, envelope=self.envelope)
+            out.append(Hold(q_stop, t_stop, "hold"))
+        return out + self._finish(False, f"{reason}; {self._where()}", self._anchor(reason), code)
+
+    def _abort_return(self, obs: Observation, out: list[RunAction]) -> None:
+        if self._arrived(obs):
+            out.extend(self._finish(False, f"{self.abort_reason}; returned to the pick configuration",
+                                    self._anchor(self.abort_reason), self._abort_code))
+
+    def _anchor(self, reason: str) -> PickAnchor | None:
+        """The pick configuration a retry must keep (None before it was fixed): every run that fails
+        after fixing q0 hands it on, so retries never re-centre on wherever the arm stopped."""
+        if self.q0 is None:
+            return self.anchor
+        return PickAnchor(self.q0.copy(), self.envelope, reason)
+
+    def _where(self) -> str:
+        if self._q_last is None:
+            return "the arm's position is unknown (no joint_states)"
+        if self._abort_code == "stream_lost":
+            return ("nothing more was commanded: the arm ends the move it was given, at rest inside the envelope, "
+                    f"last seen {np.degrees(np.max(np.abs(self._q_last - self.q0))):.1f} deg from the pick "
+                    f"configuration {np.round(np.degrees(self.q0), 2).tolist()} deg; the next ~/sample returns there "
+                    "first")
+        off = float(np.degrees(np.max(np.abs(self._q_last - self.q0))))
+        if off <= np.degrees(self.seq_config.arrival_tolerance):
+            return "the arm is at the pick configuration"
+        return (f"holding {off:.1f} deg from the pick configuration {np.round(np.degrees(self.q0), 2).tolist()} "
+                "deg; the next ~/sample returns there first")
+
+    def _finish(self, ok: bool, text: str, anchor: PickAnchor | None, code: str) -> list[RunAction]:
+        self.phase = "done"
+        self._finished = Finished(ok, text, anchor, code)
+        raised = self._t_active is not None and not self.unloaded
+        return [SetActive(False), self._finished] if raised else [self._finished]
+
+    # ------------------------------------------------------------------ moves
+    def _command_return(self, obs: Observation, label: str) -> list[RunAction]:
+        q = np.asarray(self._q_last, dtype=float)
+        if np.max(np.abs(q - self.q0)) < 0.1 * self.seq_config.arrival_tolerance:
+            self._return = None
+            return []
+        try:
+            duration = checked_move(q, self.q0, self.envelope, self.desc, self.seq_config.velocity_scale,
+                                    self.seq_config.min_duration, self.names)
+        except MotionLimitError as e:
+            raise SequenceAborted(f"refusing to command the return: {e}", code="motion_limit") from e
+        self._return = (self.q0.copy(), duration, obs.t)
+        return [Move(self.q0.copy(), duration, label)]
+
+    def _arrived(self, obs: Observation) -> bool:
+        target, duration, t_cmd = self._return
+        err = np.abs(np.asarray(obs.q, float) - target)
+        if obs.t - t_cmd >= duration and np.max(err) < self.seq_config.arrival_tolerance:
+            return True
+        if obs.t - t_cmd > duration + self.seq_config.arrival_timeout:
+            j = int(np.argmax(err))
+            raise SequenceAborted(f"the pick configuration was not reached: joint {self.names[j]} is "
+                                  f"{np.degrees(err[j]):.2f} deg off", hold=True, code="not_reached")
+        return False
+
+    def _unknown_payload_floor(self, q_from: np.ndarray, q_to: np.ndarray, k: int) -> float:
+        """Move duration floor (s) while the captured poses leave the payload's mass or CoM uncertain."""
+        visited = self.plan.poses[:k] if k > 0 else self.q0[None]
+        _, cov = payload_gravity_posterior(self.dyn, visited)
+        # a mass beyond mass_limit is refused anyway: the unknown mass need not be feared beyond it
+        shrink = min(1.0, self.cfg.mass_limit / (3.0 * float(np.sqrt(cov[0, 0]))))
+        cov = cov.copy()
+        cov[0, :] *= shrink
+        cov[:, 0] *= shrink
+        return unknown_payload_duration(self.dyn, q_from, q_to, cov, self.cfg.unknown_payload_torque)
+
+    def _check(self, target: np.ndarray) -> None:
+        """Last line of defence: nothing leaves the envelope of q0, whatever the program hands out."""
+        if not self.envelope.contains(target):
+            raise SequenceAborted("refusing a command outside the envelope of the pick configuration", hold=True,
+                                  code="motion_limit")
+
+
+def _unknown_mass_std(dyn: RigidBodyDynamics, q0: np.ndarray, mass_limit: float) -> float:
+    """Standard deviation (kg) of the payload mass as known from rest at q0 (the monitor's provisional
+    posterior), at most mass_limit / 3: a heavier payload is refused anyway."""
+    _, cov = payload_gravity_posterior(dyn, q0[None])
+    return min(float(np.sqrt(cov[0, 0])), mass_limit / 3.0)
+
+
+def _plan_within(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope, sweep: bool = False) -> PosePlan:
+    """plan_poses (or plan_sweep) around q0; the plan's envelope is the run's (identical unless anchored)."""
+    from .poses import plan_poses
+    from .sweep import plan_sweep
+
+    if sweep:
+        return plan_sweep(dyn, q0, config, envelope)
+    plan = plan_poses(dyn, q0, config)
+    return replace(plan, envelope=envelope) if plan.envelope is not envelope else plan
+
+
+def _scaled(plan: ExcitationPlan) -> str:
+    """' at N % of its limits (...)' for an excitation scaled down for the unseen payload; '' if not."""
+    if plan.scale >= 1.0:
+        return ""
+    return (f" at {100 * plan.scale:.0f} % of its limits (3 σ of the payload's mass not seen at rest here adds up "
+            f"to {plan.unknown_torque:.1f} N m along it)")
+
+
+__all__ = ["SamplingRun", "RunConfig", "RunRefused", "PickAnchor", "Observation", "SetActive", "ClearCaptures",
+           "PlanMotion", "PlannedMotion", "Hold", "Finished", "RunAction", "Wait", "Record", "Excite"]
+
