@@ -2,7 +2,7 @@
 
 Issue 27 item 2: the excitation's planning (~0.5-1 s of CPU, seconds on a loaded machine) used to run
 on the sampler's executor and its own watchdog aborted the run ("joint_states lost") ~12 times in 13.
-sim_node (iiwa14) and the three nodes as processes (the stack of test/test_sampler_recovery.py: the
+sim_node (iiwa14) and the three nodes as processes (the stack of test/integration/test_sampler_recovery.py: the
 sampler and the estimator at their default joint_state_timeout, the monitor at 2 s), then ``--runs``
 reference runs in a row. Each line: success, the longest joint_states gap this script's own
 subscription saw during the call (a gap there means the stream itself stalled, e.g. a starved

@@ -19,6 +19,16 @@ DATASETS = next((p / "shared/datasets" for p in TEST_DIR.parents if (p / "shared
                 TEST_DIR.parents[1] / "shared/datasets")
 
 
+# the vendored real-stack URDFs: file -> (joint names, tip link = payload frame)
+ROBOTS = {
+    "iiwa14": ([f"lbr_A{i}" for i in range(1, 8)], "lbr_link_ee"),
+    "iiwa7": ([f"lbr_A{i}" for i in range(1, 8)], "lbr_link_ee"),
+    "med14": ([f"lbr_A{i}" for i in range(1, 8)], "lbr_link_ee"),
+    "fr3": ([f"fr3_joint{i}" for i in range(1, 8)], "fr3_link8"),
+    "fr3_hand": ([f"fr3_joint{i}" for i in range(1, 8)], "fr3_hand_tcp"),
+}
+
+
 def urdf(name: str) -> Path:
     """A vendored real-stack URDF by its stem, e.g. ``urdf("fr3")`` -> test/data/urdf/fr3.urdf."""
     return URDF_DIR / f"{name}.urdf"

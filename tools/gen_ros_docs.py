@@ -7,7 +7,7 @@
   and type come from the code; the notes column is kept from the docs, a new service or topic gets a
   placeholder note to fill in, a removed one disappears.
 
-test/test_parameters.py and test/test_ros_interface_docs.py fail when the files are out of date.
+test/integration/test_parameters.py and test/integration/test_ros_interface_docs.py fail when the files are out of date.
 
     .venv/bin/python tools/gen_ros_docs.py
 """

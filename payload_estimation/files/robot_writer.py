@@ -52,8 +52,8 @@ def write_identified_robot(robot: str, desc: RobotDescription, bodies: list[Body
 
     import yaml
 
-    from ..model.urdf import to_urdf
     from ..identification.torque_models import urdf_with_friction
+    from ..model.urdf import to_urdf
 
     yaml_path = Path(yaml_path)
     written = []

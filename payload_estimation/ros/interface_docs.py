@@ -6,7 +6,7 @@ entities (parameter services, ``~/get_type_description``, ``/rosout``, ``/parame
 :func:`render_interface_docs` rewrites each ``<!-- interface: NODE -->`` ... ``<!-- /interface -->`` block
 of the docs from that: kind, name and type come from the code; the notes column is kept from the docs (a
 new entity gets :data:`UNDESCRIBED`, a removed one disappears). ``tools/gen_ros_docs.py`` runs both;
-``test/test_ros_interface_docs.py`` fails when the docs and the code differ.
+``test/integration/test_ros_interface_docs.py`` fails when the docs and the code differ.
 """
 
 from __future__ import annotations

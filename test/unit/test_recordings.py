@@ -28,7 +28,7 @@ from payload_estimation.signals.preprocessing import preprocess_filtered, veloci
 from payload_estimation.signals.resample import derive_velocity, resample, split_by_time, stamp_report
 from payload_estimation.signals.samples import SampleDataError, Samples
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ from payload_estimation.model.parameters import vec6_from_sym
 from payload_estimation.model.robot_file import load_robot, robot_from_description
 from payload_estimation.payload.estimate import PayloadEstimate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 IIWA_URDF = urdf("iiwa14")
 
 

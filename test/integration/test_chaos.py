@@ -7,8 +7,8 @@ Seeds: ``PE_CHAOS_SEEDS`` (comma-separated, default ``1,2``; empty: the chaos ru
 second CI suite); ``PE_CHAOS_DURATION`` (s, default 60). One seed takes about 110 s of wall time:
 start-up, the 60 s schedule, the drain and the clean estimate.
 A failure prints its seed, the step, the event, the invariant and the node's last log lines; rerun one
-seed with ``PE_CHAOS_SEEDS=<seed> .venv/bin/python -m pytest test/test_chaos.py`` or
-``.venv/bin/python test/chaos_driver.py --seed <seed>``. ``PE_CHAOS_FINAL=dynamic``: the clean run after the
+seed with ``PE_CHAOS_SEEDS=<seed> .venv/bin/python -m pytest test/integration/test_chaos.py`` or
+``.venv/bin/python test/integration/chaos_driver.py --seed <seed>``. ``PE_CHAOS_FINAL=dynamic``: the clean run after the
 schedule records a reference before the grasp and samples dynamically (default ``static``: the issue's
 anchor + grasp + sample). The schedule is reproducible from the seed; the
 nodes' timing is not (real processes), so a rare failure may need a few runs of its seed.

@@ -6,6 +6,7 @@ import os
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rcl_interfaces.srv import DescribeParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
@@ -19,7 +20,7 @@ from payload_estimation.ros.parameters import Param, ParameterError
 from payload_estimation.ros.sampler_node import PayloadSamplerNode
 from payload_estimation.ros.spin_thread import SpinThread
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NS = f"/param{os.getpid()}"
 
 
@@ -195,3 +196,20 @@ def test_a_parameter_file_with_whole_numbers_for_doubles_starts(ros, tmp_path):
         PayloadEstimatorNode(cli_args=["--ros-args", "--params-file", str(path)])
     assert str(exc.value) == ("parameter max_payload takes a number, e.g. 5 or 5.0, got the text 'heavy' (from the "
                               "parameter file or -p)")
+
+
+def test_estimator_node_torque_gain_parameter(ros):
+    """The node's torque_gain: one value for all joints, checked against the robot at start-up; the
+    conversion is the core's (effort_to_torque)."""
+    node = PayloadEstimatorNode(parameter_overrides=[Parameter("torque_gain", value=[2.5])])
+    try:
+        np.testing.assert_array_equal(node.gain, np.full(7, 2.5))
+        bad = node.set_parameters([Parameter("torque_gain", value=[1.0, 2.0])])[0]
+        assert not bad.successful and "2 values, the robot has 7 joints" in bad.reason
+        gains = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6]
+        assert node.set_parameters([Parameter("torque_gain", value=gains)])[0].successful
+        np.testing.assert_array_equal(node.gain, gains)
+    finally:
+        node.destroy_node()
+    with pytest.raises(ParameterError, match="torque_gain: torque gain has 3 values, the robot has 7 joints"):
+        PayloadEstimatorNode(parameter_overrides=[Parameter("torque_gain", value=[1.0, 2.0, 3.0])])

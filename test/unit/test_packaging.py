@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # import name -> rosdep key where they differ (ROS packages are their own key)
 KEYS = {
     "numpy": "python3-numpy",

@@ -11,7 +11,7 @@ from payload_estimation.model.robot_file import load_robot
 from payload_estimation.model.urdf import load_urdf, to_urdf
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 PAYLOAD = BodyInertia(1.7, np.array([0.03, -0.02, 0.09]), np.diag([4e-3, 5e-3, 3e-3]))
 
 

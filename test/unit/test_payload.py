@@ -479,7 +479,7 @@ def test_cli_estimate_on_shipped_example(capsys):
 
     from payload_estimation.cli import main
 
-    ex = Path(__file__).resolve().parents[1] / "examples"
+    ex = Path(__file__).resolve().parents[2] / "examples"
     truth = json.loads((ex / "lwr4_truth.json").read_text())
     rc = main(["estimate", "--robot", "lwr4", "--samples", str(ex / "lwr4_loaded_samples.csv"),
                "--unloaded", str(ex / "lwr4_unloaded_samples.csv"), "--json"])
@@ -503,7 +503,7 @@ def test_cli_table_says_no_payload_and_gives_each_offset_with_its_sigma(capsys):
 
     from payload_estimation.cli import main
 
-    ex = Path(__file__).resolve().parents[1] / "examples"
+    ex = Path(__file__).resolve().parents[2] / "examples"
     unloaded = str(ex / "lwr4_unloaded_samples.csv")
     assert main(["estimate", "--robot", "lwr4", "--samples", unloaded, "--unloaded", unloaded]) == 0
     out = capsys.readouterr().out

@@ -14,7 +14,7 @@ import pytest
 from payload_estimation.ros.interface import DOCS
 from payload_estimation.ros.interface_docs import NODES, documented, introspect, render_interface_docs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 import pytest
-from data_paths import dataset, urdf
+from data_paths import ROBOTS, dataset, urdf
 
 from payload_estimation.model.description import RobotDescriptionError
 from payload_estimation.model.dynamics import RigidBodyDynamics
@@ -22,13 +22,6 @@ from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot, robot_from_description
 from payload_estimation.payload.gravity import estimate_payload_gravity
 
-ROBOTS = {  # file -> (joint names, tip link = payload frame)
-    "iiwa14": ([f"lbr_A{i}" for i in range(1, 8)], "lbr_link_ee"),
-    "iiwa7": ([f"lbr_A{i}" for i in range(1, 8)], "lbr_link_ee"),
-    "med14": ([f"lbr_A{i}" for i in range(1, 8)], "lbr_link_ee"),
-    "fr3": ([f"fr3_joint{i}" for i in range(1, 8)], "fr3_link8"),
-    "fr3_hand": ([f"fr3_joint{i}" for i in range(1, 8)], "fr3_hand_tcp"),
-}
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
 GAZ_URDF = dataset("lwr4-iit/kuka_lwr4_gaz.urdf")  # published with xmlns:xacro on its root
 

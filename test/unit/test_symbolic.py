@@ -26,7 +26,7 @@ from payload_estimation.model.symbolic import SymbolicModelError, derive, group_
 from payload_estimation.model.symbolic_cache import cache_key
 from payload_estimation.model.symbolic_regressor import exact_number, gravity_regressor_symbolic, rate_symbols
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 S = sp.Symbol
 
 

@@ -254,32 +254,6 @@ def test_mismatched_static_captures_name_the_way_out(runs):
         estimate_payload_recordings(dyn, Samples(q, tau), Samples(q[:3], tau[:3]))
 
 
-def test_estimator_node_torque_gain_parameter():
-    """The node's torque_gain: one value for all joints, checked against the robot at start-up; the
-    conversion is the core's (effort_to_torque)."""
-    import rclpy
-    from rclpy.parameter import Parameter
-
-    from payload_estimation.ros.estimator_node import PayloadEstimatorNode
-    from payload_estimation.ros.parameters import ParameterError
-
-    rclpy.init()
-    try:
-        node = PayloadEstimatorNode(parameter_overrides=[Parameter("torque_gain", value=[2.5])])
-        try:
-            np.testing.assert_array_equal(node.gain, np.full(7, 2.5))
-            bad = node.set_parameters([Parameter("torque_gain", value=[1.0, 2.0])])[0]
-            assert not bad.successful and "2 values, the robot has 7 joints" in bad.reason
-            assert node.set_parameters([Parameter("torque_gain", value=list(GAIN))])[0].successful
-            np.testing.assert_array_equal(node.gain, GAIN)
-        finally:
-            node.destroy_node()
-        with pytest.raises(ParameterError, match="torque_gain: torque gain has 3 values, the robot has 7 joints"):
-            PayloadEstimatorNode(parameter_overrides=[Parameter("torque_gain", value=[1.0, 2.0, 3.0])])
-    finally:
-        rclpy.shutdown()
-
-
 def test_raised_max_speed_does_not_turn_two_logged_runs_into_unpaired_captures(runs):
     """Issue 16: with a larger --max-speed the logged runs counted as static captures of different
     lengths and were refused; two logged streams are now aligned in time whatever --max-speed says."""

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from data_paths import urdf
+from data_paths import ROBOTS, urdf
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped
 from rclpy.executors import SingleThreadedExecutor
@@ -21,7 +21,6 @@ from rclpy.parameter import Parameter
 from ros_helpers import call_trigger, wait_for
 from std_msgs.msg import String
 from test_nodes import PAYLOAD, StaticArm
-from test_urdf import ROBOTS
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot, robot_from_description

@@ -21,7 +21,7 @@ from payload_estimation.model.robot_file import load_robot
 from payload_estimation.model.symbolic import derive
 from payload_estimation.model.urdf import load_urdf, to_urdf
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 MUJOCO_COMPILER = ('<mujoco><compiler balanceinertia="false" discardvisual="true" fusestatic="false" '
                    'autolimits="true" inertiafromgeom="false"/></mujoco>')
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "payload_estimation"
 ROS_PACKAGES = re.compile(r"^(rclpy|rcl_interfaces|builtin_interfaces|std_srvs|rosgraph_msgs|lifecycle_msgs|"
                           r"action_msgs|[a-z_]+_msgs)$")

@@ -29,7 +29,7 @@ def test_launch_entries_and_launch_files():
     assert [x["parameters"][-1]["robot"] for x in e] == ["lwr4", "", ""]
     with pytest.raises(ValueError, match="unknown node"):
         launch_entries(nodes=["planner"])
-    for f in Path(__file__).resolve().parents[1].joinpath("launch").glob("*.launch.py"):
+    for f in Path(__file__).resolve().parents[2].joinpath("launch").glob("*.launch.py"):
         compile(f.read_text(), str(f), "exec")  # the launch package is not installable here
 
 

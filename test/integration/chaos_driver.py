@@ -31,7 +31,7 @@ then, after the schedule, a clean run (the user's sequence: forget the old pick,
 FINAL_TIMEOUTS) estimates the payload within 1 % / 5 mm.
 
 Each violation names the seed, the step, the event and the node's last log lines. Standalone:
-``python test/chaos_driver.py --seed 3 [--duration 60]``.
+``python test/integration/chaos_driver.py --seed 3 [--duration 60]``.
 """
 
 from __future__ import annotations
