@@ -27,14 +27,12 @@ from payload_estimation.collision import (
     MomentumObserver,
     MonitorConfig,
     calibrate_envelope,
+    score_detections,
 )
 from payload_estimation.collision.geometry import distance_to_segment, sample_surface
-from payload_estimation.collision.scoring import score_detections
-from payload_estimation.model.dynamics import RigidBodyDynamics
-from payload_estimation.model.parameters import BodyInertia
-from payload_estimation.model.robot_file import load_robot
-from payload_estimation.payload.gravity import estimate_payload_gravity
-from payload_estimation.sampling.poses import stop_point
+from payload_estimation.model import BodyInertia, RigidBodyDynamics, load_robot
+from payload_estimation.payload import estimate_payload_gravity
+from payload_estimation.sampling import stop_point
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
 ROBOTS = ("lwr4", "iiwa14")

@@ -47,10 +47,9 @@ from benchlib import BENCH_DOCS, machine
 from payload_estimation.collision import CollisionMonitor, MonitorConfig
 from payload_estimation.collision import contact as contact_now
 from payload_estimation.collision.geometry import distance_to_segment, sample_surface
-from payload_estimation.model.dynamics import RigidBodyDynamics
-from payload_estimation.model.robot_file import load_robot
+from payload_estimation.model import RigidBodyDynamics, load_robot
 from payload_estimation.reporting import format_table
-from payload_estimation.sampling.poses import stop_point
+from payload_estimation.sampling import stop_point
 
 ROBOTS = ("lwr4", "iiwa14")
 LINKS = (2, 7)  # first and last link that gets contacts

@@ -29,10 +29,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 from benchlib import machine, payload, pick_configurations, write_section
 
-from payload_estimation.model.robot_file import load_robot
-from payload_estimation.payload.static import StaticFitConfig
+from payload_estimation.model import load_robot
+from payload_estimation.payload import StaticFitConfig
+from payload_estimation.sampling import ExcitationPlanConfig
 from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
-from payload_estimation.sampling.payload_excitation import ExcitationPlanConfig
 
 # the payload_sampler's dynamic defaults (ros/sampler_node.py PARAMS)
 DYNAMIC = ExcitationPlanConfig(duration=1.6, harmonics=5, velocity_scale=0.8, max_acceleration=25.0)

@@ -22,11 +22,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 from benchlib import machine, write_section  # noqa: E402
 
-from payload_estimation.identification.excitation import (  # noqa: E402
-    ExcitationConfig,
-    ExcitationDesigner,
-    trajectory_points,
-)
+from payload_estimation.identification import ExcitationConfig, ExcitationDesigner, trajectory_points  # noqa: E402
 from payload_estimation.identification.physical import (  # noqa: E402
     CoefficientTarget,
     PhysicalRetrieval,
@@ -41,8 +37,7 @@ from payload_estimation.identification.robot_identification import (  # noqa: E4
     random_configurations,
     validate_model,
 )
-from payload_estimation.model.dynamics import gravity_params, link_params  # noqa: E402
-from payload_estimation.model.robot_file import load_robot  # noqa: E402
+from payload_estimation.model import gravity_params, link_params, load_robot  # noqa: E402
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm  # noqa: E402
 from payload_estimation.sim.recorders import record_static_poses, record_trajectory  # noqa: E402
 
@@ -219,7 +214,7 @@ class IdentifiedModelFromDesc:
         self._t.check_robot(desc)
 
     def predict(self, dyn, q, dq=None, ddq=None):
-        from payload_estimation.model.dynamics import RigidBodyDynamics
+        from payload_estimation.model import RigidBodyDynamics
 
         d = RigidBodyDynamics(self.desc)
         return np.array([d.inverse_dynamics(q[k], dq[k], ddq[k]) for k in range(len(q))])

@@ -41,19 +41,18 @@ import numpy as np  # noqa: E402
 from benchlib import machine, write_section  # noqa: E402
 
 from payload_estimation.cli import main as cli_main  # noqa: E402
-from payload_estimation.files.recording import load_recording  # noqa: E402
-from payload_estimation.identification.identified_model import IdentifiedModel  # noqa: E402
-from payload_estimation.identification.least_squares import friction_regressor  # noqa: E402
-from payload_estimation.identification.robot_identification import validate_model  # noqa: E402
-from payload_estimation.identification.torque_models import (  # noqa: E402
+from payload_estimation.files import load_recording  # noqa: E402
+from payload_estimation.identification import (  # noqa: E402
     DescriptionModel,
+    IdentifiedModel,
     JointFriction,
     load_torque_model,
+    validate_model,
 )
-from payload_estimation.model.robot_file import load_robot  # noqa: E402
+from payload_estimation.identification.least_squares import friction_regressor  # noqa: E402
+from payload_estimation.model import load_robot  # noqa: E402
 from payload_estimation.reporting import format_table  # noqa: E402
-from payload_estimation.signals.preprocessing import preprocess_filtered  # noqa: E402
-from payload_estimation.signals.resample import split_by_time  # noqa: E402
+from payload_estimation.signals import preprocess_filtered, split_by_time  # noqa: E402
 
 PANDA_PUBLISHED = 0.295  # the dataset README's hold-out RMS of the authors' model (with its friction)
 PEER_LWR = (0.297, 0.435)  # issue 29: an open-source toolkit's identification of this LWR, friction re-fitted

@@ -31,10 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchlib import machine, write_section  # noqa: E402
 
-from payload_estimation.model.base_parameters import compute_base_parameters  # noqa: E402
-from payload_estimation.model.dynamics import RigidBodyDynamics  # noqa: E402
-from payload_estimation.model.robot_file import load_robot  # noqa: E402
-from payload_estimation.model.symbolic import derive  # noqa: E402
+from payload_estimation.model import RigidBodyDynamics, compute_base_parameters, derive, load_robot  # noqa: E402
 
 
 def median_time(fn, repeats: int) -> float:

@@ -69,8 +69,7 @@ def publisher(rate: float, seconds: float) -> None:
     import rclpy
     from sensor_msgs.msg import JointState
 
-    from payload_estimation.model.dynamics import RigidBodyDynamics
-    from payload_estimation.model.robot_file import load_robot
+    from payload_estimation.model import RigidBodyDynamics, load_robot
     from payload_estimation.ros.messages import sec_to_time
     from payload_estimation.ros.qos import SENSOR_QOS
 

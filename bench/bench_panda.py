@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 from benchlib import machine, write_section  # noqa: E402
 
 from payload_estimation.cli import main as cli_main  # noqa: E402
-from payload_estimation.files.recording import load_recording  # noqa: E402
-from payload_estimation.model.robot_file import load_robot  # noqa: E402
+from payload_estimation.files import load_recording  # noqa: E402
+from payload_estimation.model import load_robot  # noqa: E402
 
 # The dataset README's figures for the authors' published model (last 30 % by time, t >= 14.70 s)
 PUBLISHED = (0.295, (0.195, 0.664, 0.163, 0.281, 0.114, 0.098, 0.058))

@@ -28,12 +28,10 @@ sys.path.insert(0, str(ROOT))
 
 from benchlib import machine, write_section  # noqa: E402
 
-from payload_estimation.files.csv_samples import load_csv  # noqa: E402
-from payload_estimation.model.dynamics import RigidBodyDynamics  # noqa: E402
-from payload_estimation.model.parameters import BodyInertia  # noqa: E402
-from payload_estimation.model.robot_file import load_robot  # noqa: E402
+from payload_estimation.files import load_csv  # noqa: E402
+from payload_estimation.model import BodyInertia, RigidBodyDynamics, load_robot  # noqa: E402
 from payload_estimation.payload.gravity import cramer_rao_std, estimate_payload_gravity, payload_gravity_rows  # noqa: E402
-from payload_estimation.sampling.poses import PosePlanConfig, plan_poses  # noqa: E402
+from payload_estimation.sampling import PosePlanConfig, plan_poses  # noqa: E402
 
 PICK = np.deg2rad([0.0, 30.0, 0.0, -60.0, 0.0, 60.0, 0.0])
 HEAVY = BodyInertia(3.028, np.array([0.0, 0.0, 0.119]), np.diag([0.02, 0.02, 0.005]))  # paper eq. (39)

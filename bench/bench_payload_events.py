@@ -33,10 +33,8 @@ from benchlib import machine, payload, pick_configurations, write_section  # noq
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from payload_estimation.collision.monitor import CollisionMonitor, MonitorConfig  # noqa: E402
-from payload_estimation.collision.payload_change import GRASP, RELEASE, PayloadWatch, WatchConfig  # noqa: E402
-from payload_estimation.model.dynamics import RigidBodyDynamics  # noqa: E402
-from payload_estimation.model.robot_file import load_robot  # noqa: E402
+from payload_estimation.collision import GRASP, RELEASE, CollisionMonitor, MonitorConfig, PayloadWatch, WatchConfig  # noqa: E402
+from payload_estimation.model import RigidBodyDynamics, load_robot  # noqa: E402
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm  # noqa: E402
 
 T_ANNOUNCE = 0.3  # s

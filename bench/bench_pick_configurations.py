@@ -21,8 +21,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 from benchlib import machine, payload, pick_configurations, write_section
 
-from payload_estimation.model.robot_file import load_robot
-from payload_estimation.payload.static import StaticFitConfig
+from payload_estimation.model import load_robot
+from payload_estimation.payload import StaticFitConfig
 from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
 
 

@@ -38,7 +38,7 @@ def main() -> int:
     from rclpy.executors import SingleThreadedExecutor
     from ros_helpers import call_trigger, wait_for
 
-    from payload_estimation.model.robot_file import load_robot
+    from payload_estimation.model import load_robot
     from payload_estimation.ros.spin_thread import SpinThread
 
     ns = f"/benchref{os.getpid()}"

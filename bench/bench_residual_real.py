@@ -39,22 +39,21 @@ from benchlib import machine, write_section  # noqa: E402
 
 from payload_estimation.cli import main as cli_main  # noqa: E402
 from payload_estimation.cli.residual import observer_friction, run_residual  # noqa: E402
-from payload_estimation.collision import CollisionMonitor, MonitorConfig  # noqa: E402
+from payload_estimation.collision import CollisionMonitor, MonitorConfig, score_detections  # noqa: E402
 from payload_estimation.collision.geometry import sample_surface  # noqa: E402
-from payload_estimation.collision.scoring import score_detections  # noqa: E402
-from payload_estimation.files.recording import load_recording  # noqa: E402
-from payload_estimation.identification.dynamic_model import DynamicModel, load_dynamic_model  # noqa: E402
-from payload_estimation.identification.robot_identification import (  # noqa: E402
+from payload_estimation.files import load_recording  # noqa: E402
+from payload_estimation.identification import (  # noqa: E402
+    DynamicModel,
     IdentificationOptions,
+    JointFriction,
     identify_robot,
+    load_dynamic_model,
 )
-from payload_estimation.identification.torque_models import JointFriction  # noqa: E402
-from payload_estimation.model.dynamics import RigidBodyDynamics  # noqa: E402
-from payload_estimation.model.robot_file import load_robot  # noqa: E402
-from payload_estimation.payload.gravity import estimate_payload_gravity  # noqa: E402
+from payload_estimation.model import RigidBodyDynamics, load_robot  # noqa: E402
+from payload_estimation.payload import estimate_payload_gravity  # noqa: E402
 from payload_estimation.reporting import format_table  # noqa: E402
-from payload_estimation.sampling.poses import stop_point  # noqa: E402
-from payload_estimation.signals.resample import derive_velocity  # noqa: E402
+from payload_estimation.sampling import stop_point  # noqa: E402
+from payload_estimation.signals import derive_velocity  # noqa: E402
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm  # noqa: E402
 from payload_estimation.sim.recorders import record_trajectory  # noqa: E402
 

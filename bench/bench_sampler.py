@@ -156,13 +156,19 @@ def process_run(robot: str, seed: int, ns: str, workdir: Path) -> dict:
 
 def floor_run(robot: str, seed: int) -> dict:
     """The same sequence on the bare simulator: physics + static check only, no ROS (s)."""
-    from payload_estimation.model.dynamics import RigidBodyDynamics
-    from payload_estimation.model.parameters import BodyInertia, sym_from_vec6
-    from payload_estimation.model.robot_file import load_robot
-    from payload_estimation.payload.static import StaticFitConfig, estimate_payload_static
-    from payload_estimation.sampling.poses import PosePlanConfig, plan_poses
-    from payload_estimation.sampling.sequence import Capture, Done, Estimate, Move, SamplingSequence, SequenceConfig
-    from payload_estimation.signals.settle import SampleWindow, SettleConfig
+    from payload_estimation.model import BodyInertia, RigidBodyDynamics, load_robot, sym_from_vec6
+    from payload_estimation.payload import StaticFitConfig, estimate_payload_static
+    from payload_estimation.sampling import (
+        Capture,
+        Done,
+        Estimate,
+        Move,
+        PosePlanConfig,
+        SamplingSequence,
+        SequenceConfig,
+        plan_poses,
+    )
+    from payload_estimation.signals import SampleWindow, SettleConfig
     from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
     desc = load_robot(robot)

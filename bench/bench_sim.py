@@ -28,8 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchlib import machine, write_section  # noqa: E402
 
-from payload_estimation.model.dynamics import RigidBodyDynamics  # noqa: E402
-from payload_estimation.model.robot_file import load_robot  # noqa: E402
+from payload_estimation.model import RigidBodyDynamics, load_robot  # noqa: E402
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm  # noqa: E402
 
 Q0 = np.array([0.1, 0.5, -0.2, -1.0, 0.3, 0.6, 0.0])

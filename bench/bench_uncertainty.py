@@ -33,22 +33,21 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 from benchlib import machine, payload, pick_configurations, write_section
 
-from payload_estimation.identification.excitation import ExcitationConfig, ExcitationDesigner, trajectory_points
-from payload_estimation.identification.robot_identification import identify_gravity
-from payload_estimation.model.dynamics import RigidBodyDynamics
-from payload_estimation.model.robot_file import load_robot
-from payload_estimation.payload.gravity import estimate_payload_anchored, estimate_payload_gravity
-from payload_estimation.payload.recordings import PayloadOptions, estimate_payload_recordings
-from payload_estimation.payload.static import (
+from payload_estimation.identification import ExcitationConfig, ExcitationDesigner, identify_gravity, trajectory_points
+from payload_estimation.model import RigidBodyDynamics, load_robot
+from payload_estimation.payload import (
+    PayloadOptions,
     StaticFitConfig,
+    estimate_payload_anchored,
+    estimate_payload_gravity,
+    estimate_payload_recordings,
     estimate_payload_static,
     precision_problem,
     unloaded_model,
 )
+from payload_estimation.sampling import PosePlanConfig, plan_poses, plan_sweep
 from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
-from payload_estimation.sampling.poses import PosePlanConfig, plan_poses
-from payload_estimation.sampling.sweep import plan_sweep
-from payload_estimation.signals.samples import Samples
+from payload_estimation.signals import Samples
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm, true_links
 from payload_estimation.sim.recorders import record_trajectory
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from payload_estimation.model.parameters import BodyInertia
+from payload_estimation.model import BodyInertia
 
 
 def machine() -> str:

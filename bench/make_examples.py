@@ -17,15 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from payload_estimation.files.csv_samples import save_csv
-from payload_estimation.model.dynamics import RigidBodyDynamics
-from payload_estimation.model.parameters import BodyInertia
-from payload_estimation.model.robot_file import load_robot
-from payload_estimation.sampling.poses import plan_poses
-from payload_estimation.signals.samples import Samples
-from payload_estimation.sim.arm import SimulatedArm
-from payload_estimation.sim.config import SensorConfig, SimConfig
-from payload_estimation.sim.truth import true_links
+from payload_estimation.files import save_csv
+from payload_estimation.model import BodyInertia, RigidBodyDynamics, load_robot
+from payload_estimation.sampling import plan_poses
+from payload_estimation.signals import Samples
+from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm, true_links
 
 OUT = Path(__file__).resolve().parents[1] / "examples"
 PICK_DEG = (0.0, 30.0, 0.0, -60.0, 0.0, 60.0, 0.0)

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..model.symbolic import derive, group_terms
+    from ..model import derive, group_terms
 
     desc = robot_from_args(args)
     kind = "gravity" if args.gravity else "full"

@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _load(path: Path, desc, topic: str, out):
     """Samples of any recording; what loading found (repeats dropped, rate, gaps) is printed."""
-    from ..files.recording import load_recording
+    from ..files import load_recording
 
     rec = load_recording(path, desc, topic)
     print("\n".join(rec.report.lines()), file=out)
@@ -72,7 +72,7 @@ def _load(path: Path, desc, topic: str, out):
 
 
 def _table(result) -> str:
-    from ..payload.result import ICOM_NAMES, is_no_payload
+    from ..payload import ICOM_NAMES, is_no_payload
 
     est = result.estimate
     s = est.std
@@ -103,10 +103,10 @@ def _table(result) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..model.dynamics import RigidBodyDynamics
-    from ..payload.gravity import PayloadLimits
-    from ..payload.recordings import CURRENT_WARNING, PayloadOptions, estimate_payload_recordings
-    from ..signals.torque_gains import apply_torque_gain, torque_gains
+    from ..model import RigidBodyDynamics
+    from ..payload import CURRENT_WARNING, PayloadLimits, PayloadOptions, estimate_payload_recordings
+    from ..signals import apply_torque_gain
+    from ..signals.torque_gains import torque_gains
 
     desc = robot_from_args(args)
     dyn = RigidBodyDynamics(desc)
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     model = None
     if args.model:
-        from ..identification.torque_models import load_torque_model
+        from ..identification import load_torque_model
 
         model = load_torque_model(args.model, desc)
         model.check_robot(desc)

@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from pathlib import Path
 
-    from ..files.trajectory_file import write_csv, write_trajectory_file
-    from ..identification.excitation import ExcitationConfig, ExcitationDesigner, check_limits
+    from ..files import write_csv, write_trajectory_file
+    from ..identification import ExcitationConfig, ExcitationDesigner, check_limits
 
     desc = robot_from_args(args)
     center = None

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..files.exports import FORMATS, ExportError, read_estimate, render, urdf_flange, write_exports
+    from ..files import FORMATS, ExportError, read_estimate, render, urdf_flange, write_exports
 
     text = sys.stdin.read() if str(args.estimate) == "-" else args.estimate.read_text()
     est, model = read_estimate(text, str(args.estimate))

@@ -24,9 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..files.csv_samples import save_csv
-    from ..files.recording import load_recording
-    from ..model.robot_file import load_robot
+    from ..files import load_recording, save_csv
+    from ..model import load_robot
 
     desc = load_robot(args.robot, args.base_link, args.tip_link) if args.robot else None
     rec = load_recording(args.data, desc, args.topic)

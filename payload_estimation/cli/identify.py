@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..model.robot_file import FINGERPRINT_KEY, kinematics_fingerprint
+from ..model import FINGERPRINT_KEY, kinematics_fingerprint
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "identify the robot's dynamic coefficients (and physically consistent link parameters) from a recording"
@@ -84,7 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def load_samples(path: str, desc, topic: str = "joint_states", verbose: bool = True):
     """Samples of any recording (CSV, rosbag2 directory, lone .db3/.mcap) in the robot's joint order;
     what loading found (rows dropped, rate, jitter, gaps) is printed."""
-    from ..files.recording import load_recording
+    from ..files import load_recording
 
     rec = load_recording(path, desc, topic)
     if verbose:
@@ -93,7 +93,7 @@ def load_samples(path: str, desc, topic: str = "joint_states", verbose: bool = T
 
 
 def _friction_spec(text: str):
-    from ..identification.robot_identification import friction_terms
+    from ..identification import friction_terms
 
     if text != "auto":
         friction_terms(text)  # validates
@@ -106,17 +106,15 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from ..files.trajectory_file import read_trajectory_file
-    from ..identification.robot_identification import (
+    from ..files import read_trajectory_file
+    from ..identification import (
         IdentificationError,
         IdentificationOptions,
         fit_coefficients,
         identify_gravity,
         preprocess,
     )
-    from ..signals.preprocessing import periodic_rate
-    from ..signals.resample import split_by_time
-    from ..signals.samples import select_static
+    from ..signals import periodic_rate, select_static, split_by_time
 
     desc = robot_from_args(args)
     samples = load_samples(args.data, desc, args.topic)
@@ -194,8 +192,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _consistent(args, desc, data, opts):
     """The physically consistent fit (friction and sigma by cross-validation); the prior's projection said."""
-    from ..identification.consistent_identification import identify_consistent
-    from ..identification.physical import PRIOR_WEIGHT, consistent_prior
+    from ..identification import PRIOR_WEIGHT, consistent_prior, identify_consistent
 
     prior = consistent_prior(desc)
     if prior.changed:
@@ -249,9 +246,14 @@ def _physical(args, desc, model, data, opts, out, consistent=None):
     """Physically consistent link set fitted to every base coefficient and the friction terms (that of
     the consistent fit when there is one)."""
 
-    from ..files.robot_writer import write_identified_robot
-    from ..identification.physical import PRIOR_WEIGHT, CoefficientTarget, PhysicalRetrieval
-    from ..identification.robot_identification import fit_coefficients, full_model_options
+    from ..files import write_identified_robot
+    from ..identification import (
+        PRIOR_WEIGHT,
+        CoefficientTarget,
+        PhysicalRetrieval,
+        fit_coefficients,
+        full_model_options,
+    )
 
     weight = PRIOR_WEIGHT if args.prior_weight is None else args.prior_weight
     full = model
@@ -299,7 +301,7 @@ def _physical(args, desc, model, data, opts, out, consistent=None):
 def _min_mass_eigenvalue(desc, qs) -> float:
     import numpy as np
 
-    from ..model.dynamics import RigidBodyDynamics
+    from ..model import RigidBodyDynamics
 
     dyn = RigidBodyDynamics(desc)
     return min(float(np.linalg.eigvalsh(dyn.mass_matrix(q))[0]) for q in qs)
@@ -308,8 +310,7 @@ def _min_mass_eigenvalue(desc, qs) -> float:
 def _print_hold_out(desc, model, physical, held, args) -> None:
     """Torque error of the coefficient file, the physical link set and the nominal description on
     the held-out part (validate's processing)."""
-    from ..identification.robot_identification import validate_model
-    from ..identification.torque_models import DescriptionModel
+    from ..identification import DescriptionModel, validate_model
     from ..reporting import error_rows
 
     velocity = model.info.get("velocity", "positions")

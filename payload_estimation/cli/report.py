@@ -37,7 +37,7 @@ def add_arguments(p) -> None:
 
 
 def _load(path: str, topic: str, desc, notes: list[str]):
-    from ..files.recording import load_recording
+    from ..files import load_recording
 
     rec = load_recording(path, desc, topic)
     notes += rec.report.lines()
@@ -45,13 +45,11 @@ def _load(path: str, topic: str, desc, notes: list[str]):
 
 
 def run(args) -> int:
-    from ..collision.detector import CollisionDetector
-    from ..collision.observer import MomentumObserver
-    from ..model.dynamics import RigidBodyDynamics
-    from ..payload.estimate import PayloadEstimate
-    from ..payload.gravity import estimate_payload_gravity
+    from ..collision import CollisionDetector, MomentumObserver
+    from ..model import RigidBodyDynamics
+    from ..payload import PayloadEstimate, estimate_payload_gravity
     from ..reporting import format_table, plot_residuals, plot_torques, validation_torques
-    from ..signals.segments import match_captures, static_captures
+    from ..signals import match_captures, static_captures
 
     desc = robot_from_args(args)
     notes: list[str] = []

@@ -9,15 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..collision import CollisionEvent, CollisionMonitor, JointFriction, MonitorConfig, replay
-from ..collision.observer import identified_friction
+from ..collision import CollisionEvent, CollisionMonitor, JointFriction, MonitorConfig, identified_friction, replay
 from ..errors import PayloadEstimationError
-from ..files.csv_samples import write_table
-from ..files.recording import load_recording
-from ..identification.dynamic_model import DynamicModel, load_dynamic_model
-from ..model.dynamics import RigidBodyDynamics
-from ..payload.estimate import PayloadEstimate
-from ..signals.resample import derive_velocity
+from ..files import load_recording, write_table
+from ..identification import DynamicModel, load_dynamic_model
+from ..model import RigidBodyDynamics
+from ..payload import PayloadEstimate
+from ..signals import derive_velocity
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "momentum-observer residual and collision events of a recorded run (CSV or rosbag2)"

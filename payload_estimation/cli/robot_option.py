@@ -19,6 +19,6 @@ def add_robot_arguments(parser: argparse.ArgumentParser, help: str = ROBOT_HELP)
 
 def robot_from_args(args: argparse.Namespace):
     """The :class:`RobotDescription` named by the parsed ``--robot``/``--base-link``/``--tip-link``."""
-    from ..model.robot_file import load_robot
+    from ..model import load_robot
 
     return load_robot(args.robot, getattr(args, "base_link", None), getattr(args, "tip_link", None))

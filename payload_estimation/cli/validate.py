@@ -37,11 +37,10 @@ def _numbered(path: str, k: int, count: int):
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..files.csv_samples import write_table
-    from ..identification.robot_identification import IdentificationError, validate_model
-    from ..identification.torque_models import load_torque_model
+    from ..files import write_table
+    from ..identification import IdentificationError, load_torque_model, validate_model
     from ..reporting import error_table
-    from ..signals.resample import split_by_time
+    from ..signals import split_by_time
     from .identify import load_samples
 
     desc = robot_from_args(args)

@@ -1,0 +1,41 @@
+"""Payload estimation: the :class:`PayloadEstimate` record and every fit that returns one.
+
+Naming: ``estimate_payload_*`` returns a :class:`PayloadEstimate` — ``static`` (the estimator's static
+fit: method choice, noise, model uncertainty), ``gravity`` / ``anchored`` / ``two_stage`` (poses at
+rest, paper 000), ``motion`` / ``full`` / ``filtered`` (a motion), ``dynamic`` (one short excitation
+as a stream), ``recordings`` (recorded runs as they are; it returns a :class:`PayloadResult`).
+"""
+
+from importlib import import_module
+
+# module -> the names it gives this folder's API (imported on first use: the fits pull in pinocchio and
+# scipy, the record does not)
+_API = {
+    "estimate": ("NO_PAYLOAD", "PayloadEstimate"),
+    "result": ("ICOM_NAMES", "PAYLOAD_NAMES", "InertiaNotExcited", "PayloadDataError", "PayloadLimits",
+               "PayloadRejected", "is_no_payload"),
+    "static": ("STATIC_METHODS", "StaticFitConfig", "UnloadedModel", "estimate_payload_static",
+               "load_unloaded_model", "precision_problem", "unloaded_model"),
+    "gravity": ("estimate_payload_anchored", "estimate_payload_gravity", "estimate_payload_two_stage"),
+    "motion": ("estimate_payload_full", "estimate_payload_motion"),
+    "filtered": ("estimate_payload_filtered",),
+    "dynamic": ("DynamicFitConfig", "MotionRecording", "check_recording", "estimate_payload_dynamic"),
+    "recordings": ("CURRENT_WARNING", "PayloadOptions", "PayloadResult", "estimate_payload_recordings"),
+    "model_uncertainty": ("ModelUncertainty", "declared_source", "declared_uncertainty", "identified_uncertainty"),
+}
+_MODULE = {name: module for module, names in _API.items() for name in names}
+__all__ = sorted(_MODULE)
+
+
+def __getattr__(name: str) -> object:
+    """Import an API name from its module on first use (PEP 562): importing one module of the folder
+    loads only what that module needs."""
+    if name not in _MODULE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_MODULE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,40 @@
+"""Joint samples and what is done to them before a fit: the :class:`Samples` record, filters, resampling,
+alignment of two recordings, settling (is the arm at rest?), static captures, effort to torque.
+
+Filters have distinct names: :func:`zero_phase_lowpass` (offline, Butterworth forward-backward) and
+:func:`causal_lowpass` (online, irregular stamps). ``check_static`` here is the settle check over a
+window of stamped samples (:mod:`.settle`), not :func:`.samples.check_static` on a record. The gains
+function is ``signals.torque_gains.torque_gains``: it shares its module's name, which an API name cannot.
+"""
+
+from importlib import import_module
+
+# module -> the names it gives this folder's API (imported on first use: the filters pull in scipy)
+_API = {
+    "samples": ("NotStaticError", "SampleDataError", "Samples", "select_static"),
+    "filters": ("SignalError", "differentiate", "zero_phase_lowpass"),
+    "causal": ("causal_lowpass", "causal_lowpass_derivative"),
+    "resample": ("MAX_GAP", "Resampled", "StampReport", "derive_velocity", "split_by_time", "stamp_report"),
+    "alignment": ("Alignment", "AlignmentError", "align_recordings", "find_time_shift"),
+    "preprocessing": ("Preprocessed", "PreprocessingError", "periodic_rate", "preprocess_filtered",
+                      "preprocess_periodic"),
+    "settle": ("SampleWindow", "SettleConfig", "SettleResult", "check_static"),
+    "segments": ("StaticCapture", "match_captures", "static_captures"),
+    "torque_gains": ("apply_torque_gain", "effort_to_torque"),
+}
+_MODULE = {name: module for module, names in _API.items() for name in names}
+__all__ = sorted(_MODULE)
+
+
+def __getattr__(name: str) -> object:
+    """Import an API name from its module on first use (PEP 562): importing one module of the folder
+    loads only what that module needs."""
+    if name not in _MODULE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_MODULE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
