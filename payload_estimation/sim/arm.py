@@ -43,7 +43,7 @@ from ..model.description import RobotDescription, require_physical
 from ..model.dynamics import RigidBodyDynamics
 from ..model.joint_vectors import per_joint
 from ..model.parameters import BodyInertia, check_consistency
-from .config import ArmState, SimConfig
+from .config import ArmState, SimConfig, SimInputError
 from .mjcf import PAYLOAD_BODY, build_mjcf, principal_inertia
 from .trajectory import JointTrajectory, parse_points
 from .truth import SIMULATOR, true_description, true_links
@@ -79,9 +79,9 @@ class SimulatedArm:
     def __init__(self, desc: RobotDescription, config: SimConfig | None = None):
         cfg = SimConfig() if config is None else config
         if not (np.isfinite(cfg.dt) and 0 < cfg.dt <= 0.01):
-            raise ValueError(f"SimConfig.dt must be in (0, 0.01] s, got {cfg.dt}")
+            raise SimInputError(f"SimConfig.dt must be in (0, 0.01] s, got {cfg.dt}")
         if not (np.isfinite(cfg.model_error) and cfg.model_error >= 0):
-            raise ValueError(f"SimConfig.model_error must be >= 0, got {cfg.model_error}")
+            raise SimInputError(f"SimConfig.model_error must be >= 0, got {cfg.model_error}")
         require_physical(desc, SIMULATOR)
         n = desc.n
         self.desc = desc
@@ -92,20 +92,20 @@ class SimulatedArm:
             links = true_links(desc, cfg.model_error, cfg.seed)
         self._true_desc = true_description(desc, links)
         s = cfg.sensor
-        self._noise_std = per_joint(s.noise_std, n, "SensorConfig.noise_std", nonnegative=True)
-        self._offset = per_joint(s.offset, n, "SensorConfig.offset")
+        self._noise_std = per_joint(s.noise_std, n, "SensorConfig.noise_std", nonnegative=True, error=SimInputError)
+        self._offset = per_joint(s.offset, n, "SensorConfig.offset", error=SimInputError)
         self._noisy = bool(np.any(self._noise_std > 0))
         self._sees_friction = bool(s.sensor_sees_friction)
-        viscous = per_joint(s.viscous, n, "SensorConfig.viscous", nonnegative=True)
-        coulomb = per_joint(s.coulomb, n, "SensorConfig.coulomb", nonnegative=True)
+        viscous = per_joint(s.viscous, n, "SensorConfig.viscous", nonnegative=True, error=SimInputError)
+        coulomb = per_joint(s.coulomb, n, "SensorConfig.coulomb", nonnegative=True, error=SimInputError)
         if s.lowpass_hz is not None and not (np.isfinite(s.lowpass_hz) and s.lowpass_hz > 0):
-            raise ValueError(f"SensorConfig.lowpass_hz must be > 0 or None, got {s.lowpass_hz}")
+            raise SimInputError(f"SensorConfig.lowpass_hz must be > 0 or None, got {s.lowpass_hz}")
         self._alpha = None if s.lowpass_hz is None else 1.0 - np.exp(-2 * np.pi * s.lowpass_hz * cfg.dt)
-        self.armature = per_joint(cfg.armature, n, "SimConfig.armature", nonnegative=True)
+        self.armature = per_joint(cfg.armature, n, "SimConfig.armature", nonnegative=True, error=SimInputError)
         kp0, kd0, ki0 = default_gains(desc, cfg.bandwidth, self.armature)
-        self.kp = kp0 if cfg.kp is None else per_joint(cfg.kp, n, "SimConfig.kp", nonnegative=True)
-        self.kd = kd0 if cfg.kd is None else per_joint(cfg.kd, n, "SimConfig.kd", nonnegative=True)
-        self.ki = ki0 if cfg.ki is None else per_joint(cfg.ki, n, "SimConfig.ki", nonnegative=True)
+        self.kp = kp0 if cfg.kp is None else per_joint(cfg.kp, n, "SimConfig.kp", nonnegative=True, error=SimInputError)
+        self.kd = kd0 if cfg.kd is None else per_joint(cfg.kd, n, "SimConfig.kd", nonnegative=True, error=SimInputError)
+        self.ki = ki0 if cfg.ki is None else per_joint(cfg.ki, n, "SimConfig.ki", nonnegative=True, error=SimInputError)
         self._nominal = RigidBodyDynamics(desc)
         self._viscous = viscous
         self._mfull = np.zeros((n, n))
@@ -168,7 +168,7 @@ class SimulatedArm:
     def link_pose(self, link: str) -> np.ndarray:
         """4x4 pose of link frame ``link`` in the base frame now."""
         if link not in self._link_ids:
-            raise ValueError(f"unknown link '{link}'; expected one of {list(self._link_ids)}")
+            raise SimInputError(f"unknown link '{link}'; expected one of {list(self._link_ids)}")
         bid = self._link_ids[link]
         t = np.eye(4)
         t[:3, :3] = self.data.xmat[bid].reshape(3, 3)
@@ -207,7 +207,7 @@ class SimulatedArm:
         ``samples``; what a settled capture measures, without simulating the move there (Monte-Carlo
         benches). Leaves the arm at rest at ``q``."""
         if int(samples) < 1:
-            raise ValueError(f"static_capture needs samples >= 1, got {samples}")
+            raise SimInputError(f"static_capture needs samples >= 1, got {samples}")
         self.reset(q)
         link, motor = self._torques()
         raw = motor if self._sees_friction else link
@@ -217,7 +217,7 @@ class SimulatedArm:
     def set_trajectory(self, points) -> None:
         """Replace the trajectory: ``points`` = [(time_from_start_s, positions, velocities|None)].
 
-        Starts from the current state at the current time; raises ValueError (nothing changes)
+        Starts from the current state at the current time; raises SimInputError (nothing changes)
         on bad shapes/NaN, waypoint positions outside the limits, non-increasing times, or a
         segment needing more than the velocity limits.
         """
@@ -258,7 +258,7 @@ class SimulatedArm:
         """Rigidly attach ``body`` (mass, CoM, inertia in the description's payload frame)."""
         report = check_consistency(body)
         if not report.ok:
-            raise ValueError("attach_payload: payload is physically inconsistent: " + "; ".join(report.problems))
+            raise SimInputError("attach_payload: payload is physically inconsistent: " + "; ".join(report.problems))
         moments, quat = principal_inertia(body)
         self._set_payload_body(float(body.mass), np.asarray(body.com, float), quat, moments)
         self._payload = BodyInertia(float(body.mass), np.asarray(body.com, float).copy(),
@@ -274,12 +274,12 @@ class SimulatedArm:
         ``link`` ('link_1'..'link_n'), plus an optional pure ``torque`` (N m, base axes), for
         ``duration`` s from now."""
         if link not in self._link_ids:
-            raise ValueError(f"apply_contact: unknown link '{link}'; expected one of {list(self._link_ids)}")
+            raise SimInputError(f"apply_contact: unknown link '{link}'; expected one of {list(self._link_ids)}")
         force = _vec3(force, "apply_contact force")
         point = np.zeros(3) if point is None else _vec3(point, "apply_contact point")
         torque = np.zeros(3) if torque is None else _vec3(torque, "apply_contact torque")
         if not (np.isfinite(duration) and duration > 0):
-            raise ValueError(f"apply_contact: duration must be > 0 s, got {duration}")
+            raise SimInputError(f"apply_contact: duration must be > 0 s, got {duration}")
         self._contacts.append((self._link_ids[link], force, point, torque, self.data.time + float(duration)))
         self._refresh()
 
@@ -292,12 +292,12 @@ class SimulatedArm:
     def _check_q(self, q, what: str) -> np.ndarray:
         q = np.asarray(q, dtype=float)
         if q.shape != (self.n,) or not np.all(np.isfinite(q)):
-            raise ValueError(f"{what}: expected {self.n} finite joint positions, got {q}")
+            raise SimInputError(f"{what}: expected {self.n} finite joint positions, got {q}")
         lim = self.desc.limits.position
         bad = np.flatnonzero((q < lim[:, 0]) | (q > lim[:, 1]))
         if bad.size:
             j = bad[0]
-            raise ValueError(f"{what}: joint {self.desc.joint_names[j]} = {q[j]:.4f} rad is outside its limits "
+            raise SimInputError(f"{what}: joint {self.desc.joint_names[j]} = {q[j]:.4f} rad is outside its limits "
                              f"[{lim[j, 0]:.4f}, {lim[j, 1]:.4f}]")
         return q
 
@@ -376,5 +376,5 @@ class SimulatedArm:
 def _vec3(v, what: str) -> np.ndarray:
     a = np.asarray(v, dtype=float)
     if a.shape != (3,) or not np.all(np.isfinite(a)):
-        raise ValueError(f"{what}: expected 3 finite numbers, got {v}")
+        raise SimInputError(f"{what}: expected 3 finite numbers, got {v}")
     return a

@@ -6,9 +6,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import PayloadEstimationError
 from ..model.parameters import BodyInertia
 
 ArrayLike = float | np.ndarray | list | tuple
+
+
+class SimInputError(PayloadEstimationError):
+    """A simulator setting or command that cannot be used; the message names it and what is allowed."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.description import JointLimits
+from .config import SimInputError
 
 # Relative slack on velocity limits (sampling resolution of the check and round-off).
 _VEL_SLACK = 1e-6
@@ -83,7 +84,7 @@ class JointTrajectory:
         return out[0], out[1], out[2]
 
     def check_limits(self, limits: JointLimits, names: tuple[str, ...], samples: int = 64) -> None:
-        """Raise ValueError if a waypoint leaves the position limits or a segment's velocity
+        """Raise SimInputError if a waypoint leaves the position limits or a segment's velocity
         exceeds the velocity limits (checked on ``samples`` points per segment)."""
         lo, hi = limits.position[:, 0], limits.position[:, 1]
         for i, c in enumerate(self._coeffs):
@@ -95,14 +96,14 @@ class JointTrajectory:
             # The start is the current state; judge the path after it.
             if np.any(bad_q[1:]):
                 r, j = np.argwhere(bad_q[1:])[0]
-                raise ValueError(
+                raise SimInputError(
                     f"trajectory segment {i + 1} (to point {i}, t={self.times[i + 1]:.3f} s): joint "
                     f"{names[j]} reaches {q[r + 1, j]:.4f} rad, outside its limits [{lo[j]:.4f}, {hi[j]:.4f}]"
                 )
             bad_v = np.abs(dq) > limits.velocity * (1 + _VEL_SLACK)
             if np.any(bad_v):
                 r, j = np.argwhere(bad_v)[0]
-                raise ValueError(
+                raise SimInputError(
                     f"trajectory segment {i + 1} (to point {i}, t={self.times[i + 1]:.3f} s): joint "
                     f"{names[j]} needs {abs(dq[r, j]):.3f} rad/s, above its velocity limit "
                     f"{limits.velocity[j]:.3f} rad/s; give the point a later time_from_start"
@@ -112,7 +113,7 @@ class JointTrajectory:
 def parse_points(points, n: int, names: tuple[str, ...], limits: JointLimits) -> list[TrajectoryPoint]:
     """Validate ``points`` = [(time_from_start_s, positions, velocities | None), ...]."""
     if len(points) == 0:
-        raise ValueError("trajectory has no points")
+        raise SimInputError("trajectory has no points")
     out = []
     last = 0.0
     lo, hi = limits.position[:, 0], limits.position[:, 1]
@@ -120,36 +121,37 @@ def parse_points(points, n: int, names: tuple[str, ...], limits: JointLimits) ->
         try:
             t, q, dq = point
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"trajectory point {i}: expected (time_from_start, positions, velocities|None)") from exc
+            raise SimInputError(
+                f"trajectory point {i}: expected (time_from_start, positions, velocities|None)") from exc
         t = float(t)
         if not np.isfinite(t) or t <= last:
-            raise ValueError(
+            raise SimInputError(
                 f"trajectory point {i}: time_from_start {t} s must be finite and greater than the previous "
                 f"point's ({last} s)"
             )
         q = np.asarray(q, dtype=float)
         if q.shape != (n,):
-            raise ValueError(f"trajectory point {i}: {q.size} positions given for {n} joints {list(names)}")
+            raise SimInputError(f"trajectory point {i}: {q.size} positions given for {n} joints {list(names)}")
         if not np.all(np.isfinite(q)):
-            raise ValueError(f"trajectory point {i}: positions contain NaN/inf: {q}")
+            raise SimInputError(f"trajectory point {i}: positions contain NaN/inf: {q}")
         if dq is None:
             dq = np.zeros(n)
         dq = np.asarray(dq, dtype=float)
         if dq.shape != (n,):
-            raise ValueError(f"trajectory point {i}: {dq.size} velocities given for {n} joints")
+            raise SimInputError(f"trajectory point {i}: {dq.size} velocities given for {n} joints")
         if not np.all(np.isfinite(dq)):
-            raise ValueError(f"trajectory point {i}: velocities contain NaN/inf: {dq}")
+            raise SimInputError(f"trajectory point {i}: velocities contain NaN/inf: {dq}")
         bad = np.flatnonzero((q < lo - _POS_SLACK) | (q > hi + _POS_SLACK))
         if bad.size:
             j = bad[0]
-            raise ValueError(
+            raise SimInputError(
                 f"trajectory point {i}: joint {names[j]} position {q[j]:.4f} rad is outside its limits "
                 f"[{lo[j]:.4f}, {hi[j]:.4f}] rad"
             )
         badv = np.flatnonzero(np.abs(dq) > limits.velocity)
         if badv.size:
             j = badv[0]
-            raise ValueError(
+            raise SimInputError(
                 f"trajectory point {i}: joint {names[j]} velocity {dq[j]:.3f} rad/s exceeds its limit "
                 f"{limits.velocity[j]:.3f} rad/s"
             )

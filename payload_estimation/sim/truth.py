@@ -11,6 +11,7 @@ import numpy as np
 
 from ..model.description import RobotDescription, require_physical, validate
 from ..model.parameters import BodyInertia
+from .config import SimInputError
 
 SIMULATOR = "The MuJoCo simulator (SimulatedArm, sim_node)"
 # A CoM shift scale floor (m) so links with their CoM on a frame axis are perturbed too.
@@ -20,7 +21,7 @@ _COM_FLOOR = 0.01
 def perturb_body(body: BodyInertia, rel: float, rng: np.random.Generator) -> BodyInertia:
     """``body`` with mass, CoM and inertia changed by about ``rel`` (relative, uniform draws)."""
     if rel < 0 or not np.isfinite(rel):
-        raise ValueError(f"model_error must be a finite number >= 0, got {rel}")
+        raise SimInputError(f"model_error must be a finite number >= 0, got {rel}")
     u_m = rng.uniform(-1, 1)
     u_c = rng.uniform(-1, 1, 3)
     u_s = rng.uniform(-1, 1, 3)
