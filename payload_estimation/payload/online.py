@@ -1,0 +1,486 @@
+"""The payload estimated online, from whatever motion follows an announced grasp (issue 32).
+
+After :meth:`OnlinePayloadEstimator.grasped` every sample of the joint stream feeds the filtered momentum
+form of :mod:`.filtered` (no differentiated velocities): with F(s) = λ / (s + λ),
+
+    F[tau] - F[tau_ref] = (F[d/dt W1] + F[W2]) p_L,
+
+tau_ref the unloaded model's torque (the nominal description's dynamics, the calibrated gravity model's
+gravity and offsets where one is given), p_L the payload's 10 parameters. The torque is filtered at every
+sample; the rows every ``row_period`` s, each a handful of pinocchio calls, so :meth:`update` stays cheap.
+The rows are accumulated as normal equations (information matrix YᵀY, Yᵀr, rᵀr) and the sensitivity to the
+model's error YᵀE (E: the same filtered rows of the model's error regressor, :mod:`.model_uncertainty`), so a
+solve (every ``solve_period`` s, ≥ 10 Hz) costs a 10 x 10 system whatever the length of the motion.
+
+σ covers the noise (the residual's scatter, at least the declared sensor noise through the filter, inflated
+by the filter's serial correlation) *and* the model's error (S Σ Sᵀ, S the fit's sensitivity to the model's
+parameters and offsets, as :func:`.model_uncertainty.propagated_covariance`). A weak prior (mass within
+``limits.max_payload``, CoM within ``limits.max_com_radius``) keeps the system solvable while the motion has
+not yet separated every parameter; the state then says ``not excited`` and why.
+
+Anchor: while no payload is announced, the estimator learns the unloaded model's filtered error at rest (the
+last ≥ ``anchor_rest`` s of standing still). After the grasp the fit subtracts it: the sensor offsets cancel
+and near the anchor pose the model's gravity error nearly does (the static fit's anchored method).
+
+Units: s, rad, rad/s, N m, kg, m. Joint vectors in model order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pinocchio as pin
+
+from ..model.dynamics import RigidBodyDynamics, link_params
+from .estimate import PayloadEstimate
+from .filtered import DEFAULT_CUTOFF
+from .model_uncertainty import DATASHEET_RELATIVE, declared_uncertainty
+from .motion import INERTIA_RSD, _inertia_determined
+from .result import (
+    GRAVITY_NAMES,
+    PAYLOAD_NAMES,
+    PayloadDataError,
+    PayloadLimits,
+    PayloadRejected,
+    build_estimate,
+    frame_name,
+)
+from .static import UnloadedModel
+
+IDLE = "idle"
+CONVERGING = "converging"
+CONVERGED = "converged"
+NOT_EXCITED = "not excited"
+STATES = (IDLE, CONVERGING, CONVERGED, NOT_EXCITED)
+_STEP = 1e-6  # s, the step along the motion for dM/dt dq (a derivative of the model, not of data)
+_COM = ("x", "y", "z")
+
+
+@dataclass(frozen=True)
+class OnlineConfig:
+    """``cutoff`` Hz: the low-pass of the filtered form; ``row_period`` s between rows; ``solve_period`` s
+    between solves; ``settle`` s after the grasp before rows count (the filters forget the unloaded stretch,
+    5 time constants at 8 Hz = 0.1 s); ``torque_noise`` N m: per-sample sensor noise std (σ's floor);
+    ``model_uncertainty``: declared relative 1-σ error of the nominal links (mass, CoM, inertia);
+    ``torque_offset_std`` N m: sensor offsets no model contains (not anchored, no calibrated offsets);
+    ``anchor``: learn the unloaded model's error at rest before the grasp; ``anchor_rest`` s of rest it
+    needs; ``rest_speed`` rad/s: at rest below it; ``max_gap`` s: a longer step restarts the filters;
+    converged when 3σ of the mass ≤ ``converged_mass`` x mass + ``converged_mass_abs`` kg and 3σ of
+    every CoM component ≤ ``converged_com`` m; ``min_tilt_deg``: the payload's orientation must have spread
+    by this much since the grasp (else ``not excited``: the CoM along the vertical is not separable from the
+    mass); ``inertia_prior`` kg m² per kg: 1-σ of each
+    inertia component about the CoM before the motion determines it (0.01: a 0.35 m box; 0 = no prior);
+    ``limits``: plausibility and the weak prior on mass and CoM."""
+
+    cutoff: float = DEFAULT_CUTOFF
+    row_period: float = 0.005
+    solve_period: float = 0.1
+    settle: float = 0.1
+    torque_noise: float = 0.1
+    model_uncertainty: float = DATASHEET_RELATIVE
+    torque_offset_std: float = 0.5
+    anchor: bool = True
+    anchor_rest: float = 0.3
+    rest_speed: float = 0.01
+    max_gap: float = 0.1
+    converged_mass: float = 0.01
+    converged_mass_abs: float = 0.01
+    converged_com: float = 0.005
+    min_tilt_deg: float = 5.0
+    inertia_rsd: float = INERTIA_RSD
+    inertia_prior: float = 0.01
+    limits: PayloadLimits = field(default_factory=lambda: PayloadLimits(max_payload=15.0, max_com_radius=0.5))
+
+    def __post_init__(self):
+        for name in ("cutoff", "row_period", "solve_period", "torque_noise", "anchor_rest", "max_gap",
+                     "converged_com", "min_tilt_deg"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                raise PayloadDataError(f"online estimator: {name} must be a finite number > 0, got {v}")
+        for name in ("settle", "model_uncertainty", "torque_offset_std", "rest_speed", "converged_mass",
+                     "converged_mass_abs"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise PayloadDataError(f"online estimator: {name} must be a finite number >= 0, got {v}")
+
+
+@dataclass(frozen=True)
+class OnlineStatus:
+    """What the estimator knows at ``t`` (s): ``state`` (one of STATES), ``reason`` (one line, the user's
+    terms), the current ``estimate`` (None before the first solve after a grasp), ``rows`` accumulated,
+    ``seconds`` of stream since the grasp, whether a payload is announced (``grasped``) and whether an
+    unloaded anchor is in use (``anchored``)."""
+
+    state: str
+    reason: str
+    estimate: PayloadEstimate | None
+    t: float
+    rows: int = 0
+    seconds: float = 0.0
+    grasped: bool = False
+    anchored: bool = False
+
+
+class _Filter:
+    """F[W2] + F[d/dt W1] of one row family on the row grid (first order, trapezoidal W2 input)."""
+
+    def __init__(self):
+        self.out2 = self.out1 = self.prev1 = self.prev2 = None
+
+    def step(self, w1: np.ndarray, w2: np.ndarray, a: float, dt: float) -> np.ndarray:
+        if self.out2 is None:
+            self.out2, self.out1 = w2.copy(), np.zeros_like(w1)
+        else:
+            self.out2 = a * self.out2 + (1 - a) * 0.5 * (w2 + self.prev2)
+            self.out1 = a * self.out1 + (1 - a) * (w1 - self.prev1) / dt
+        self.prev1, self.prev2 = w1, w2
+        return self.out1 + self.out2
+
+
+class _Rows:
+    """The momentum rows of one sample: payload (n x 10), unloaded reference (n), model error (n x P)."""
+
+    def __init__(self, dyn: RigidBodyDynamics, model: UnloadedModel | None, relative: float):
+        self.dyn = dyn
+        self.model = model
+        self.p_nom = link_params(dyn.desc)
+        self.link = dyn.maps.link_to_pin
+        self.payload = dyn.maps.payload_to_pin
+        self.zero = np.zeros(dyn.n)
+        self.declared = declared_uncertainty(dyn, relative)
+
+    def _y(self, q, dq, ddq) -> np.ndarray:
+        return pin.computeJointTorqueRegressor(self.dyn.model, self.dyn.data, q, dq, ddq).copy()
+
+    def __call__(self, q: np.ndarray, dq: np.ndarray):
+        """((W1, W2) payload, (W1, W2) reference, (W1, W2) error), W1 p = M dq, W2 p = C dq + g - dM/dt dq."""
+        z = self.zero
+        g0 = self._y(q, z, z)
+        mv = self._y(q, z, dq) - g0
+        ahead = q + _STEP * dq
+        dmv = (self._y(ahead, z, dq) - self._y(ahead, z, z) - mv) / _STEP
+        w1 = mv
+        w2 = self._y(q, dq, z) - dmv
+        l1, l2 = w1 @ self.link, w2 @ self.link
+        pay = (w1 @ self.payload, w2 @ self.payload)
+        r1, r2 = l1 @ self.p_nom, l2 @ self.p_nom
+        n = self.dyn.n
+        if self.model is None:
+            err = (np.hstack([l1, np.zeros((n, n))]), np.hstack([l2, np.eye(n)]))
+            return pay, (r1, r2), err
+        lg = g0 @ self.link
+        r2 = r2 - lg @ self.p_nom + self.model.gravity(q)  # the calibrated gravity (and offsets), not the nominal
+        rg = self.model.uncertainty.regressor(q)
+        e1 = np.hstack([l1, np.zeros(rg.shape), np.zeros((n, n))])
+        e2 = np.hstack([l2 - lg, rg, np.eye(n)])
+        return pay, (r1, r2), (e1, e2)
+
+    def covariance(self, offset_std: np.ndarray) -> np.ndarray:
+        """Σ of the error columns: the nominal links' (declared), the calibrated model's, the offsets'."""
+        blocks = [self.declared.covariance]
+        if self.model is not None:
+            blocks.append(self.model.uncertainty.covariance)
+        blocks.append(np.diag(np.asarray(offset_std, float) ** 2))
+        size = sum(b.shape[0] for b in blocks)
+        out, k = np.zeros((size, size)), 0
+        for b in blocks:
+            out[k:k + b.shape[0], k:k + b.shape[0]] = b
+            k += b.shape[0]
+        return out
+
+
+class OnlinePayloadEstimator:
+    """Mass, CoM and (when the motion excites it) inertia of a grasped payload, online (module docstring).
+
+    One per arm, fed every joint-state sample: :meth:`update` (cheap; a solve every ``solve_period``),
+    :meth:`grasped` when the gripper has closed, :meth:`reset` at a release (back to the unloaded arm).
+    ``model``: a calibrated unloaded model (:func:`.static.load_unloaded_model`) in place of the nominal
+    description's gravity; its uncertainty enters σ.
+    """
+
+    def __init__(self, dyn: RigidBodyDynamics, config: OnlineConfig | None = None, model: UnloadedModel | None = None):
+        self.dyn = dyn
+        self.cfg = config or OnlineConfig()
+        self.model = model
+        self._rows = _Rows(dyn, model, self.cfg.model_uncertainty)
+        n = dyn.n
+        self._n_err = self._rows(np.zeros(n), np.zeros(n))[2][1].shape[1]
+        self.restarts = 0  # filter restarts (stamps that went back or a gap)
+        self.rejected = 0  # solves whose result was implausible (the previous estimate kept)
+        self._dt = 0.0  # s, the stream's mean sample interval
+        self._restart()
+        self._forget_anchor()
+        self._clear()
+
+    # ------------------------------------------------------------------ events
+    def grasped(self) -> None:
+        """A payload was grasped (the gripper closed): from the next sample + ``settle`` the rows count."""
+        self._clear()
+        self._grasped = True
+        self._anchor = self._anchor_candidate() if self.cfg.anchor else None
+        self._status = OnlineStatus(CONVERGING, "grasp announced: waiting for the first rows", None,
+                                    self._status.t, grasped=True, anchored=self._anchor is not None)
+
+    def reset(self) -> None:
+        """The payload was released: back to the unloaded arm (no estimate), the anchor re-learnt at rest."""
+        self._clear()
+        self._forget_anchor()
+
+    @property
+    def status(self) -> OnlineStatus:
+        return self._status
+
+    @property
+    def estimate(self) -> PayloadEstimate | None:
+        """The current estimate (None while idle or before the first solve)."""
+        return self._status.estimate
+
+    # ------------------------------------------------------------------ per sample
+    def update(self, t: float, q: np.ndarray, dq: np.ndarray, tau: np.ndarray) -> OnlineStatus:
+        """One sample (t s, q rad, dq rad/s, measured joint torque tau N m); returns the status (new after a solve)."""
+        q, dq, tau = (np.asarray(v, float) for v in (q, dq, tau))
+        t = float(t)
+        if self._t is not None and not (0 < t - self._t <= self.cfg.max_gap):
+            self.restarts += 1
+            self._restart()
+        if self._t is None:
+            self._tau_f = tau.copy()
+        else:
+            a = math.exp(-2 * math.pi * self.cfg.cutoff * (t - self._t))
+            self._tau_f = a * self._tau_f + (1 - a) * 0.5 * (tau + self._tau_prev)
+        if self._t is not None:
+            self._dt = 0.99 * self._dt + 0.01 * (t - self._t) if self._dt else t - self._t
+        self._t, self._tau_prev = t, tau
+        if self._t_row is None or t - self._t_row >= self.cfg.row_period - 1e-9:
+            self._row(t, q, dq)
+        if self._grasped and self._since is not None and t - self._t_solve >= self.cfg.solve_period - 1e-9:
+            self.solve()
+        return self._status
+
+    def solve(self) -> OnlineStatus:
+        """Solve the accumulated normal equations now (``update`` does so every ``solve_period``)."""
+        self._t_solve = self._t if self._t is not None else 0.0
+        if not self._grasped or self._count == 0:
+            return self._status
+        self._status = self._solution()
+        return self._status
+
+    # ------------------------------------------------------------------ internals
+    def _restart(self) -> None:
+        self._t = None
+        self._t_row = None
+        self._tau_f = self._tau_prev = None
+        self._f_pay, self._f_ref, self._f_err = _Filter(), _Filter(), _Filter()
+        self._since = None  # stream time from which rows count (after a grasp and each restart: + settle)
+        self._rest_since = None
+        self._last_q = None
+
+    def _forget_anchor(self) -> None:
+        self._rest_sum = None
+        self._rest_n = 0
+        self._rest_q = None
+        self._rest_seconds = 0.0
+        self._kept = None  # (r_a, E_a, q_a, seconds) of the last completed rest
+        self._anchor = None
+
+    def _clear(self) -> None:
+        k, p = 10, self._n_err
+        self._grasped = False
+        self._a = np.zeros((k, k))
+        self._b = np.zeros(k)
+        self._rr = 0.0
+        self._e = np.zeros((k, p))
+        self._tilt = np.zeros((3, 3))  # sum of u uᵀ, u the vertical in the payload frame at each row
+        self._count = 0
+        self._first = None
+        self._t_solve = -math.inf
+        self._since = None
+        t = self._t if self._t is not None else 0.0
+        self._status = OnlineStatus(IDLE, "no payload announced (call grasped after the gripper closes)", None, t)
+
+    def _row(self, t: float, q: np.ndarray, dq: np.ndarray) -> None:
+        dt = 0.0 if self._t_row is None else t - self._t_row
+        a = math.exp(-2 * math.pi * self.cfg.cutoff * dt)
+        self._t_row = t
+        self._last_q = q
+        pay, ref, err = self._rows(q, dq)
+        y = self._f_pay.step(*pay, a, dt)
+        ref_f = self._f_ref.step(*ref, a, dt)
+        e = self._f_err.step(*err, a, dt)
+        r = self._tau_f - ref_f
+        if not self._grasped:
+            self._learn_anchor(t, q, dq, r, e)
+            return
+        if self._since is None:
+            self._since = t + self.cfg.settle
+        if t < self._since:
+            return
+        if self._anchor is not None:  # the offsets' columns stay: what the anchor leaves of them is its noise
+            r = r - self._anchor[0]
+            e = e.copy()
+            e[:, :-self.dyn.n] -= self._anchor[1][:, :-self.dyn.n]
+        self._a += y.T @ y
+        self._b += y.T @ r
+        self._rr += float(r @ r)
+        self._e += y.T @ e
+        u = self.dyn.forward_kinematics(q, "payload")[2, :3]  # base z in the payload frame (third row of R)
+        self._tilt += np.outer(u, u)
+        self._count += 1
+        if self._first is None:
+            self._first = t
+
+    def _learn_anchor(self, t: float, q: np.ndarray, dq: np.ndarray, r: np.ndarray, e: np.ndarray) -> None:
+        if np.max(np.abs(dq)) > self.cfg.rest_speed:
+            self._end_rest()
+            return
+        if self._rest_since is None:
+            self._rest_since = t
+            self._rest_sum, self._rest_n, self._rest_q = [np.zeros_like(r), np.zeros_like(e)], 0, q.copy()
+        if t - self._rest_since < self.cfg.settle:  # the filters settle on the rest first
+            return
+        self._rest_sum[0] += r
+        self._rest_sum[1] += e
+        self._rest_n += 1
+        self._rest_seconds = t - self._rest_since - self.cfg.settle
+
+    def _end_rest(self) -> None:
+        if self._rest_n and self._rest_seconds >= self.cfg.anchor_rest:
+            self._kept = (self._rest_sum[0] / self._rest_n, self._rest_sum[1] / self._rest_n, self._rest_q,
+                          self._rest_seconds)
+        self._rest_since, self._rest_n, self._rest_seconds = None, 0, 0.0
+
+    def _anchor_candidate(self):
+        self._end_rest()
+        return self._kept
+
+    def _offset_std(self) -> np.ndarray:
+        n = self.dyn.n
+        if self._anchor is not None:  # offsets cancel; what remains is the anchor's own noise (its mean over the rest)
+            return np.full(n, self.cfg.torque_noise * math.sqrt(self._sample_period() / self._anchor[3]))
+        if self.model is not None and self.model.offsets:
+            return np.zeros(n)
+        return np.full(n, self.cfg.torque_offset_std)
+
+    def _sample_period(self) -> float:
+        return self._dt if self._dt else self.cfg.row_period
+
+    def _noise_gain(self) -> float:
+        """Std of the filtered torque per unit of per-sample noise std (first order at the stream's rate)."""
+        a = math.exp(-2 * math.pi * self.cfg.cutoff * self._sample_period())
+        return math.sqrt((1 - a) / (1 + a))
+
+    def _correlation(self) -> float:
+        a = math.exp(-2 * math.pi * self.cfg.cutoff * self.cfg.row_period)
+        return (1 + a) / (1 - a)
+
+    def _prior(self, p: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, variance) of the weak prior: mass and first moments within the limits; the inertia about the
+        frame origin that of a point mass at the CoM of ``p`` (the last solution) plus ``inertia_prior`` per kg."""
+        lim = self.cfg.limits
+        m, r = lim.max_payload, lim.max_com_radius
+        mean = np.zeros(10)
+        var = np.array([m, m * r, m * r, m * r] + [m * r * r] * 6) ** 2
+        if p is not None and self.cfg.inertia_prior > 0:
+            mass = max(float(p[0]), 0.05)
+            h = p[1:4]
+            mean[4:] = np.array([h[1] ** 2 + h[2] ** 2, -h[0] * h[1], -h[0] * h[2], h[0] ** 2 + h[2] ** 2,
+                                 -h[1] * h[2], h[0] ** 2 + h[1] ** 2]) / mass
+            var[4:] = (self.cfg.inertia_prior * mass) ** 2
+        return mean, var
+
+    def _solution(self) -> OnlineStatus:
+        n_rows = self._count * self.dyn.n
+        corr = self._correlation()
+        floor = (self.cfg.torque_noise * self._noise_gain()) ** 2
+        s2, p = floor, None
+        for _ in range(3):  # the prior's inertia from the last solution; the noise level from the fit's residual
+            mean, var = self._prior(p)
+            cov = np.linalg.inv(self._a / (s2 * corr) + np.diag(1.0 / var))
+            p = cov @ (self._b / (s2 * corr) + mean / var)
+            rss = max(self._rr - 2 * p @ self._b + p @ self._a @ p, 0.0)
+            s2 = max(floor, rss / max(n_rows - 10, 1))
+        sens = cov @ (self._e / (s2 * corr))
+        cov = cov + sens @ self._rows.covariance(self._offset_std()) @ sens.T
+        cov = 0.5 * (cov + cov.T)
+        seconds = self._t - self._first if self._first is not None else 0.0
+        common = dict(t=self._t, rows=self._count, seconds=seconds, grasped=True, anchored=self._anchor is not None)
+        try:
+            est = self._estimate(p, cov, math.sqrt(rss / max(n_rows, 1)))
+        except PayloadRejected as e:
+            self.rejected += 1
+            return replace(self._status, state=CONVERGING, reason=f"not yet plausible ({e}); keeping the last estimate",
+                           **common)
+        state, reason = self._judge(est, cov)
+        return OnlineStatus(state, reason, est, **common)
+
+    def _estimate(self, p: np.ndarray, cov: np.ndarray, rms: float) -> PayloadEstimate:
+        unc = self._rows.declared if self.model is None else self.model.uncertainty
+        note = f"std includes the unloaded model's uncertainty ({unc.source})"
+        if self.model is not None:
+            note += f" and the nominal dynamics' (declared {100 * self.cfg.model_uncertainty:g} %)"
+        if self._anchor is not None:
+            note += "; anchored on the unloaded arm at rest before the grasp"
+        common = dict(frame=frame_name(self.dyn), samples=self._count, residual_rms=rms,
+                      condition_number=float(np.linalg.cond(self._a[:4, :4])), limits=self.cfg.limits)
+        method = f"online filtered ({self.cfg.cutoff:g} Hz)"
+        undetermined, why = _inertia_determined(p, cov, self.cfg.inertia_rsd)
+        if not undetermined:
+            est = build_estimate(p, cov, np.ones(10, bool), PAYLOAD_NAMES, method=method, **common)
+            return replace(est, notes=est.notes + (note,))
+        est = build_estimate(p[:4], cov[:4, :4], np.ones(4, bool), GRAVITY_NAMES,
+                             method=method + " (inertia not determined)", **common)
+        return replace(est, undetermined=tuple(undetermined),
+                       notes=est.notes + (note, f"inertia not determined yet: {why}"))
+
+    def _judge(self, est: PayloadEstimate, cov: np.ndarray) -> tuple[str, str]:
+        s = est.std
+        m3 = 3 * s.get("mass", math.inf)
+        c3 = 3 * max(s.get(k, math.inf) for k in ("cx", "cy", "cz")) if est.mass > 0 else 0.0
+        mass_ok = m3 <= self.cfg.converged_mass * abs(est.mass) + self.cfg.converged_mass_abs
+        com_ok = c3 <= self.cfg.converged_com
+        where = (f"mass {est.mass:.3f} ± {m3:.3f} kg, CoM ± {1e3 * c3:.1f} mm (3σ); converged at ± "
+                 f"{100 * self.cfg.converged_mass:g} % + {self.cfg.converged_mass_abs:g} kg / "
+                 f"{1e3 * self.cfg.converged_com:g} mm")
+        if mass_ok and com_ok:
+            return CONVERGED, where
+        weak = self._weak_direction()
+        if weak:
+            return NOT_EXCITED, f"{weak}; {where}"
+        return CONVERGING, where
+
+    def _weak_direction(self) -> str:
+        """'' when the payload has been seen in enough orientations to separate mass and the three CoM
+        components, else what is not separated yet and which joints would separate it."""
+        if self._count == 0:
+            return "no rows yet"
+        w, v = np.linalg.eigh(np.eye(3) - self._tilt / self._count)
+        tilt = math.degrees(math.asin(math.sqrt(min(1.0, 2 * max(w[0], 0.0)))))
+        if tilt >= self.cfg.min_tilt_deg:
+            return ""
+        axis = v[:, 0]
+        names = [f"CoM {_COM[i]}" for i in np.argsort(-np.abs(axis)) if abs(axis[i]) > 0.3]
+        direction = np.concatenate([[0.0], axis])
+        return (f"the motion has tilted the payload by only about {tilt:.0f} deg since the grasp (at least "
+                f"{self.cfg.min_tilt_deg:g} deg separate it): {' / '.join(names)} not yet separated from the mass "
+                f"(move joints {self._joints_for(direction)})")
+
+    def _joints_for(self, direction: np.ndarray) -> str:
+        """The two joints whose rotation changes the payload's gravity torque along ``direction`` the most."""
+        q = self._rest_q_or_last()
+        base = self.dyn.payload_gravity_regressor(q) @ direction
+        gain = []
+        for j in range(self.dyn.n - 1):  # the last joint turns the flange about its own axis only
+            dq = np.zeros(self.dyn.n)
+            dq[j] = 0.1
+            gain.append(np.linalg.norm(self.dyn.payload_gravity_regressor(q + dq) @ direction - base))
+        best = sorted(np.argsort(gain)[-2:] + 1)
+        return "/".join(str(j) for j in best)
+
+    def _rest_q_or_last(self) -> np.ndarray:
+        return self._last_q if self._last_q is not None else np.zeros(self.dyn.n)
+
+
+__all__ = ["CONVERGED", "CONVERGING", "IDLE", "NOT_EXCITED", "STATES", "OnlineConfig", "OnlinePayloadEstimator",
+           "OnlineStatus"]

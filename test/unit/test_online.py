@@ -1,0 +1,137 @@
+"""The online payload estimator (payload/online.py) on ordinary moves of the MuJoCo arm: the payload known from
+the motion after an announced grasp, σ covering noise and model error, the states. Reference: the payload
+MuJoCo carries (an engine we did not write); the unloaded model the estimator subtracts is the nominal
+description (the true arm differs by the model error) or the exact one where the test says so."""
+
+import numpy as np
+import pytest
+
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.parameters import BodyInertia
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.payload.online import (
+    CONVERGED,
+    IDLE,
+    NOT_EXCITED,
+    OnlineConfig,
+    OnlinePayloadEstimator,
+)
+from payload_estimation.payload.result import PayloadDataError
+from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
+
+Q0 = np.radians([10, 35, -10, -75, 15, 45, 0])
+MOVE = np.radians([40, -15, 20, 25, -30, 30, 20])  # 180 deg in total over 2 s: an ordinary point-to-point move
+BOX = BodyInertia(2.5, np.array([0.03, -0.02, 0.09]), np.diag([0.012, 0.009, 0.006]))
+KEYS = ("mass", "cx", "cy", "cz")
+
+
+@pytest.fixture(scope="module")
+def iiwa():
+    return RigidBodyDynamics(load_robot("iiwa14"))
+
+
+def _run(dyn, est, *, model_error=0.0, noise=0.0, offsets=0.0, seed=0, move=MOVE, duration=2.0, rest=0.6,
+         grasp=True, body=BOX, record=()):
+    """Unloaded rest, the payload attached and the grasp announced, 0.2 s later the move, 0.2 s at rest after it;
+    returns the estimator's status at the move-relative times in ``record`` (s) and at the end."""
+    arm = SimulatedArm(dyn.desc, SimConfig(seed=seed, model_error=model_error,
+                                           sensor=SensorConfig(noise_std=noise, offset=offsets)))
+    arm.reset(Q0)
+    k_grasp, k_move = round(rest * 1000), round((rest + 0.2) * 1000)
+    marks = {k_move + round(1000 * r): r for r in record}
+    out = {}
+    for k in range(k_move + round((duration + 0.2) * 1000) if move is not None else k_move + 300):
+        if k == k_grasp and grasp:
+            arm.attach_payload(body)
+            est.grasped()
+        if k == k_move and move is not None:
+            arm.set_trajectory([(duration, Q0 + move, None)])
+        arm.step(1)
+        s = arm.state()
+        est.update(s.t, s.q, s.dq, s.tau)
+        if k in marks:
+            out[marks[k]] = est.solve()
+    out["end"] = est.solve()
+    return out
+
+
+def _errors(status, body=BOX):
+    e = status.estimate
+    err = np.array([e.mass - body.mass, *(e.com - body.com)])
+    return err, np.array([e.std[k] for k in KEYS])
+
+
+def test_exact_model_payload_known_during_an_ordinary_move(iiwa):
+    # exact unloaded model, 0.1 N m noise: what is left is noise (σ ~ 1e-3 kg, < 1 mm) and, halfway through
+    # the move, the payload's inertia not yet told apart from its CoM along the flange (σ of cz ~6 mm, the
+    # inertia prior's share); at the end 0.5 % / 3 mm (issue 32's target)
+    est = OnlinePayloadEstimator(iiwa, OnlineConfig(model_uncertainty=0.0, torque_offset_std=0.0))
+    out = _run(iiwa, est, noise=0.1, record=(1.0,))
+    early, early_std = _errors(out[1.0])
+    err, std = _errors(out["end"])
+    assert abs(early[0]) < 0.01 * BOX.mass and np.linalg.norm(early[1:]) < 0.01
+    assert np.all(np.abs(early) <= 3 * early_std)
+    assert abs(err[0]) < 0.005 * BOX.mass and np.linalg.norm(err[1:]) < 0.003
+    assert np.all(np.abs(err) <= 3 * std)
+    assert out["end"].state == CONVERGED
+    # an ordinary move does not determine a 0.01 kg m^2 inertia to 25 %: reported as undetermined, and why
+    e = out["end"].estimate
+    assert e.inertia is None and "Ixx" in e.undetermined and any("inertia not determined" in n for n in e.notes)
+
+
+def test_model_error_and_offsets_are_covered_by_sigma(iiwa):
+    # 3 % link error and ±0.5 N m offsets against the nominal model: the estimator is anchored on the unloaded
+    # rest before the grasp; the error must stay within 3σ of the propagated model uncertainty (declared 3 %)
+    offsets = np.array([0.4, -0.5, 0.3, -0.2, 0.5, -0.4, 0.1])
+    for seed in (1, 2):
+        est = OnlinePayloadEstimator(iiwa, OnlineConfig(model_uncertainty=0.03))
+        out = _run(iiwa, est, model_error=0.03, noise=0.1, offsets=offsets, seed=seed, record=(1.0,))
+        for key in (1.0, "end"):
+            err, std = _errors(out[key])
+            assert np.all(np.abs(err) <= 3 * std), (seed, key, err, std)
+            assert std[0] < 0.05 * BOX.mass and np.all(std[1:] < 0.02)  # σ covers, and is still useful
+        assert out["end"].anchored
+
+
+def test_a_broken_reference_is_not_covered(iiwa):
+    # the same stream against an unloaded model with half the link masses: the estimate must be off by more
+    # than its σ (what the two tests above rely on: the reference model matters, and σ is not just huge)
+    light = iiwa.desc.with_links(tuple(BodyInertia(b.mass * 0.5, b.com, b.inertia_com * 0.5) for b in iiwa.desc.links))
+    est = OnlinePayloadEstimator(RigidBodyDynamics(light), OnlineConfig(model_uncertainty=0.0, torque_offset_std=0.0,
+                                                                        anchor=False))
+    err, std = _errors(_run(iiwa, est, noise=0.1)["end"])
+    assert np.any(np.abs(err) > 3 * std)
+
+
+def test_at_rest_after_the_grasp_the_state_says_what_the_motion_has_not_separated(iiwa):
+    est = OnlinePayloadEstimator(iiwa)
+    assert est.status.state == IDLE and est.estimate is None
+    out = _run(iiwa, est, noise=0.1, move=None)
+    st = out["end"]
+    assert st.state == NOT_EXCITED
+    assert "CoM" in st.reason and "joints" in st.reason
+    err, std = _errors(st)
+    assert abs(err[0]) < 0.02 * BOX.mass  # the mass is known at one pose; the CoM along gravity is not
+    est.reset()
+    assert est.status.state == IDLE and est.estimate is None
+
+
+def test_updates_at_ten_hertz_and_no_estimate_without_a_grasp(iiwa):
+    est = OnlinePayloadEstimator(iiwa)
+    _run(iiwa, est, grasp=False, move=None)
+    assert est.estimate is None and est.status.state == IDLE
+    est.grasped()
+    states = []
+    t0 = 100.0
+    for k in range(600):
+        q = Q0 + np.radians(20) * np.sin(0.5 * np.arange(1, 8) * k / 1000)
+        dq = np.radians(20) * 0.5 * np.arange(1, 8) * np.cos(0.5 * np.arange(1, 8) * k / 1000)
+        st = est.update(t0 + k / 1000, q, dq, iiwa.gravity(q))
+        if not states or st is not states[-1]:
+            states.append(st)
+    assert 4 <= len(states) <= 7  # the filters restart at the jump to t0; 0.1 s settle, then a solve per 0.1 s
+
+
+def test_config_is_checked():
+    with pytest.raises(PayloadDataError, match="solve_period"):
+        OnlineConfig(solve_period=0.0)
