@@ -11,6 +11,8 @@ import importlib
 import logging
 import sys
 
+from ..errors import PayloadEstimationError
+
 # sub-command name -> module under payload_estimation.cli
 COMMANDS = {
     "coefficients": "coefficients",
@@ -24,6 +26,10 @@ COMMANDS = {
     "export-csv": "export_csv",
     "export": "export",
 }
+
+
+class CommandError(PayloadEstimationError):
+    """A command's refusal of its arguments or data; the message says what to change."""
 
 
 def _load(name: str):
@@ -85,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (ValueError, OSError) as exc:  # our errors are ValueError subclasses with operator-readable text
+    except (PayloadEstimationError, OSError, UnicodeError) as exc:  # our refusals (operator-readable), unreadable files
         print(f"payload-estimation {args.command}: error: {exc}", file=sys.stderr)
         return 1
 

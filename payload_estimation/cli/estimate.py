@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..errors import PayloadEstimationError
+from .command_line import CommandError
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "estimate the payload (mass, CoM[, inertia]) from a loaded recording and an unloaded one or a model"
@@ -133,9 +135,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = estimate_payload_recordings(dyn, loaded, unloaded, model, opts,
                                              model_label=f"model {args.model}" if args.model else "model")
-    except ValueError as exc:
+    except PayloadEstimationError as exc:
         files = str(args.samples) + (f" and {args.unloaded}" if args.unloaded else "")
-        raise ValueError(f"{files}: {exc}") from exc
+        raise CommandError(f"{files}: {exc}") from exc
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -11,6 +11,7 @@ import argparse
 import math
 import os
 
+from .command_line import CommandError
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "design a Fourier-series excitation trajectory with minimal cond(Y_b) for identification"
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     center = None
     if args.center_deg is not None:
         if len(args.center_deg) != desc.n:
-            raise ValueError(f"--center-deg needs {desc.n} angles for robot '{desc.name}', got {len(args.center_deg)}")
+            raise CommandError(f"--center-deg needs {desc.n} angles for robot '{desc.name}', "
+                               f"got {len(args.center_deg)}")
         center = tuple(math.radians(v) for v in args.center_deg)
     max_dev = None if args.max_deviation_deg is None else math.radians(args.max_deviation_deg)
     cfg = ExcitationConfig(harmonics=args.harmonics, f0=args.f0, position_factor=args.position_factor,
@@ -64,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     res = ExcitationDesigner(desc, cfg).optimise()
     problems = check_limits(res.trajectory, desc)
     if problems:
-        raise ValueError("designed trajectory violates limits: " + "; ".join(problems))
+        raise CommandError("designed trajectory violates limits: " + "; ".join(problems))
     out = Path(args.out)
     write_csv(out, res.trajectory, args.rate, periods)
     traj_path = out.with_suffix(f".trajectory.{args.trajectory_format}")

@@ -20,6 +20,7 @@ import argparse
 import os
 
 from ..model import FINGERPRINT_KEY, kinematics_fingerprint
+from .command_line import CommandError
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "identify the robot's dynamic coefficients (and physically consistent link parameters) from a recording"
@@ -126,8 +127,8 @@ def run(args: argparse.Namespace) -> int:
               f"{held.t[-1]:.3f} s (last {args.hold_out:.0%})")
     if args.gravity_only:
         if args.friction not in ("auto", "none", "offset") or args.physical:
-            raise ValueError("--gravity-only takes --friction offset (the default), none, or nothing else, and "
-                             "no --physical: a static robot has no friction to fit, only sensor offsets")
+            raise CommandError("--gravity-only takes --friction offset (the default), none, or nothing else, and "
+                               "no --physical: a static robot has no friction to fit, only sensor offsets")
         if samples.dq is not None or samples.t is not None:
             samples = select_static(samples, args.max_speed)
         model = identify_gravity(desc, samples, essential=args.essential, min_abs=args.min_abs,
@@ -138,21 +139,21 @@ def run(args: argparse.Namespace) -> int:
         if args.trajectory:
             names, _, four = read_trajectory_file(args.trajectory)
             if four is None:
-                raise ValueError(f"{args.trajectory}: no 'excitation' record; pass --period and --harmonics")
+                raise CommandError(f"{args.trajectory}: no 'excitation' record; pass --period and --harmonics")
             if tuple(names) != tuple(desc.joint_names):
-                raise ValueError(f"{args.trajectory}: joints {list(names)} differ from robot '{desc.name}' "
-                                 f"{list(desc.joint_names)}")
+                raise CommandError(f"{args.trajectory}: joints {list(names)} differ from robot '{desc.name}' "
+                                   f"{list(desc.joint_names)}")
             period, harmonics = four.period, four.harmonics
             fs = periodic_rate(samples, period)
             q_des = four.evaluate(np.arange(int(round(period * fs))) / fs)[0]
         elif args.period is not None:
             if args.harmonics is None:
-                raise ValueError("--period needs --harmonics (the excitation's L)")
+                raise CommandError("--period needs --harmonics (the excitation's L)")
             period, harmonics = args.period, args.harmonics
         start_index = None
         if args.start is not None:
             if samples.t is None:
-                raise ValueError("--start needs time stamps in the recording")
+                raise CommandError("--start needs time stamps in the recording")
             start_index = int(np.searchsorted(samples.t, args.start))
         elif period is not None and q_des is None:
             start_index = 0
@@ -267,7 +268,7 @@ def _physical(args, desc, model, data, opts, out, consistent=None):
             print(f"prior: {retrieval.prior.describe(str(args.robot))}")
         res = retrieval.solve(starts=args.starts, seed=args.seed, progress=False)
     if res.problems:
-        raise ValueError("physical retrieval violates constraints: " + "; ".join(res.problems))
+        raise CommandError("physical retrieval violates constraints: " + "; ".join(res.problems))
     friction = res.joint_friction(desc.n)
     robot_yaml = out.with_name(out.stem + "_robot.yaml")
     written = write_identified_robot(

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .command_line import CommandError
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "tables and plots (estimate, residual with/without payload, torque fit) from a recorded run"
@@ -55,7 +56,7 @@ def run(args) -> int:
     notes: list[str] = []
     run_data = _load(args.bag or args.data, args.topic, desc, notes)
     if run_data.t is None:
-        raise ValueError("the recording has no time stamps (CSV column 't')")
+        raise CommandError("the recording has no time stamps (CSV column 't')")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dyn = RigidBodyDynamics(desc)
@@ -73,7 +74,7 @@ def run(args) -> int:
         if args.unloaded:
             pairs = match_captures(captures, static_captures(_load(args.unloaded, args.topic, desc, notes)))
             if not pairs:
-                raise ValueError("no rest of --unloaded matches a rest of the loaded recording (within 0.2°)")
+                raise CommandError("no rest of --unloaded matches a rest of the loaded recording (within 0.2°)")
             q = np.array([a.q for a, _ in pairs])
             tau = np.array([a.tau for a, _ in pairs])
             tau0 = np.array([b.tau for _, b in pairs])

@@ -70,7 +70,7 @@ def _payload(args) -> PayloadEstimate | None:
     if args.payload_file:
         try:
             return PayloadEstimate.from_dict(json.loads(Path(args.payload_file).read_text()))
-        except (KeyError, TypeError, json.JSONDecodeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:  # ValueError: bad JSON or numbers
             raise ResidualArgumentError(f"--payload-file {args.payload_file}: not a payload estimate ({exc})") from None
     return None
 

@@ -34,6 +34,13 @@ import yaml
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
+from ..errors import PayloadEstimationError
+
+
+class BringupError(PayloadEstimationError):
+    """A node name or parameter override bringup cannot use; the message says what is allowed."""
+
+
 NODES: dict[str, tuple[str, tuple[str, ...]]] = {
     "sim": ("payload_estimation.ros.sim_node", ("SimNode", "SimArmNode", "SimulatedArmNode")),
     "estimator": ("payload_estimation.ros.estimator_node", ("PayloadEstimatorNode",)),
@@ -46,7 +53,7 @@ NODES: dict[str, tuple[str, tuple[str, ...]]] = {
 def node_class(short: str) -> type[Node]:
     """The Node subclass behind a short name (``sim``, ``estimator``, ``sampler``, ``monitor``)."""
     if short not in NODES:
-        raise ValueError(f"unknown node {short!r}; choose from {', '.join(NODES)}")
+        raise BringupError(f"unknown node {short!r}; choose from {', '.join(NODES)}")
     module, names = NODES[short]
     mod = importlib.import_module(module)
     for name in names:
@@ -81,7 +88,7 @@ def override_file(params: Sequence[str], nodes: Sequence[str] = tuple(NODES), di
     values = {}
     for p in params:
         if ":=" not in p:
-            raise ValueError(f"parameter override {p!r} must look like name:=value")
+            raise BringupError(f"parameter override {p!r} must look like name:=value")
         k, v = p.split(":=", 1)
         values[k.strip()] = yaml.safe_load(v) if v.strip() else ""
     doc = {f"/**/{EXECUTABLES_NODE[s]}": {"ros__parameters": dict(values)} for s in nodes}
@@ -146,7 +153,7 @@ def launch_entries(robot: str = "", nodes: Sequence[str] = ("estimator", "sample
     overrides = {"robot": robot, "use_sim_time": bool(use_sim_time), **(extra_params or {})}
     bad = [k for k, v in overrides.items() if isinstance(v, str) and ":=" in v]
     if bad:
-        raise ValueError(f"launch parameter values must not contain ':=': {bad}")
+        raise BringupError(f"launch parameter values must not contain ':=': {bad}")
     remaps = []
     if joint_states:
         remaps.append(("joint_states", joint_states))
@@ -155,7 +162,7 @@ def launch_entries(robot: str = "", nodes: Sequence[str] = ("estimator", "sample
     out = []
     for short in nodes:
         if short not in EXECUTABLES:
-            raise ValueError(f"unknown node {short!r}; choose from {', '.join(EXECUTABLES)}")
+            raise BringupError(f"unknown node {short!r}; choose from {', '.join(EXECUTABLES)}")
         mine = {k: v for k, v in overrides.items() if not (short == "sim" and k == "use_sim_time")}
         if model_from_topic and short != "sim":
             mine["robot"] = ""
@@ -294,7 +301,7 @@ def start_processes(short_names: Sequence[str], args: list[str], env=None,
     procs = []
     for short in short_names:
         if short not in NODES:
-            raise ValueError(f"unknown node {short!r}; choose from {', '.join(NODES)}")
+            raise BringupError(f"unknown node {short!r}; choose from {', '.join(NODES)}")
         p = subprocess.Popen([*prefix, sys.executable, "-m", NODES[short][0], *args], env=env,
                              preexec_fn=_die_with_parent)
         p.node = short
@@ -388,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if a.model_from_topic:  # node-specific entries come last: they outrank the global robot:=
             overrides.unlink()
             overrides = override_file(params, ["sim"], extra={s: {"robot": ""} for s in short if s != "sim"})
-    except (ValueError, yaml.YAMLError) as e:
+    except (BringupError, yaml.YAMLError) as e:
         print(f"bringup: {e}", file=sys.stderr)
         return 2
     args = ros_args(pfile, a.namespace, True if a.use_sim_time else None, a.remap) + ["--params-file", str(overrides)]

