@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rcl_interfaces.srv import SetParameters, SetParametersAtomically
 from rclpy.exceptions import ParameterNotDeclaredException
@@ -450,17 +451,10 @@ def render_params_file(tables: dict[str, ParameterTable]) -> str:
 
 
 def yaml_value(v: Any) -> str:
-    """A parameter value as YAML flow text (floats keep a decimal point, so they stay doubles)."""
-    if isinstance(v, list):
-        return "[" + ", ".join(yaml_value(x) for x in v) + "]"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        text = repr(v)
-        return text if any(c in text for c in ".en") else text + ".0"
-    if isinstance(v, str):
-        return '""' if not v else (f'"{v}"' if any(c in v for c in ":#[]{},") else v)
-    return str(v)
+    """A parameter value as one line of YAML flow text (PyYAML: floats keep a decimal point, so they stay
+    doubles; strings that would read as another type are quoted)."""
+    text = yaml.safe_dump(v, default_flow_style=True, width=math.inf, allow_unicode=True)
+    return text.removesuffix("\n").removesuffix("\n...")  # a lone scalar is a document: drop its end marker
 
 
 def render_docs(text: str, tables: dict[str, ParameterTable]) -> str:
