@@ -3,7 +3,8 @@
 Interface (relative names, remappable):
 
 - subscribes ``joint_states`` (sensor_msgs/JointState), ``collision_monitor/collision``
-  (std_msgs/Bool, transient local) and, with an empty ``robot`` parameter, ``robot_description``;
+  (std_msgs/Bool, transient local), ``collision_monitor/status`` and, with an empty ``robot``
+  parameter, ``robot_description``;
 - publishes ``joint_trajectory`` (trajectory_msgs/JointTrajectory, one point per move, zero end
   velocity), ``~/active`` (std_msgs/Bool, transient local: True while sampling; the collision
   monitor takes a provisional payload on its rising edge), ``~/status`` and ``/diagnostics``;
@@ -15,7 +16,7 @@ Interface (relative names, remappable):
   run ``payload_estimator/start_recording`` and ``payload_estimator/estimate_motion`` (or
   ``payload_estimator/store_reference`` for ``~/record_reference``).
 
-``mode`` dynamic: one excitation (:mod:`motion.payload_excitation`, one multi-point
+``mode`` dynamic: one excitation (:mod:`sampling.payload_excitation`, one multi-point
 ``joint_trajectory`` with velocities) within the same envelope instead of the static poses, with the
 same collision gate, aborts and return. ``~/record_reference`` runs that excitation on the unloaded arm
 before the grasp (``active`` is not raised) and keeps its plan: the next dynamic ``~/sample`` at the
@@ -23,23 +24,19 @@ same pick configuration repeats exactly that motion and the estimator fits the d
 is scaled down where the object's mass, unseen at rest at the pick configuration, could put more
 than ``unknown_payload_torque`` on a joint at 3 σ along it; where less than 30 % would remain
 (stretched up) ``~/record_reference`` refuses and ``~/sample`` uses the static poses.
-
 ``~/sweep`` calibrates the unloaded arm's gravity model: ``sweep_poses`` static poses within
-±``sweep_amplitude_deg`` of the current configuration (:func:`motion.sweep.plan_sweep`), run like a
+±``sweep_amplitude_deg`` of the current configuration (:func:`sampling.sweep.plan_sweep`), run like a
 sampling run (same limits, collision gate, aborts and return) but without raising ``~/active``.
+After an abort, the next ``~/sample`` keeps that run's pick configuration (``~/forget_pick`` drops it).
 
-The node is thin: what a ``~/sample`` request does — start-up, the poses, every abort and where the
-arm ends up — is :class:`motion.sampling_run.SamplingRun`; this node turns messages into its
-observations and carries out its actions. It runs in a single-threaded executor: the service
+The node only translates: what a request does — the mode, start-up, the poses, every abort, where the
+arm ends up, what is kept for the next run and the status — is :class:`sampling.sampler.Sampler` and
+its :class:`sampling.sampling_run.SamplingRun`. It runs in a single-threaded executor: the service
 callback awaits the run, which advances on every joint_states sample, collision flag, estimator
 answer and a 20 Hz steady-clock tick (so a lost stream is noticed while ``/clock`` stands still).
-Nothing blocks that executor: the run's motion planning (up to about a second of CPU) is computed on a
-worker thread, whose result wakes the executor through a guard condition, so joint_states and the
-stream watchdog are handled throughout and ``~/cancel`` ends a run that is still planning.
-After an abort, the next ``~/sample`` keeps that run's pick configuration: it starts there when the
-arm is there (a grasp meanwhile is handled as on a first run), returns there first when the arm is
-elsewhere inside that run's envelope, and is refused, naming ``~/forget_pick`` (which drops it), when
-the arm is outside the envelope or a collision is reported away from it.
+The run's motion planning (up to about a second of CPU) is computed on a worker thread, whose result
+wakes the executor through a guard condition, so joint_states and the stream watchdog are handled
+throughout and ``~/cancel`` ends a run that is still planning.
 """
 
 from __future__ import annotations
@@ -47,12 +44,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import InvalidHandle
 from rclpy.node import Node
@@ -62,23 +57,21 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
 from ..sampling.excitation_sequence import Excite, Record
-from ..sampling.payload_excitation import ExcitationPlan, ExcitationPlanConfig
-from ..sampling.poses import PosePlanConfig
+from ..sampling.sampler import ERROR, OK, Sampler, answer_text, compute_plan, estimate_note, outcome_level
 from ..sampling.sampling_run import (
     ClearCaptures,
     Finished,
     Hold,
-    Observation,
-    PickAnchor,
     PlanMotion,
     PlannedMotion,
-    RunConfig,
+    RunMode,
     SamplingRun,
     SetActive,
 )
-from ..sampling.sequence import Capture, Estimate, Move, PhaseTimings, SequenceConfig
+from ..sampling.sequence import Capture, Estimate, Move
 from ..signals.settle import SampleWindow, check_static
 from ..stream import StampVerdict
 from .messages import clock_seconds, diagnostic_level, trajectory_msg
@@ -150,50 +143,32 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + ParameterTable([
           "before it refuses", low=0.0, high=120.0, low_open=True, applies=NEXT_RUN),
 ])
 
-_ERROR = diagnostic_level(DiagnosticStatus.ERROR)
-_PHASES = {"waiting": "waiting for joint_states, the estimator and the collision monitor",
-           "return_first": "returning to the pick configuration of the aborted run",
-           "startup": "waiting for the arm to rest at the pick configuration",
-           "rest": "waiting for the arm to rest at the pick configuration", "planning": "planning the motion",
-           "abort_return": "aborted, returning to the pick configuration"}
-"""Status words for the run's phases outside its pose or excitation sequence."""
-_NOT_FAULTS = ("refused", "cancelled")
-"""Outcomes that are no fault: a refusal (nothing moved) and the user's ~/cancel: WARN, not ERROR."""
-MONITOR_STATUS_AGE = 3.0
-"""s (wall clock): a collision_monitor/status older than this does not count (the monitor publishes at 1 Hz)."""
+
+ESTIMATOR_SERVICES = {RunMode.STATIC: ("capture", "estimate"), RunMode.SWEEP: ("capture_calibration", "calibrate"),
+                      RunMode.DYNAMIC: ("start_recording", "estimate_motion"),
+                      RunMode.RECORD_REFERENCE: ("start_recording", "store_reference")}
+"""payload_estimator's (capture or record, estimate) services of each run mode (a mode may change while
+planning: a dynamic run that falls back to the static poses)."""
 
 TICK_PERIOD = 0.05
 """s; steady-clock tick of a run (stream loss, timeouts) between joint_states samples."""
 
 
 class PayloadSamplerNode(Node):
-    """Messages <-> :class:`motion.sampling_run.SamplingRun`."""
+    """Messages <-> :class:`sampling.sampler.Sampler` and its :class:`sampling.sampling_run.SamplingRun`."""
 
     def __init__(self, **kwargs):
         super().__init__("payload_sampler", **kwargs)
         self.values = PARAMS.declare(self, on_change=self._on_params)
+        self.core = Sampler()
         self.dyn: RigidBodyDynamics | None = None
         self.joint_names: tuple[str, ...] = ()
         self.input: JointStateInput | None = None
         self._window: SampleWindow | None = None
         self._q = self._dq = None
-        self._collision = False
-        self._collisions = 0
-        self._cancel = False
-        self._run: SamplingRun | None = None
         self._done: Future | None = None
         self._futures: list = []
-        self._anchor: PickAnchor | None = None
         self._static_cache: tuple[float | None, bool] = (None, False)
-        self.last_result: Finished | None = None
-        self.last_q0: np.ndarray | None = None  # rad, pick configuration of the last run
-        self.last_timings: PhaseTimings | None = None
-        self.last_duration: float | None = None  # s, node clock (sim time when use_sim_time)
-        self.last_wall_duration: float | None = None
-        self._t_request = (0.0, 0.0)
-        self.reference_plan: ExcitationPlan | None = None  # the excitation of the last ~/record_reference
-        self.last_reference_duration: float | None = None  # s, node clock
-
         self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
         self.pub_active = self.create_publisher(Bool, "~/active", LATCHED_QOS)
         self.status = StatusReporter(self, "sampling", self._snapshot)
@@ -201,25 +176,15 @@ class PayloadSamplerNode(Node):
         # the current state, not every sample: arrival and rest are judged on fresh data
         self._js_sub = self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_LATEST_QOS)
         self.create_subscription(Bool, "collision_monitor/collision", self._on_collision, LATCHED_QOS)
-        self._monitor_status: tuple[int, float] | None = None  # (level, wall time received)
         self.create_subscription(DiagnosticArray, "collision_monitor/status", self._on_monitor_status, LATCHED_QOS)
         services = ReentrantCallbackGroup()  # ~/sample awaits its run: the other callbacks must go on meanwhile
-        self.cli_clear = self.create_client(Trigger, "payload_estimator/clear_captures", callback_group=services)
-        self.cli_capture = self.create_client(Trigger, "payload_estimator/capture", callback_group=services)
-        self.cli_estimate = self.create_client(Trigger, "payload_estimator/estimate", callback_group=services)
-        self.cli_capture_cal = self.create_client(Trigger, "payload_estimator/capture_calibration",
-                                                  callback_group=services)
-        self.cli_calibrate = self.create_client(Trigger, "payload_estimator/calibrate", callback_group=services)
-        self.cli_record = self.create_client(Trigger, "payload_estimator/start_recording", callback_group=services)
-        self.cli_estimate_motion = self.create_client(Trigger, "payload_estimator/estimate_motion",
-                                                      callback_group=services)
-        self.cli_store_reference = self.create_client(Trigger, "payload_estimator/store_reference",
-                                                      callback_group=services)
-        self.create_service(Trigger, "~/sample", self._srv_sample, callback_group=services)
-        self.create_service(Trigger, "~/sweep", self._srv_sweep, callback_group=services)
-        self.create_service(Trigger, "~/record_reference", self._srv_record_reference, callback_group=services)
-        self.create_service(Trigger, "~/cancel", self._srv_cancel, callback_group=services)
-        self.create_service(Trigger, "~/forget_pick", self._srv_forget_pick, callback_group=services)
+        names = sorted({"clear_captures", *(n for pair in ESTIMATOR_SERVICES.values() for n in pair)})
+        self.estimator = {n: self.create_client(Trigger, f"payload_estimator/{n}", callback_group=services)
+                          for n in names}
+        for name, callback in (("sample", self._srv_sample), ("sweep", self._srv_sweep),
+                               ("record_reference", self._srv_record_reference), ("cancel", self._srv_cancel),
+                               ("forget_pick", self._srv_forget_pick)):
+            self.create_service(Trigger, f"~/{name}", callback, callback_group=services)
         steady_timer(self, TICK_PERIOD, self._on_timer)
         # planning runs on this worker; its result wakes the executor (a guard condition may be triggered
         # from any thread: rcl/guard_condition.h) and is taken there, in _on_planned
@@ -231,6 +196,10 @@ class PayloadSamplerNode(Node):
         self.status.publish()
         self.get_logger().info(f"payload_sampler ready: {self.values['n_poses']} poses, "
                                f"±{self.values['amplitude_deg']} deg")
+
+    _run = property(lambda self: self.core.run)
+    last_timings = property(lambda self: self.core.last_timings)
+    last_duration = property(lambda self: self.core.last_duration)  # s, node clock (sim time when use_sim_time)
 
     # ------------------------------------------------------------------ configuration
     def _on_model(self, desc) -> None:
@@ -260,39 +229,15 @@ class PayloadSamplerNode(Node):
         self.get_logger().info("parameters changed: " + "; ".join(f"{', '.join(n)} (applies {w})"
                                                                   for w, n in when.items()))
 
-    def _configs(self, sweep: bool = False) -> tuple[PosePlanConfig, SequenceConfig, RunConfig]:
-        v = self.values
-        prefix = "sweep_" if sweep else ""
-        plan = PosePlanConfig(n_poses=int(v[f"{prefix}poses" if sweep else "n_poses"]),
-                              amplitude_deg=float(v[f"{prefix}amplitude_deg"]),
-                              limit_margin_deg=float(v["limit_margin_deg"]),
-                              velocity_scale=float(v[f"{prefix}velocity_scale"]), min_duration=float(v["min_duration"]),
-                              max_candidates=1000 if sweep else PosePlanConfig.max_candidates)
-        seq = SequenceConfig(velocity_scale=plan.velocity_scale, min_duration=plan.min_duration,
-                             arrival_tolerance=float(np.radians(v["arrival_tolerance_deg"])),
-                             arrival_timeout=float(v["arrival_timeout"]), dwell=float(v["dwell"]),
-                             retry_period=float(v["capture_period"]),
-                             clear_timeout=float(v["collision_clear_timeout"]) + float(v["monitor_fit_delay"]))
-        run = RunConfig(pick_rest_timeout=float(v["pick_rest_timeout"]),
-                        monitor_fit_delay=float(v["monitor_fit_delay"]),
-                        stream_timeout=float(v["joint_state_timeout"]), service_timeout=float(v["service_timeout"]),
-                        start_tolerance=float(np.radians(v["arrival_tolerance_deg"])),
-                        monitor_timeout=float(v["monitor_timeout"]))
-        return plan, seq, run
-
     # ------------------------------------------------------------------ inputs
     def _now(self) -> float:
         return clock_seconds(self)
 
     def _on_joint_states(self, msg: JointState) -> None:
-        if self.input is None:
-            return
-        got = self.input.receive(msg)
-        if got is None:
+        got = None if self.input is None else self.input.receive(msg)
+        if got is None or got[0] is StampVerdict.HOLD:
             return
         verdict, t, s = got
-        if verdict is StampVerdict.HOLD:
-            return
         if verdict is StampVerdict.RESTART:
             self._window.clear()
         self._q, self._dq = s.q, s.dq
@@ -302,19 +247,10 @@ class PayloadSamplerNode(Node):
 
     def _on_monitor_status(self, msg: DiagnosticArray) -> None:
         if msg.status:
-            self._monitor_status = (diagnostic_level(msg.status[0].level), time.monotonic())
-
-    def _monitor_ready(self) -> bool:
-        """The collision monitor is monitoring (or the node was told not to require it)."""
-        if not self.values["require_monitor"]:
-            return True
-        st = self._monitor_status
-        return st is not None and st[0] < _ERROR and time.monotonic() - st[1] <= MONITOR_STATUS_AGE
+            self.core.monitor_status(diagnostic_level(msg.status[0].level) >= ERROR, time.monotonic())
 
     def _on_collision(self, msg: Bool) -> None:
-        if msg.data and not self._collision:
-            self._collisions += 1
-        self._collision = bool(msg.data)
+        self.core.collision_flag(bool(msg.data))
         if self._run is not None:
             self._tick()
 
@@ -328,101 +264,53 @@ class PayloadSamplerNode(Node):
         self._static_cache = (last, static)
         return static
 
-    def _run_clients(self, run: SamplingRun | None) -> tuple:
-        """(capture or record, estimate) clients of ``run``: the payload's, the calibration's for a sweep,
-        the recording's for a dynamic run."""
-        if run is not None and run.excitation is not None:
-            return self.cli_record, (self.cli_store_reference if run.reference else self.cli_estimate_motion)
-        if run is not None and run.sweep:
-            return self.cli_capture_cal, self.cli_calibrate
-        return self.cli_capture, self.cli_estimate
-
-    def _excitation(self, reference: bool) -> tuple[ExcitationPlanConfig | None, ExcitationPlan | None, str]:
-        """(plan configuration or None for static, the reference run's plan to repeat or None, why) of
-        the next run."""
-        v = self.values
-        cfg = ExcitationPlanConfig(duration=float(v["excitation_duration"]), amplitude_deg=float(v["amplitude_deg"]),
-                                   limit_margin_deg=float(v["limit_margin_deg"]),
-                                   velocity_scale=float(v["excitation_velocity_scale"]),
-                                   max_acceleration=float(v["excitation_max_acceleration"]),
-                                   harmonics=int(v["excitation_harmonics"]))
-        if reference:
-            return cfg, None, "reference run"
-        ref = self.reference_plan
-        near = (ref is not None and self._q is not None
-                and float(np.max(np.abs(self._q - ref.envelope.q0))) <= float(np.radians(v["arrival_tolerance_deg"])))
-        if v["mode"] == "static" or (v["mode"] == "auto" and not near):
-            return None, None, "static"
-        if near:
-            return cfg, ref, "dynamic, differential against the reference run"
-        return cfg, None, "dynamic, no reference run at this pick configuration: one-shot against the model"
-
-    def _observe(self) -> Observation:
-        run = self._run
-        ready = all(c.service_is_ready() for c in self._run_clients(run))
-        return Observation(t=self._now(), wall=time.monotonic(), q=self._q, dq=self._dq,
-                           static=bool(run is not None and run.wants_static and self._q is not None and self._static()),
-                           stream_age=self.input.age() if self.input else None, collision=self._collision,
-                           collisions=self._collisions, cancel=self._cancel, estimator_ready=ready,
-                           monitor_ready=self._monitor_ready())
+    def _estimator_pair(self, run: SamplingRun) -> tuple:
+        """(capture or record, estimate) clients of ``run``'s mode."""
+        return tuple(self.estimator[n] for n in ESTIMATOR_SERVICES[run.mode])
 
     # ------------------------------------------------------------------ services
     async def _srv_sample(self, request, response):
-        return await self._start(response, sweep=False)
+        return await self._start(response, "~/sample")
 
     async def _srv_sweep(self, request, response):
-        return await self._start(response, sweep=True)
+        return await self._start(response, "~/sweep")
 
     async def _srv_record_reference(self, request, response):
-        return await self._start(response, sweep=False, reference=True)
+        return await self._start(response, "~/record_reference")
 
-    async def _start(self, response, sweep: bool, reference: bool = False):
-        """Run one ``~/sample`` (or ``~/sweep``) to its end and answer with its outcome."""
-        if self._run is not None:
-            response.success = False
-            response.message = "rejected: a sampling run is already in progress (call ~/cancel to stop it)"
+    async def _start(self, response, request: str):
+        """Run one ``request`` to its end and answer with its outcome."""
+        try:
+            _, how = self.core.start(request, self.values, self.dyn, self.model.error, self.joint_names, self._q,
+                                     self._now(), time.monotonic())
+        except PayloadEstimationError as e:
+            response.success, response.message = False, str(e)
             return response
-        if self.dyn is None:
-            response.success, response.message = False, f"rejected: no robot model ({self.model.error})"
-            return response
-        plan, seq, run = self._configs(sweep)
-        excitation, reference_plan, how = self._excitation(reference) if not sweep else (None, None, "sweep")
-        self._cancel = False
-        self._t_request = (self._now(), time.monotonic())
-        self.get_logger().info(f"{'~/record_reference' if reference else '~/sweep' if sweep else '~/sample'}: {how}")
-        self._run = SamplingRun(self.dyn, plan, seq, run, *self._t_request, self._anchor, self.joint_names, sweep=sweep,
-                                excitation=excitation, reference=reference, reference_plan=reference_plan)
+        self.get_logger().info(f"{request}: {how}")
         self._done = Future()
         self._tick()
         fin: Finished = await self._done
-        response.success = fin.ok
-        response.message = fin.text if fin.ok or fin.code in _NOT_FAULTS else f"aborted: {fin.text}"
+        response.success, response.message = fin.ok, answer_text(fin)
         return response
 
     def _srv_cancel(self, request, response):
-        if self._run is None:
-            response.success, response.message = False, "nothing to cancel: the sampler is idle"
+        try:
+            response.message = self.core.cancel()
+        except PayloadEstimationError as e:
+            response.success, response.message = False, str(e)
             return response
-        self._cancel = True
         self._tick()
         response.success = True
-        response.message = ("cancel requested: the run stops (an arm that left the pick configuration is moved back "
-                            "there); its ~/sample call answers with where the arm is")
         return response
 
     def _srv_forget_pick(self, request, response):
-        if self._run is not None:
-            response.success = False
-            response.message = "rejected: a sampling run is in progress (call ~/cancel first)"
-        elif self._anchor is None:
-            response.success = True
-            response.message = "no pick configuration was kept: the next ~/sample samples around the current pose"
-        else:
-            q0 = np.round(np.degrees(self._anchor.q0), 2).tolist()
-            self._anchor = None
-            response.success = True
-            response.message = (f"forgot the pick configuration {q0} deg of the aborted run: the next ~/sample "
-                                "samples around the arm's current pose")
+        try:
+            dropped, response.message = self.core.forget_pick()
+        except PayloadEstimationError as e:
+            response.success, response.message = False, str(e)
+            return response
+        response.success = True
+        if dropped:
             self.get_logger().warning(response.message)
             self.status.publish()
         return response
@@ -456,10 +344,15 @@ class PayloadSamplerNode(Node):
     def _tick(self) -> None:
         run = self._run
         if run is None:
-            if self.input is not None and self.input.lost() and self.status.last_level == DiagnosticStatus.OK:
+            if self.input is not None and self.input.lost() and self.status.last_level == bytes([OK]):
                 self.status.publish()
             return
-        for act in run.update(self._observe()):
+        static = bool(run.wants_static and self._q is not None and self._static())
+        obs = self.core.observation(self._now(), time.monotonic(), self._q, self._dq, static,
+                                    self.input.age() if self.input else None,
+                                    all(c.service_is_ready() for c in self._estimator_pair(run)),
+                                    bool(self.values["require_monitor"]))
+        for act in run.update(obs):
             self._do(act)
 
     def _plan(self, job: PlanMotion) -> None:
@@ -467,13 +360,7 @@ class PayloadSamplerNode(Node):
         run = self._run
 
         def work() -> None:
-            trace = ""
-            try:
-                res = job.compute()
-            except Exception as e:  # noqa: BLE001 - a planning bug must end the run, not leave it planning
-                trace = traceback.format_exc()
-                res = PlannedMotion(None, error=f"planning failed unexpectedly ({type(e).__name__}: {e}); the arm "
-                                    "was not moved. Please report this with the sampler's log")
+            res, trace = compute_plan(job)
             with self._plan_lock:
                 self._plan_results.append((run, res, trace))
             self._plan_guard.trigger()
@@ -504,8 +391,8 @@ class PayloadSamplerNode(Node):
         elif isinstance(act, SetActive):
             self.pub_active.publish(Bool(data=act.active))
         elif isinstance(act, ClearCaptures):
-            if self.cli_clear.service_is_ready():
-                self.cli_clear.call_async(Trigger.Request())
+            if self.estimator["clear_captures"].service_is_ready():
+                self.estimator["clear_captures"].call_async(Trigger.Request())
         elif isinstance(act, (Move, Hold)):
             vel = np.zeros((1, act.target.size)) if isinstance(act, Hold) else None
             self.pub_traj.publish(trajectory_msg(self.joint_names, act.target[None, :], [act.duration], velocities=vel))
@@ -514,27 +401,28 @@ class PayloadSamplerNode(Node):
             elif act.label.startswith("pose"):
                 self.status.publish()
         elif isinstance(act, Excite):
-            times = [p[0] for p in act.points if p[0] > 0]
-            pos = np.array([p[1] for p in act.points if p[0] > 0])
-            vel = np.array([p[2] for p in act.points if p[0] > 0])
-            self.pub_traj.publish(trajectory_msg(self.joint_names, pos, times, velocities=vel))
+            points = [p for p in act.points if p[0] > 0]
+            self.pub_traj.publish(trajectory_msg(self.joint_names, np.array([p[1] for p in points]),
+                                                 [p[0] for p in points], velocities=np.array([p[2] for p in points])))
             self.status.publish()
         elif isinstance(act, (Capture, Estimate, Record)):
-            capture_client, estimate_client = self._run_clients(self._run)
-            kind, client = (("estimate", estimate_client) if isinstance(act, Estimate) else
-                            ("record" if isinstance(act, Record) else "capture", capture_client))
-            future = client.call_async(Trigger.Request())
-            self._futures.append((client, future))
-            future.add_done_callback(lambda f, k=kind: self._answered(k, f))
-            if kind == "estimate" and self._run.excitation is not None:
-                self.get_logger().info("excitation done; " + ("storing the reference run" if self._run.reference
-                                                              else "estimating"))
-            elif kind == "estimate":
-                self.get_logger().info(f"all poses captured; {'calibrating' if self._run.sweep else 'estimating'} "
-                                       "while returning to the pick configuration")
-                self.status.publish()
+            self._request(act)
         elif isinstance(act, Finished):
             self._finished(act)
+
+    def _request(self, act: Capture | Estimate | Record) -> None:
+        """Ask the estimator for a capture, the start of a recording or the estimate."""
+        run = self._run
+        capture_client, estimate_client = self._estimator_pair(run)
+        kind, client = (("estimate", estimate_client) if isinstance(act, Estimate) else
+                        ("record" if isinstance(act, Record) else "capture", capture_client))
+        future = client.call_async(Trigger.Request())
+        self._futures.append((client, future))
+        future.add_done_callback(lambda f, k=kind: self._answered(k, f))
+        if kind == "estimate":
+            self.get_logger().info(estimate_note(run.mode))
+            if not run.mode.excites:
+                self.status.publish()
 
     def _answered(self, kind: str, future) -> None:
         run = self._run
@@ -547,7 +435,6 @@ class PayloadSamplerNode(Node):
         self._tick()
 
     def _finished(self, fin: Finished) -> None:
-        run = self._run
         for client, future in self._futures:
             if not future.done():
                 try:
@@ -555,68 +442,26 @@ class PayloadSamplerNode(Node):
                 except Exception:  # noqa: BLE001 - the server went away: nothing left to clean up
                     pass
         self._futures.clear()
-        self.last_result = fin
-        if run.reference and fin.ok:
-            self.reference_plan = run.excitation_plan
-            self.last_reference_duration = self._now() - self._t_request[0]
-        self.last_q0 = None if run.q0 is None else run.q0.copy()
-        self._anchor = fin.anchor
-        self.last_timings = run.timings if run.sequence is not None else None
-        elapsed = self._now() - self._t_request[0]
-        self.last_duration = elapsed if elapsed >= 0 else None  # the node clock went back (a restart)
-        self.last_wall_duration = time.monotonic() - self._t_request[1]
-        node_clock = (f"{elapsed:.2f} s node-clock time" if elapsed >= 0 else
-                      "node-clock time unknown: the clock went back")
-        timing = (f" (took {node_clock}, {self.last_wall_duration:.2f} s wall"
-                  + (f"; {self.last_timings.summary()})" if self.last_timings else ")"))
-        fin = replace(fin, text=fin.text + timing)
-        if fin.ok:  # one severity per call site: rclpy refuses a call site that changes it
+        fin = self.core.finish(fin, self._now(), time.monotonic())
+        level = outcome_level(fin)
+        if level == OK:  # one severity per call site: rclpy refuses a call site that changes it
             self.get_logger().info(f"sampling done: {fin.text}")
-        elif fin.code in _NOT_FAULTS:  # what the user asked for, or nothing moved
-            self.get_logger().warning(f"sampling aborted: {fin.text}")
-        else:
+        elif level == ERROR:
             self.get_logger().error(f"sampling aborted: {fin.text}")
-        self._run = None
+        else:  # what the user asked for, or nothing moved
+            self.get_logger().warning(f"sampling aborted: {fin.text}")
         self.status.publish()
         self.model.retry()
         if self._done is not None and not self._done.done():
             self._done.set_result(fin)
 
     # ------------------------------------------------------------------ status
-    def _snapshot(self) -> tuple[int, str, dict]:
-        run, res = self._run, self.last_result
-        if self.dyn is None:
-            level, text = DiagnosticStatus.ERROR, self.model.error
-        elif run is not None:
-            seq = run.sequence
-            where = seq.progress if seq is not None and run.phase == "sequence" else _PHASES.get(run.phase, run.phase)
-            level, text = DiagnosticStatus.OK, f"sampling: {where}"
-        elif self.input is not None and self.input.lost():
-            level, text = DiagnosticStatus.WARN, "joint_states lost: cannot sample (check the robot driver)"
-        elif res is not None and not res.ok and res.code not in _NOT_FAULTS:
-            level, text = DiagnosticStatus.ERROR, f"aborted: {res.text}"
-        elif res is not None and not res.ok:
-            level, text = DiagnosticStatus.WARN, res.text
-        else:
-            level, text = DiagnosticStatus.OK, "idle" if res is None else f"done: {res.text}"
-        vals = {"busy": run is not None, "phase": "idle" if run is None else run.phase,
-                "last_outcome": "" if res is None else res.code,
-                "last_pick_configuration_deg": "" if self.last_q0 is None else
-                str(np.round(np.degrees(self.last_q0), 4).tolist()),
-                "pick_anchor_deg": "" if self._anchor is None else
-                str(np.round(np.degrees(self._anchor.q0), 3).tolist()),
-                "last_ok": "" if res is None else res.ok,
-                "last_duration_s": self.last_duration, "last_wall_duration_s": self.last_wall_duration,
-                "mode": self.values["mode"], "reference_run_s": self.last_reference_duration,
-                "reference_pick_configuration_deg": "" if self.reference_plan is None else
-                str(np.round(np.degrees(self.reference_plan.envelope.q0), 3).tolist()),
-                "excitation_scale": "" if self.reference_plan is None else f"{self.reference_plan.scale:.2f}"}
-        if self.last_timings is not None:  # a phase the run did not reach is empty, not "nan"
-            vals.update({k: "" if isinstance(v, float) and not np.isfinite(v) else v
-                         for k, v in self.last_timings.as_dict().items()})
+    def _snapshot(self) -> tuple[bytes, str, dict]:
+        level, text, vals = self.core.status(self.model.error if self.dyn is None else None,
+                                             self.input is not None and self.input.lost(), self.values["mode"])
         if self.input is not None:
             vals.update(self.input.counters())
-        return level, text, vals
+        return bytes([level]), text, vals
 
 
 def main(args=None) -> int:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import PayloadEstimationError
 from ..identification.excitation import FourierTrajectory, constraint_nullspace
 from ..model.dynamics import RigidBodyDynamics
 from .poses import Envelope, MotionLimitError, make_envelope
@@ -183,7 +184,7 @@ def plan_payload_excitation(dyn: RigidBodyDynamics, q0: np.ndarray, config: Exci
     """The best-conditioned of ``config.candidates`` random excitations around ``q0`` (module
     docstring), each scaled for ``unknown`` when given. Raises :class:`~.poses.MotionLimitError` for a
     configuration outside the limits or out-of-range settings, :class:`UnsafeExcitation` when no
-    candidate fits the unknown payload's torque budget at ``unknown.min_scale`` or more, ``ValueError``
+    candidate fits the unknown payload's torque budget at ``unknown.min_scale`` or more, ``PayloadEstimationError``
     when no joint may move."""
     config = config if config is not None else ExcitationPlanConfig()
     config.check()
@@ -192,7 +193,7 @@ def plan_payload_excitation(dyn: RigidBodyDynamics, q0: np.ndarray, config: Exci
     q0 = env.q0
     dev = np.minimum(env.upper - q0, q0 - env.lower)
     if not np.any(dev > 1e-6):
-        raise ValueError("no joint can move: the pick configuration is at the limit margin of every joint")
+        raise PayloadEstimationError("no joint can move: the pick configuration is at the limit margin of every joint")
     vmax = config.velocity_scale * np.asarray(desc.limits.velocity, float)
     amax = np.full(desc.n, config.max_acceleration)
     null = constraint_nullspace(config.harmonics)

@@ -57,16 +57,16 @@ class PosePlanConfig:
 
     def __post_init__(self):
         if self.n_poses < 1:
-            raise ValueError(f"n_poses must be >= 1, got {self.n_poses}")
+            raise PayloadEstimationError(f"n_poses must be >= 1, got {self.n_poses}")
         amp = np.atleast_1d(np.asarray(self.amplitude_deg, dtype=float))
         if np.any(~np.isfinite(amp)) or np.any(amp < 0) or np.any(amp > 30):
-            raise ValueError(f"amplitude_deg must be in [0, 30] deg, got {self.amplitude_deg}")
+            raise PayloadEstimationError(f"amplitude_deg must be in [0, 30] deg, got {self.amplitude_deg}")
         if not 0.0 < self.velocity_scale <= 1.0:
-            raise ValueError(f"velocity_scale must be in (0, 1], got {self.velocity_scale}")
+            raise PayloadEstimationError(f"velocity_scale must be in (0, 1], got {self.velocity_scale}")
         if not self.min_duration > 0.0:
-            raise ValueError(f"min_duration must be > 0 s, got {self.min_duration}")
+            raise PayloadEstimationError(f"min_duration must be > 0 s, got {self.min_duration}")
         if self.limit_margin_deg < 0:
-            raise ValueError(f"limit_margin_deg must be >= 0, got {self.limit_margin_deg}")
+            raise PayloadEstimationError(f"limit_margin_deg must be >= 0, got {self.limit_margin_deg}")
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ def stop_point(desc: RobotDescription, q: np.ndarray, dq: np.ndarray | None, dec
     """
     q = np.asarray(q, dtype=float)
     if not (np.isfinite(deceleration) and deceleration > 0 and min_time > 0 and lead >= 0):
-        raise ValueError("deceleration and min_time must be > 0, lead >= 0")
+        raise PayloadEstimationError("deceleration and min_time must be > 0, lead >= 0")
     if dq is None:
         q_stop, t = q, float(min_time)
     else:
@@ -226,9 +226,9 @@ def unknown_payload_duration(dyn, q_from: np.ndarray, q_to: np.ndarray, covarian
     """
     cov = np.asarray(covariance, dtype=float)
     if cov.shape != (4, 4) or not np.all(np.isfinite(cov)):
-        raise ValueError(f"covariance must be a finite 4 x 4 matrix, got shape {cov.shape}")
+        raise PayloadEstimationError(f"covariance must be a finite 4 x 4 matrix, got shape {cov.shape}")
     if not torque_margin > 0.0:
-        raise ValueError(f"torque_margin must be > 0 N m, got {torque_margin}")
+        raise PayloadEstimationError(f"torque_margin must be > 0 N m, got {torque_margin}")
     if not np.any(cov):
         return 0.0
     q_from = np.asarray(q_from, dtype=float)
@@ -313,7 +313,7 @@ def plan_poses(dyn, q0: np.ndarray, config: PosePlanConfig | None = None) -> Pos
     n = desc.n
     moving = np.arange(n) if cfg.moving_joints is None else np.asarray(cfg.moving_joints, dtype=int)
     if moving.size and (moving.min() < 0 or moving.max() >= n):
-        raise ValueError(f"moving_joints must be in [0, {n}), got {cfg.moving_joints}")
+        raise PayloadEstimationError(f"moving_joints must be in [0, {n}), got {cfg.moving_joints}")
     rng = np.random.default_rng(cfg.seed)
     cand = _candidates(env, moving, cfg.max_candidates, rng)
     ys = np.stack([dyn.payload_gravity_regressor(c) for c in cand])  # (C, n, 4)

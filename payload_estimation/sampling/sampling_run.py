@@ -39,8 +39,9 @@ clock for stream loss and service answers (a stopped simulator stops ``t`` too).
 
 from __future__ import annotations
 
+import enum
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -92,6 +93,32 @@ class RunRefused(PayloadEstimationError):
     """The run cannot start (the message says why and what to do); nothing was commanded."""
 
 
+class RunMode(enum.Enum):
+    """What a run does, one per sampler service.
+
+    STATIC (``~/sample``): the static poses around q0 (mass and CoM); DYNAMIC (``~/sample``): one
+    excitation around q0 (mass, CoM and inertia), repeating the reference run's when there is one;
+    SWEEP (``~/sweep``): the unloaded arm's gravity calibration poses (:func:`.sweep.plan_sweep`);
+    RECORD_REFERENCE (``~/record_reference``): the excitation on the unloaded arm before the grasp,
+    stored as the reference of the next DYNAMIC run."""
+
+    STATIC = "static"
+    DYNAMIC = "dynamic"
+    SWEEP = "sweep"
+    RECORD_REFERENCE = "record_reference"
+
+    @property
+    def unloaded(self) -> bool:
+        """Nothing is grasped: ``active`` is not raised (the monitor must not learn a provisional payload)
+        and moves are not slowed for an unknown payload."""
+        return self in (RunMode.SWEEP, RunMode.RECORD_REFERENCE)
+
+    @property
+    def excites(self) -> bool:
+        """The run plans an excitation (:class:`.excitation_sequence.ExcitationSequence`), not static poses."""
+        return self in (RunMode.DYNAMIC, RunMode.RECORD_REFERENCE)
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Start-up, gate and supervision timing of a run (s).
@@ -119,9 +146,32 @@ class RunConfig:
         for k in ("pick_rest_timeout", "stream_timeout", "service_timeout", "start_tolerance", "mass_limit",
                   "unknown_payload_torque", "monitor_timeout"):
             if not (np.isfinite(getattr(self, k)) and getattr(self, k) > 0):
-                raise ValueError(f"run {k} must be > 0, got {getattr(self, k)}")
+                raise PayloadEstimationError(f"run {k} must be > 0, got {getattr(self, k)}")
         if not (np.isfinite(self.monitor_fit_delay) and self.monitor_fit_delay >= 0):
-            raise ValueError(f"run monitor_fit_delay must be >= 0 s, got {self.monitor_fit_delay}")
+            raise PayloadEstimationError(f"run monitor_fit_delay must be >= 0 s, got {self.monitor_fit_delay}")
+
+
+@dataclass(frozen=True, eq=False)
+class RunSpec:
+    """What one run does and with which settings: its ``mode``, the pose ``plan`` configuration (the sweep's
+    for SWEEP), the ``sequence`` and ``run`` timing, ``excitation`` (the plan configuration of a DYNAMIC or
+    RECORD_REFERENCE run, None otherwise) and ``reference_plan`` (DYNAMIC: the reference run's excitation
+    to repeat re-centred on q0, so that the estimator fits the difference; None: one-shot against the
+    model)."""
+
+    mode: RunMode
+    plan: PosePlanConfig
+    sequence: SequenceConfig
+    run: RunConfig = field(default_factory=RunConfig)
+    excitation: ExcitationPlanConfig | None = None
+    reference_plan: ExcitationPlan | None = None
+
+    def __post_init__(self):
+        if self.mode.excites != (self.excitation is not None):
+            raise PayloadEstimationError(f"a {self.mode.value} run {'needs' if self.mode.excites else 'takes no'} "
+                                         "excitation configuration")
+        if self.reference_plan is not None and self.mode is not RunMode.DYNAMIC:
+            raise PayloadEstimationError(f"only a dynamic run repeats a reference plan, not a {self.mode.value} run")
 
 
 @dataclass(frozen=True)
@@ -214,18 +264,17 @@ class PlanMotion:
     inputs are copies and the computation uses its own dynamics model: it may run on any thread.
 
     q0 (rad) and ``envelope``: the pick configuration and its box; ``poses``: the static pose set;
-    ``excitation``: a dynamic run's plan configuration (None: static), ``reference_plan``: the reference
-    run's excitation to repeat; ``reference``: this is the reference run; ``unknown_payload_torque`` (N m)
-    and ``mass_limit`` (kg) as :class:`RunConfig`."""
+    ``mode`` the run's; ``excitation``: the plan configuration of an excitation (None: static poses),
+    ``reference_plan``: the reference run's excitation to repeat; ``unknown_payload_torque`` (N m) and
+    ``mass_limit`` (kg) as :class:`RunConfig`."""
 
     desc: RobotDescription
     payload: BodyInertia | None
     q0: np.ndarray
     envelope: Envelope
     poses: PosePlanConfig
-    sweep: bool = False
+    mode: RunMode = RunMode.STATIC
     excitation: ExcitationPlanConfig | None = None
-    reference: bool = False
     reference_plan: ExcitationPlan | None = None
     unknown_payload_torque: float = 3.0
     mass_limit: float = 15.0
@@ -242,15 +291,16 @@ class PlanMotion:
             try:
                 return PlannedMotion(self._excitation_plan(dyn))
             except UnsafeExcitation as e:
-                if self.reference:
+                if self.mode is RunMode.RECORD_REFERENCE:
                     return PlannedMotion(None, error=f"no reference recorded: {e}; sample uses the static poses at "
                                          "this pick configuration")
                 fallback = f"static poses instead of the excitation: {e}"
-            except (MotionLimitError, ValueError) as e:
+            except PayloadEstimationError as e:
                 return PlannedMotion(None, error=f"cannot plan the excitation at this pick configuration: {e}")
         try:
-            return PlannedMotion(_plan_within(dyn, self.q0, self.poses, self.envelope, self.sweep), fallback)
-        except (MotionLimitError, ValueError) as e:
+            sweep = self.mode is RunMode.SWEEP
+            return PlannedMotion(_plan_within(dyn, self.q0, self.poses, self.envelope, sweep), fallback)
+        except PayloadEstimationError as e:
             return PlannedMotion(None, fallback, error=f"cannot plan poses at this pick configuration: {e}")
 
     def _excitation_plan(self, dyn: RigidBodyDynamics) -> ExcitationPlan:
@@ -279,29 +329,25 @@ class SamplingRun:
     """One ``~/sample`` request (see the module docstring): create it when the request arrives, then
     call :meth:`update` with every observation and carry out what it returns."""
 
-    def __init__(self, dyn, plan_config: PosePlanConfig, sequence_config: SequenceConfig,
-                 run_config: RunConfig, t: float, wall: float, anchor: PickAnchor | None = None,
-                 joint_names: tuple[str, ...] | None = None, sweep: bool = False,
-                 excitation: ExcitationPlanConfig | None = None, reference: bool = False,
-                 reference_plan: ExcitationPlan | None = None):
-        """``sweep``: a calibration sweep of the unloaded arm (:func:`.sweep.plan_sweep`) instead of the
-        payload poses: nothing is grasped, so ``active`` is not raised (the monitor must not learn a
-        provisional payload) and moves are not slowed for an unknown payload. ``excitation``: a dynamic
-        run (:class:`.excitation_sequence.ExcitationSequence`) with this plan configuration, or the
-        ``reference_plan`` re-centred on q0 (the motion of the reference run, so the two match);
-        ``reference``: the dynamic run of the unloaded arm before the grasp (like a sweep, ``active`` is
-        not raised; the recording is stored as the reference instead of estimated)."""
+    def __init__(self, dyn, spec: RunSpec, t: float, wall: float, anchor: PickAnchor | None = None,
+                 joint_names: tuple[str, ...] | None = None, **legacy):
+        """``spec``: what the run does (:class:`RunSpec`); ``t``, ``wall``: the request's node-clock and
+        monotonic times (s); ``anchor``: the pick configuration of an aborted run to keep.
+
+        A DYNAMIC run whose excitation cannot be made safe here samples the static poses instead: its
+        ``mode`` becomes STATIC and ``fallback`` says why."""
+        if isinstance(spec, PosePlanConfig):  # the 12-argument form (bare_run.py until it passes a RunSpec)
+            spec, t, wall, anchor, joint_names = _legacy_spec(spec, t, wall, anchor, joint_names, **legacy)
         self.dyn = dyn
-        self.sweep = sweep
-        self.excitation = excitation
-        self.reference = reference
-        self.reference_plan = reference_plan
+        self.spec = spec
+        self.mode = spec.mode
+        self.reference_plan = spec.reference_plan
         self.excitation_plan: ExcitationPlan | None = None
         self.fallback = ""  # why a dynamic run sampled the static poses instead
         self.desc: RobotDescription = dyn.desc
-        self.plan_config = plan_config
-        self.seq_config = sequence_config
-        self.cfg = run_config
+        self.plan_config = spec.plan
+        self.seq_config = spec.sequence
+        self.cfg = spec.run
         self.names = tuple(joint_names or self.desc.joint_names)
         self.anchor = anchor
         self.q_request: np.ndarray | None = None
@@ -331,7 +377,21 @@ class SamplingRun:
     @property
     def unloaded(self) -> bool:
         """Nothing is grasped (a sweep or a reference run): ``active`` is not raised."""
-        return self.sweep or self.reference
+        return self.mode.unloaded
+
+    @property
+    def sweep(self) -> bool:
+        return self.mode is RunMode.SWEEP
+
+    @property
+    def reference(self) -> bool:
+        """The reference run: its recording is stored as the reference instead of estimated."""
+        return self.mode is RunMode.RECORD_REFERENCE
+
+    @property
+    def excitation(self) -> ExcitationPlanConfig | None:
+        """The excitation's plan configuration of a run that excites (None: static poses)."""
+        return self.spec.excitation if self.mode.excites else None
 
     @property
     def wants_static(self) -> bool:
@@ -541,7 +601,7 @@ class SamplingRun:
         self._may_arm = True  # a collision reported until now is the grasp, not this run's
         self.phase, self._t_plan = "planning", obs.t
         out.append(PlanMotion(self.desc, getattr(self.dyn, "payload", None), self.q0.copy(), self.envelope,
-                              self.plan_config, self.sweep, self.excitation, self.reference, self.reference_plan,
+                              self.plan_config, self.mode, self.excitation, self.reference_plan,
                               self.cfg.unknown_payload_torque, self.cfg.mass_limit))
 
     def _planning(self, obs: Observation, out: list[RunAction]) -> None:
@@ -563,7 +623,7 @@ class SamplingRun:
             self.sequence = ExcitationSequence(res.plan, self.seq_config, check=self._check)
         else:
             if res.fallback:
-                self.fallback, self.excitation = res.fallback, None
+                self.fallback, self.mode = res.fallback, RunMode.STATIC
             self.plan = res.plan
             out.append(ClearCaptures())
             self.sequence = SamplingSequence(self.plan, self.desc, self.seq_config, self.names)
@@ -715,6 +775,17 @@ class SamplingRun:
                                   code="motion_limit")
 
 
+def _legacy_spec(plan: PosePlanConfig, sequence: SequenceConfig, run: RunConfig, t: float, wall: float,
+                 anchor: PickAnchor | None = None, joint_names: tuple[str, ...] | None = None, sweep: bool = False,
+                 excitation: ExcitationPlanConfig | None = None, reference: bool = False,
+                 reference_plan: ExcitationPlan | None = None) -> tuple:
+    """The old ``SamplingRun(dyn, plan, sequence, run, t, wall, ..., sweep=, excitation=, reference=,
+    reference_plan=)`` call as (spec, t, wall, anchor, joint_names); remove once bare_run.py passes a RunSpec."""
+    mode = (RunMode.SWEEP if sweep else RunMode.RECORD_REFERENCE if reference else
+            RunMode.DYNAMIC if excitation is not None else RunMode.STATIC)
+    return RunSpec(mode, plan, sequence, run, excitation, reference_plan), t, wall, anchor, joint_names
+
+
 def _unknown_mass_std(dyn: RigidBodyDynamics, q0: np.ndarray, mass_limit: float) -> float:
     """Standard deviation (kg) of the payload mass as known from rest at q0 (the monitor's provisional
     posterior), at most mass_limit / 3: a heavier payload is refused anyway."""
@@ -741,6 +812,6 @@ def _scaled(plan: ExcitationPlan) -> str:
             f"to {plan.unknown_torque:.1f} N m along it)")
 
 
-__all__ = ["SamplingRun", "RunConfig", "RunRefused", "PickAnchor", "Observation", "SetActive", "ClearCaptures",
-           "PlanMotion", "PlannedMotion", "Hold", "Finished", "RunAction", "Wait", "Record", "Excite"]
+__all__ = ["SamplingRun", "RunMode", "RunSpec", "RunConfig", "RunRefused", "PickAnchor", "Observation", "SetActive",
+           "ClearCaptures", "PlanMotion", "PlannedMotion", "Hold", "Finished", "RunAction", "Wait", "Record", "Excite"]
 

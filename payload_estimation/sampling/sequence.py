@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import PayloadEstimationError
 from ..model.description import RobotDescription
 from .poses import MotionLimitError, PosePlan, checked_move
 
@@ -64,9 +65,9 @@ class SequenceConfig:
         for k in ("velocity_scale", "min_duration", "arrival_tolerance", "arrival_timeout", "dwell", "clear_timeout"):
             v = getattr(self, k)
             if not (np.isfinite(v) and v > 0):
-                raise ValueError(f"sequence {k} must be > 0, got {v}")
+                raise PayloadEstimationError(f"sequence {k} must be > 0, got {v}")
         if not (np.isfinite(self.retry_period) and self.retry_period >= 0):
-            raise ValueError(f"sequence retry_period must be >= 0 s, got {self.retry_period}")
+            raise PayloadEstimationError(f"sequence retry_period must be >= 0 s, got {self.retry_period}")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,9 @@ from payload_estimation.sampling.sampling_run import (
     Observation,
     PlanMotion,
     RunConfig,
+    RunMode,
     RunRefused,
+    RunSpec,
     SamplingRun,
     SetActive,
 )
@@ -32,6 +34,7 @@ PLAN = PosePlanConfig(n_poses=6, amplitude_deg=7.0, limit_margin_deg=1.0, veloci
                       max_candidates=400)
 SEQ = SequenceConfig(velocity_scale=0.9, min_duration=0.25, dwell=0.3)
 RUN = RunConfig(pick_rest_timeout=1.0, monitor_fit_delay=0.05)
+SPEC = RunSpec(RunMode.STATIC, PLAN, SEQ, RUN)
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +115,8 @@ def drive(run: SamplingRun, arm: KinematicArm, t: float, fault: dict | None = No
 
 def start(dyn, q, t=0.0, anchor=None):
     """A run requested at ``t`` (the arm is at ``q``); raises RunRefused if its first observation refuses it."""
-    run = SamplingRun(dyn, PLAN, SEQ, RUN, t, t, anchor)
-    probe = SamplingRun(dyn, PLAN, SEQ, RUN, t, t, anchor)
+    run = SamplingRun(dyn, SPEC, t, t, anchor)
+    probe = SamplingRun(dyn, SPEC, t, t, anchor)
     probe.update(Observation(t=t, wall=t, q=np.asarray(q, float), static=True, stream_age=0.0))
     if probe.finished is not None:
         raise RunRefused(probe.finished.text)
@@ -230,7 +233,7 @@ def test_after_an_aborted_run_a_grasp_at_its_pick_configuration_does_not_strand_
     fin, t = drive(start(dyn, Q0), arm, 0.0, fault={"cancel_at": 0.9})
     assert fin.code == "cancelled" and fin.anchor is not None and np.max(np.abs(arm.q - Q0)) < np.radians(0.5)
     arm.q = arm.q + np.radians(0.3)  # the grasp nudged the arm, within the arrival tolerance
-    run = SamplingRun(dyn, PLAN, SEQ, RUN, t, t, fin.anchor)
+    run = SamplingRun(dyn, SPEC, t, t, fin.anchor)
     log: list = []
     fin2, _ = drive(run, arm, t, fault={"grasp_until": 0.2}, log=log)
     assert fin2.ok and fin2.anchor is None, fin2.text
@@ -245,7 +248,7 @@ def test_a_return_blocked_by_a_collision_is_refused_naming_the_way_out(dyn):
     from payload_estimation.sampling.sampling_run import PickAnchor
 
     anchor = PickAnchor(Q0, env, "cancelled by ~/cancel")
-    run = SamplingRun(dyn, PLAN, SEQ, RUN, 0.0, 0.0, anchor)
+    run = SamplingRun(dyn, SPEC, 0.0, 0.0, anchor)
     out = run.update(Observation(t=0.0, wall=0.0, q=Q0 + np.radians(3.0), static=True, stream_age=0.0,
                                  collision=True, collisions=1))
     assert [type(a) for a in out] == [Finished] and out[0].code == "refused", out

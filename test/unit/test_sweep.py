@@ -15,7 +15,7 @@ from payload_estimation.identification.robot_identification import describe_offs
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.sampling.poses import MotionLimitError, PosePlanConfig, validate_plan
-from payload_estimation.sampling.sampling_run import Finished, SamplingRun, SetActive
+from payload_estimation.sampling.sampling_run import Finished, RunMode, RunSpec, SamplingRun, SetActive
 from payload_estimation.sampling.sequence import Capture, Estimate, Move, SequenceConfig
 from payload_estimation.sampling.sweep import plan_sweep
 from payload_estimation.signals.samples import Samples
@@ -80,7 +80,7 @@ def test_a_sweep_run_never_raises_active_and_keeps_to_its_box():
     arm = KinematicArm(Q0["lwr4"])
     log: list = []
     seq = SequenceConfig(velocity_scale=SWEEP.velocity_scale, min_duration=SWEEP.min_duration, dwell=SEQ.dwell)
-    run = SamplingRun(dyn, SWEEP, seq, RUN, 0.0, 0.0, sweep=True)
+    run = SamplingRun(dyn, RunSpec(RunMode.SWEEP, SWEEP, seq, RUN), 0.0, 0.0)
     fin, _ = drive(run, arm, 0.0, log=log, max_t=60.0)
     assert isinstance(fin, Finished) and fin.ok and fin.text.startswith("calibrated from 16 poses"), fin.text
     assert not any(isinstance(a, SetActive) for a in log)

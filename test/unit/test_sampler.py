@@ -1,0 +1,276 @@
+"""The payload_sampler's core (sampling.sampler) without ROS: parameters to a run, the mode of ~/sample,
+what outlives a run (anchor, reference plan), the services' refusals, the status and its levels.
+
+Requests are carried out here as the node carries them out (sampling_run's kinematic arm, the estimator
+answering at once); these rules were only tested over DDS before (test_nodes, test_sampler_planning).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_sampling_run import DT, Q0, KinematicArm
+
+from payload_estimation.errors import PayloadEstimationError
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.ros.sampler_node import PARAMS
+from payload_estimation.sampling.excitation_sequence import Excite, Record
+from payload_estimation.sampling.poses import PosePlanConfig
+from payload_estimation.sampling.sampler import (
+    ERROR,
+    MONITOR_STATUS_AGE,
+    OK,
+    WARN,
+    Sampler,
+    SamplerRefused,
+    answer_text,
+    compute_plan,
+    run_spec,
+    sample_mode,
+)
+from payload_estimation.sampling.sampling_run import (
+    Finished,
+    Hold,
+    PlanMotion,
+    RunMode,
+    RunSpec,
+    SetActive,
+)
+from payload_estimation.sampling.sequence import Capture, Estimate, Move
+
+DEFAULTS = {p.name: p.default for p in PARAMS.params}
+"""The node's parameter values as declared (its ParameterTable)."""
+FAST = {**DEFAULTS, "n_poses": 6, "dwell": 0.3, "pick_rest_timeout": 1.0, "monitor_fit_delay": 0.05}
+
+
+@pytest.fixture(scope="module")
+def dyn():
+    return RigidBodyDynamics(load_robot("lwr4"))
+
+
+def serve(sampler: Sampler, request: str, dyn, arm: KinematicArm, t: float, values: dict | None = None,
+          fault: dict | None = None, max_t: float = 30.0) -> tuple[Finished, float]:
+    """One ``request`` through ``sampler`` as the node carries it out: (the answered outcome, t at its end).
+    ``fault``: ``cancel_at`` or ``collision_at`` (s into the run)."""
+    fault = dict(fault or {})
+    run, _ = sampler.start(request, values or FAST, dyn, "", dyn.desc.joint_names, arm.q.copy(), t, t)
+    t_start, pending = t, None
+    while t - t_start < max_t:
+        t += DT
+        arm.step(t)
+        if t - t_start >= fault.get("cancel_at", np.inf):
+            sampler.cancel()
+            del fault["cancel_at"]
+        sampler.collision_flag(t - t_start >= fault.get("collision_at", np.inf))
+        if pending is not None and t >= pending[1]:
+            run.answered(pending[0], True, "answer", t)
+            pending = None
+        obs = sampler.observation(t, t, arm.q.copy(), arm.dq.copy(), arm.static(t), 0.0, True, False)
+        for act in run.update(obs):
+            if isinstance(act, PlanMotion):
+                res, trace = compute_plan(act)
+                assert not trace, trace
+                run.planned(res)
+            elif isinstance(act, (Move, Hold)):
+                arm.command(act.target, act.duration, t)
+            elif isinstance(act, Excite):  # rest to rest at q0: the arm ends where it started
+                arm.command(act.points[-1][1], act.points[-1][0], t)
+            elif isinstance(act, (Capture, Estimate, Record)):
+                kind = "capture" if isinstance(act, Capture) else "record" if isinstance(act, Record) else "estimate"
+                pending = (kind, t + 0.01)
+            elif isinstance(act, Finished):
+                return sampler.finish(act, t, t), t
+    raise AssertionError(f"run did not finish within {max_t} s (phase {run.phase})")
+
+
+# ---------------------------------------------------------------------- parameters -> run
+
+
+def test_run_spec_takes_every_parameter_into_the_run():
+    values = {**DEFAULTS, "n_poses": 12, "amplitude_deg": 5.0, "limit_margin_deg": 2.0, "velocity_scale": 0.7,
+              "min_duration": 0.4, "arrival_tolerance_deg": 0.8, "arrival_timeout": 3.0, "dwell": 1.5,
+              "capture_period": 0.01, "collision_clear_timeout": 2.0, "monitor_fit_delay": 0.5,
+              "pick_rest_timeout": 4.0, "joint_state_timeout": 0.7, "service_timeout": 5.0, "monitor_timeout": 9.0,
+              "sweep_poses": 20, "sweep_amplitude_deg": 15.0, "sweep_velocity_scale": 0.3,
+              "excitation_duration": 2.0, "excitation_harmonics": 4, "excitation_velocity_scale": 0.6,
+              "excitation_max_acceleration": 20.0}
+    spec = run_spec(values, RunMode.STATIC)
+    p, s, r = spec.plan, spec.sequence, spec.run
+    assert spec.mode is RunMode.STATIC and spec.excitation is None and spec.reference_plan is None
+    assert (p.n_poses, p.amplitude_deg, p.limit_margin_deg, p.velocity_scale, p.min_duration) == (12, 5.0, 2.0, 0.7,
+                                                                                                  0.4)
+    assert p.max_candidates == PosePlanConfig.max_candidates
+    assert (s.velocity_scale, s.min_duration, s.arrival_timeout, s.dwell, s.retry_period) == (0.7, 0.4, 3.0, 1.5, 0.01)
+    assert s.arrival_tolerance == pytest.approx(np.radians(0.8)) and s.clear_timeout == pytest.approx(2.5)
+    assert (r.pick_rest_timeout, r.monitor_fit_delay, r.stream_timeout, r.service_timeout, r.monitor_timeout) == (
+        4.0, 0.5, 0.7, 5.0, 9.0)
+    assert r.start_tolerance == pytest.approx(np.radians(0.8))
+    sweep = run_spec(values, RunMode.SWEEP)
+    assert (sweep.plan.n_poses, sweep.plan.amplitude_deg, sweep.plan.velocity_scale) == (20, 15.0, 0.3)
+    assert sweep.sequence.velocity_scale == 0.3 and sweep.plan.max_candidates == 1000 and sweep.excitation is None
+    for mode in (RunMode.DYNAMIC, RunMode.RECORD_REFERENCE):
+        e = run_spec(values, mode).excitation
+        assert (e.duration, e.amplitude_deg, e.limit_margin_deg, e.velocity_scale, e.max_acceleration,
+                e.harmonics) == (2.0, 5.0, 2.0, 0.6, 20.0, 4)
+
+
+def test_the_node_defaults_are_a_valid_run_of_every_mode():
+    for mode in RunMode:
+        spec = run_spec(DEFAULTS, mode)
+        assert spec.mode is mode and (spec.excitation is not None) == mode.excites
+    assert run_spec(DEFAULTS, RunMode.STATIC).plan.n_poses == 10  # the paper's 10 poses, ±7°
+    assert run_spec(DEFAULTS, RunMode.STATIC).plan.amplitude_deg == 7.0
+
+
+def test_a_run_spec_refuses_a_mode_without_its_settings():
+    static = run_spec(DEFAULTS, RunMode.STATIC)
+    dynamic = run_spec(DEFAULTS, RunMode.DYNAMIC)
+    with pytest.raises(PayloadEstimationError, match="dynamic run needs excitation"):
+        RunSpec(RunMode.DYNAMIC, static.plan, static.sequence)
+    with pytest.raises(PayloadEstimationError, match="static run takes no excitation"):
+        RunSpec(RunMode.STATIC, static.plan, static.sequence, excitation=dynamic.excitation)
+    assert RunMode.SWEEP.unloaded and RunMode.RECORD_REFERENCE.unloaded and not RunMode.DYNAMIC.unloaded
+
+
+# ---------------------------------------------------------------------- the mode of ~/sample
+
+
+def test_auto_samples_dynamically_only_at_the_reference_runs_pick_configuration(dyn):
+    sampler = Sampler()
+    assert sample_mode("auto", None, Q0, np.radians(0.5))[0] is RunMode.STATIC
+    mode, plan, how = sample_mode("dynamic", None, Q0, np.radians(0.5))
+    assert mode is RunMode.DYNAMIC and plan is None and "one-shot" in how
+    fin, t = serve(sampler, "~/record_reference", dyn, KinematicArm(Q0), 0.0)
+    assert fin.ok and fin.text.startswith("reference recorded from a 1.60 s excitation"), fin.text
+    ref = sampler.reference_plan
+    assert ref is not None and np.allclose(ref.envelope.q0, Q0) and sampler.last_reference_duration > 1.6
+    assert sample_mode("auto", ref, Q0 + np.radians(0.4), np.radians(0.5))[:2] == (RunMode.DYNAMIC, ref)
+    assert sample_mode("auto", ref, Q0 + np.radians(0.6), np.radians(0.5))[:2] == (RunMode.STATIC, None)
+    assert sample_mode("static", ref, Q0, np.radians(0.5))[:2] == (RunMode.STATIC, None)
+    assert sample_mode("dynamic", ref, Q0 + np.radians(0.6), np.radians(0.5))[:2] == (RunMode.DYNAMIC, None)
+    run, how = sampler.start("~/sample", FAST, dyn, "", dyn.desc.joint_names, Q0, t, t)
+    assert run.mode is RunMode.DYNAMIC and run.reference_plan is ref and how.startswith("dynamic, differential")
+    vals = sampler.status(None, False, "auto")[2]
+    assert vals["reference_pick_configuration_deg"] == str(np.round(np.degrees(Q0), 3).tolist())
+
+
+def test_a_failed_reference_run_keeps_the_earlier_reference(dyn):
+    sampler = Sampler()
+    serve(sampler, "~/record_reference", dyn, KinematicArm(Q0), 0.0)
+    ref = sampler.reference_plan
+    fin, _ = serve(sampler, "~/record_reference", dyn, KinematicArm(Q0), 10.0, fault={"cancel_at": 0.0})
+    assert fin.code == "cancelled" and sampler.reference_plan is ref
+
+
+# ---------------------------------------------------------------------- services and what outlives a run
+
+
+def test_one_run_at_a_time_and_none_without_a_robot_model(dyn):
+    sampler = Sampler()
+    with pytest.raises(SamplerRefused, match="no robot model \\(robot 'x' not found\\)"):
+        sampler.start("~/sample", FAST, None, "robot 'x' not found", (), Q0, 0.0, 0.0)
+    with pytest.raises(SamplerRefused, match="nothing to cancel: the sampler is idle"):
+        sampler.cancel()
+    sampler.start("~/sweep", FAST, dyn, "", dyn.desc.joint_names, Q0, 0.0, 0.0)
+    with pytest.raises(SamplerRefused, match="already in progress \\(call ~/cancel to stop it\\)"):
+        sampler.start("~/sample", FAST, dyn, "", dyn.desc.joint_names, Q0, 0.0, 0.0)
+    with pytest.raises(SamplerRefused, match="in progress \\(call ~/cancel first\\)"):
+        sampler.forget_pick()
+    assert sampler.run.mode is RunMode.SWEEP and sampler.run.unloaded
+
+
+def test_a_cancel_is_a_warning_and_the_next_run_keeps_its_pick_configuration_until_forgotten(dyn):
+    sampler, arm = Sampler(), KinematicArm(Q0)
+    assert sampler.status(None, False, "auto")[:2] == (OK, "idle")
+    fin, t = serve(sampler, "~/sample", dyn, arm, 0.0, fault={"cancel_at": 0.9})
+    assert fin.code == "cancelled" and answer_text(fin) == fin.text  # the user's: no "aborted:"
+    assert "s node-clock time" in fin.text and "s wall" in fin.text and "nan" not in fin.text, fin.text
+    level, text, vals = sampler.status(None, False, "auto")
+    assert level == WARN and text.startswith("cancelled by the user") and vals["last_outcome"] == "cancelled"
+    assert "nan" not in str(vals) and vals["busy"] is False
+    assert np.array_equal(sampler.anchor.q0, Q0)
+    assert vals["pick_anchor_deg"] == str(np.round(np.degrees(Q0), 3).tolist())
+    run, _ = sampler.start("~/sample", FAST, dyn, "", dyn.desc.joint_names, Q0 + np.radians(3.0), t, t)
+    assert run.anchor is sampler.anchor  # the retry keeps the aborted run's pick configuration
+    sampler.finish(Finished(False, "refused: x", sampler.anchor, "refused"), t, t)
+    dropped, text = sampler.forget_pick()
+    assert dropped and "forgot the pick configuration [10.0, 40.0, -5.0, -70.0, 15.0, 50.0, 20.0] deg" in text
+    assert sampler.anchor is None and sampler.status(None, False, "auto")[2]["pick_anchor_deg"] == ""
+    assert sampler.forget_pick() == (False, "no pick configuration was kept: the next ~/sample samples around the "
+                                            "current pose")
+
+
+def test_a_fault_is_an_error_and_success_drops_the_anchor(dyn):
+    sampler, arm = Sampler(), KinematicArm(Q0)
+    fin, t = serve(sampler, "~/sample", dyn, arm, 0.0, fault={"collision_at": 0.9})
+    assert fin.code == "collision" and answer_text(fin).startswith("aborted: collision reported")
+    level, text, _ = sampler.status(None, False, "auto")
+    assert level == ERROR and text.startswith("aborted: collision reported"), text
+    assert sampler.collisions == 1 and sampler.anchor is not None
+    sampler.collision_flag(False)
+    fin, _ = serve(sampler, "~/sample", dyn, arm, t)  # returns to q0 first, then samples
+    assert fin.ok and sampler.anchor is None, fin.text
+    level, text, vals = sampler.status(None, False, "auto")
+    assert level == OK and text.startswith("done: estimated from 6 poses") and vals["last_ok"] is True
+    assert vals["attempts"] >= 6 and vals["sequence_s"] > 0
+    assert vals["last_pick_configuration_deg"] == str(np.round(np.degrees(Q0), 4).tolist())
+
+
+def test_status_names_the_missing_model_the_lost_stream_and_the_phase(dyn):
+    sampler = Sampler()
+    assert sampler.status("no robot_description received", False, "auto")[:2] == (ERROR,
+                                                                                   "no robot_description received")
+    assert sampler.status(None, True, "auto")[0] == WARN
+    sampler.start("~/sample", FAST, dyn, "", dyn.desc.joint_names, Q0, 0.0, 0.0)
+    level, text, vals = sampler.status(None, True, "static")
+    assert (level, text) == (OK, "sampling: waiting for joint_states, the estimator and the collision monitor")
+    assert vals["busy"] is True and vals["phase"] == "waiting" and vals["mode"] == "static"
+
+
+def test_the_node_clock_going_back_leaves_the_duration_unknown(dyn):
+    sampler = Sampler()
+    sampler.start("~/sample", FAST, dyn, "", dyn.desc.joint_names, Q0, 100.0, 5.0)
+    fin = sampler.finish(Finished(False, "the clock went back", None, "clock_restart"), 2.0, 7.5)
+    assert fin.text.endswith("(took node-clock time unknown: the clock went back, 2.50 s wall)"), fin.text
+    assert sampler.last_duration is None and sampler.last_wall_duration == 2.5 and sampler.run is None
+
+
+# ---------------------------------------------------------------------- inputs
+
+
+def test_the_collision_monitor_counts_while_its_status_is_fresh_and_below_error():
+    sampler = Sampler()
+    assert not sampler.monitor_ready(True, 0.0) and sampler.monitor_ready(False, 0.0)
+    sampler.monitor_status(False, 10.0)
+    assert sampler.monitor_ready(True, 10.0 + MONITOR_STATUS_AGE)
+    assert not sampler.monitor_ready(True, 10.01 + MONITOR_STATUS_AGE)  # silent: it may have died
+    sampler.monitor_status(True, 11.0)
+    assert not sampler.monitor_ready(True, 11.0)
+    assert not sampler.observation(11.0, 11.0, Q0, None, True, 0.0, True, True).monitor_ready
+
+
+def test_collisions_count_rising_edges_of_the_flag():
+    sampler = Sampler()
+    for flag in (True, True, False, True, False, False):
+        sampler.collision_flag(flag)
+    obs = sampler.observation(0.0, 0.0, Q0, None, True, 0.0, True, False)
+    assert sampler.collisions == 2 and obs.collisions == 2 and not obs.collision
+
+
+def test_a_planning_bug_ends_the_run_with_its_traceback():
+    class Broken:
+        def compute(self):
+            return np.zeros(3) @ np.zeros(4)  # a shape bug: not a refusal, not swallowed as one
+
+    res, trace = compute_plan(Broken())
+    assert res.plan is None and res.error.startswith("planning failed unexpectedly (ValueError: ")
+    assert "Please report this" in res.error and "Traceback" in trace and "matmul" in trace
+
+
+def test_the_first_action_of_a_payload_run_raises_active_and_an_unloaded_one_does_not(dyn):
+    for request, raised in (("~/sample", True), ("~/sweep", False), ("~/record_reference", False)):
+        sampler = Sampler()
+        run, _ = sampler.start(request, FAST, dyn, "", dyn.desc.joint_names, Q0, 0.0, 0.0)
+        out = run.update(sampler.observation(0.0, 0.0, Q0, np.zeros(7), True, 0.0, True, False))
+        assert any(isinstance(a, SetActive) and a.active for a in out) == raised, (request, out)
