@@ -1,0 +1,488 @@
+"""The payload estimator without ROS: captures, recordings, the reference run, the unloaded model, the fits.
+
+:class:`PayloadEstimator` is what the ``payload_estimator`` node does between a message or a service
+request and its answer: the node feeds it joint samples (:meth:`PayloadEstimator.add_sample`, effort
+as the stream reports it) and calls one method per service; each returns an :class:`Answer` or an
+:class:`EstimateOutcome` whose ``message`` is the service's answer. What the node keeps to itself:
+the stream's health (stale, lost), the robot model's source, publishing, exports, logging and status.
+
+- Static captures (``~/capture``, ``~/capture_unloaded``, ``~/capture_calibration``): the window of
+  recent samples must be static (:func:`signals.settle.check_static` with ``config.settle``; an
+  unloaded capture, the differential fit's anchor, averages at least ``anchor_samples`` or
+  ``anchor_window`` s). ``~/estimate`` fits the loaded captures (:func:`.static.estimate_payload_static`)
+  and forgets them; the unloaded ones are kept until ``~/reset`` or ``~/released``.
+- A recording (``~/start_recording``) takes every sample with a velocity until it is taken by
+  ``~/store_reference`` (kept as the unloaded reference run, checked now so that a bad one is found
+  before the grasp) or ``~/estimate_motion`` (:func:`.dynamic.estimate_payload_dynamic`, differential
+  against the reference when there is one). A recording longer than ``max_recording`` s is cut and
+  refused when it is taken.
+- The unloaded model: ``gravity_model`` (a file identified for this robot model, else estimates are
+  refused), or with it empty the calibration file when one belongs to this robot model (one that
+  does not is refused and the nominal model used). ``~/calibrate`` identifies it from the calibration
+  captures and writes it (:meth:`PayloadEstimator.calibrate`).
+
+Thread-safe: samples may arrive on another thread than the requests.
+Times ``t`` are the stream's stamps (s); ``age`` the wall-clock age of the newest sample (s).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import PayloadEstimationError
+from ..identification.identified_model import IdentificationError, IdentifiedModel
+from ..identification.robot_identification import describe_offsets, identify_gravity
+from ..model.dynamics import RigidBodyDynamics
+from ..model.robot_file import FINGERPRINT_KEY, kinematics_fingerprint
+from ..signals.samples import Samples
+from ..signals.settle import SampleWindow, SettleConfig, check_static
+from ..signals.torque_gains import effort_to_torque, torque_gains
+from .dynamic import DynamicFitConfig, MotionRecording, check_recording, estimate_payload_dynamic
+from .estimate import NO_PAYLOAD, PayloadEstimate
+from .model_uncertainty import declared_source
+from .static import StaticFitConfig, UnloadedModel, estimate_payload_static, precision_problem, unloaded_model
+
+LOADED, UNLOADED, CALIBRATION = "loaded", "unloaded", "calibration"
+"""The three kinds of static capture."""
+CAPTURE_WORDS = {LOADED: "capture", UNLOADED: "unloaded capture", CALIBRATION: "calibration capture"}
+"""How an answer names a capture of each kind."""
+
+
+@dataclass(frozen=True)
+class EstimatorConfig:
+    """Everything the estimator's rules read; no defaults here: the node's parameter table holds them.
+
+    settle: the static test of a capture; anchor_samples / anchor_window (s): an unloaded capture
+    averages at least this many samples or this long; fit: the static fit (method, noise, model
+    uncertainty, precision limits, plausibility limits); torque_gain: N m per unit of effort, one value
+    or one per joint; max_recording: s, longest recording; gravity_model: path of the unloaded model
+    ('' none); calibration_file: where ``~/calibrate`` writes ('' the default path under $ROS_HOME).
+    """
+
+    settle: SettleConfig
+    anchor_samples: int
+    anchor_window: float
+    fit: StaticFitConfig
+    torque_gain: tuple[float, ...]
+    max_recording: float
+    gravity_model: str
+    calibration_file: str
+
+    @property
+    def anchor_settle(self) -> SettleConfig:
+        """The static test of an unloaded capture (its noise is common to every pose of the fit)."""
+        return replace(self.settle, min_average_samples=int(self.anchor_samples), max_window=float(self.anchor_window))
+
+    @property
+    def dynamic_fit(self) -> DynamicFitConfig:
+        """The dynamic fit's settings: the model's error and the plausibility limits of the static fit."""
+        f = self.fit
+        return DynamicFitConfig(model_uncertainty=f.model_uncertainty, torque_offset_std=f.torque_offset_std,
+                                limits=f.limits)
+
+    @property
+    def window_horizon(self) -> float:
+        """s of samples kept: longer than any window a capture may reach back over (a history shorter than
+        that reads as 'collecting samples')."""
+        s = self.settle
+        return max(0.5, 2 * s.window, 1.25 * s.max_window, 1.25 * self.anchor_window)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A request's outcome: ``ok``, the ``message`` for the caller (what happened, what to do) and ``fault``:
+    something was tried and failed (worth an error in the log), as opposed to a request that came too early."""
+
+    ok: bool
+    message: str
+    fault: bool = False
+
+
+@dataclass(frozen=True)
+class EstimateOutcome:
+    """What ``~/estimate`` or ``~/estimate_motion`` comes to: the accepted ``estimate`` (None: none, the
+    previous one is kept), ``message`` for the caller, ``imprecise``: why its σ exceeds the limits ('' if
+    it does not), ``fit_failed``: a fit ran and was rejected (as opposed to refused before fitting)."""
+
+    message: str
+    estimate: PayloadEstimate | None = None
+    imprecise: str = ""
+    fit_failed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.estimate is not None
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """Which unloaded model is used: ``text`` to log ('' nothing to say), ``refused``: a file was refused."""
+
+    text: str
+    refused: bool = False
+
+
+class PayloadEstimator:
+    """The estimator's state and rules (module docstring); ``config`` from the node's parameters."""
+
+    def __init__(self, config: EstimatorConfig):
+        self.config = config
+        self.dyn: RigidBodyDynamics | None = None
+        self.joint_names: tuple[str, ...] = ()
+        self.frame = ""
+        self.gain = np.ones(1)
+        self.current: PayloadEstimate = NO_PAYLOAD
+        self.gravity_model: UnloadedModel | None = None
+        self.gravity_error = ""  # why gravity_model did not load (estimates are refused meanwhile)
+        self.calibration_note = ""  # which calibration is used, or why the one found was refused
+        self.calibration_refused = False
+        self.reference: MotionRecording | None = None
+        self._lock = threading.Lock()
+        self._window = SampleWindow(horizon=config.window_horizon)
+        self._captures: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in CAPTURE_WORDS}
+        self._recording: list | None = None  # (t, q, dq, tau) rows while recording
+        self._overflow = False
+
+    # ------------------------------------------------------------------ configuration
+    def set_robot(self, dyn: RigidBodyDynamics, joint_names: tuple[str, ...]) -> ModelChoice:
+        """Take a (new) robot model: its torque gains (SampleDataError if torque_gain does not fit it: nothing
+        changes), its unloaded model; loaded and unloaded captures and the sample window start over."""
+        gain = torque_gains(list(self.config.torque_gain), dyn.n, dyn.desc.joint_names)
+        choice = self._choose_model(dyn)
+        with self._lock:
+            self.dyn, self.joint_names, self.gain = dyn, tuple(joint_names), gain
+            self.frame = dyn.desc.payload_frame_name
+            self._captures[LOADED].clear()
+            self._captures[UNLOADED].clear()
+            self._window = SampleWindow(horizon=self.config.window_horizon)
+        return choice
+
+    def check(self, config: EstimatorConfig) -> str | None:
+        """Why ``config`` cannot be taken for the current robot model (None: it can)."""
+        if self.dyn is None:
+            return None
+        try:
+            torque_gains(list(config.torque_gain), self.dyn.n, self.dyn.desc.joint_names)
+        except PayloadEstimationError as e:
+            return f"torque_gain: {e}"
+        if config.gravity_model and config.gravity_model != self.config.gravity_model:
+            try:
+                checked_gravity_model(self.dyn, config.gravity_model)
+            except (OSError, PayloadEstimationError) as e:
+                return f"gravity_model {config.gravity_model} refused: {e}"
+        return None
+
+    def configure(self, config: EstimatorConfig) -> None:
+        """Take new settings (checked by :meth:`check`); a changed static test starts the sample window over.
+        The unloaded model is chosen again by :meth:`load_model` (a file may change under the same name)."""
+        old, self.config = self.config, config
+        if self.dyn is None:
+            return
+        if config.torque_gain != old.torque_gain:
+            self.gain = torque_gains(list(config.torque_gain), self.dyn.n, self.dyn.desc.joint_names)
+        if (config.settle, config.anchor_window) != (old.settle, old.anchor_window):
+            with self._lock:
+                self._window = SampleWindow(horizon=config.window_horizon)
+
+    def load_model(self) -> ModelChoice | None:
+        """Choose the unloaded model again from ``gravity_model`` (None: no robot model yet)."""
+        return None if self.dyn is None else self._choose_model(self.dyn)
+
+    def gain_warning(self) -> bool:
+        """True when the gains make torque of something that is not (effort is motor current)."""
+        return bool(np.any(self.gain != 1.0))
+
+    # ------------------------------------------------------------------ the unloaded model
+    def calibration_path(self, robot: str | None = None) -> Path:
+        """``calibration_file``, or the default path for ``robot`` (default: the current model's name) under
+        ``$ROS_HOME`` (ROS 2's per-user directory, default ~/.ros)."""
+        if self.config.calibration_file:
+            return Path(self.config.calibration_file).expanduser()
+        ros_home = Path(os.environ.get("ROS_HOME") or Path.home() / ".ros").expanduser()
+        return ros_home / "payload_estimation" / f"gravity_{robot or self.dyn.desc.name}.yaml"
+
+    def _choose_model(self, dyn: RigidBodyDynamics) -> ModelChoice:
+        """Load ``gravity_model`` for ``dyn``: a file that does not load or belong to ``dyn``'s model refuses
+        estimates. Empty: the calibration file when there is one that belongs to ``dyn``'s model; one that
+        does not is refused and the nominal model used."""
+        path = self.config.gravity_model
+        self.gravity_model, self.gravity_error = None, ""
+        self.calibration_note, self.calibration_refused = "", False
+        if path:
+            try:
+                self.gravity_model, note = checked_gravity_model(dyn, path)
+            except (OSError, PayloadEstimationError) as e:
+                self.gravity_error = f"gravity_model {path} did not load: {e}"
+                return ModelChoice(f"{self.gravity_error}; estimates are refused until it loads (set gravity_model "
+                                   "to a file identified for this robot model, or to '' for the nominal model)", True)
+            self.calibration_note = f"gravity_model {path} ({note})"
+            return ModelChoice(f"unloaded model: {self.gravity_model.uncertainty.source} from {path} ({note})")
+        cal = self.calibration_path(dyn.desc.name)
+        if not cal.is_file():
+            self.calibration_note = f"none at {cal}: nominal model (payload_sampler/sweep calibrates)"
+            return ModelChoice("")
+        try:
+            self.gravity_model, note = checked_gravity_model(dyn, cal)
+        except (OSError, PayloadEstimationError) as e:
+            self.calibration_note = f"REFUSED {cal}: {e}; the nominal model is used"
+            self.calibration_refused = True
+            return ModelChoice(f"calibration file {cal} refused: {e}. The nominal model is used: calibrate this robot "
+                               "model again (payload_sampler/sweep), or set calibration_file or gravity_model to a "
+                               "file of this robot model", True)
+        self.calibration_note = f"using {cal} ({note})"
+        return ModelChoice(f"calibrated gravity model found at {cal} and used ({note})")
+
+    def model_label(self, source: str) -> str:
+        """Which unloaded model the estimates use and how its uncertainty was made; ``source`` names where
+        the robot model came from."""
+        if self.dyn is None:
+            return "none"
+        head = f"{self.dyn.desc.name} ({source}): "
+        if self.gravity_error:
+            return head + f"NONE ({self.gravity_error})"
+        if self.gravity_model is not None:
+            return head + f"{self.gravity_model.uncertainty.source}, {self.gravity_model.source}"
+        return head + declared_source(self.config.fit.model_uncertainty, self.config.fit.torque_offset_std)
+
+    # ------------------------------------------------------------------ samples
+    def add_sample(self, t: float, q: np.ndarray, dq: np.ndarray | None, effort: np.ndarray) -> None:
+        """One joint sample (t s, q rad, dq rad/s or None, effort as the stream reports it): into the window
+        and, with a velocity, into the recording until it is ``max_recording`` s long (then it overflows)."""
+        tau = effort_to_torque(effort, self.gain)
+        with self._lock:
+            self._window.append(t, q, dq, tau)
+            rows = self._recording
+            if rows is not None and dq is not None:
+                if rows and t - rows[0][0] > self.config.max_recording:
+                    self._overflow = True
+                else:
+                    rows.append((t, np.array(q, float), np.array(dq, float), tau.copy()))
+
+    def restart(self) -> None:
+        """The stream started over (its stamps restarted): the samples before do not count for a capture."""
+        with self._lock:
+            self._window.clear()
+
+    # ------------------------------------------------------------------ static captures
+    def capture(self, kind: str, age: float) -> Answer:
+        """A static capture of ``kind`` (LOADED, UNLOADED, CALIBRATION) from the newest samples, ``age`` s old."""
+        what = CAPTURE_WORDS[kind]
+        settle = self.config.anchor_settle if kind == UNLOADED else self.config.settle
+        with self._lock:
+            t, q, dq, tau = self._window.arrays()
+        r = check_static(t, q, dq, tau, settle, self.joint_names)
+        if not r.static:
+            return Answer(False, f"{what} rejected: arm not static: {r.reason}")
+        with self._lock:
+            store = self._captures[kind]
+            store.append((r.q, r.tau))
+            k = len(store)
+        return Answer(True, f"{what} {k} at q = {np.round(np.degrees(r.q), 2).tolist()} deg (torque std "
+                            f"{r.torque_std:.3f} N m, spread {np.degrees(r.spread):.3f} deg over {r.samples} samples, "
+                            f"newest {1e3 * age:.0f} ms old)")
+
+    def captures(self, kind: str) -> int:
+        with self._lock:
+            return len(self._captures[kind])
+
+    def clear(self) -> Answer:
+        """Forget loaded and calibration captures (the start of a run); the payload and the anchor stay."""
+        with self._lock:
+            k, c = len(self._captures[LOADED]), len(self._captures[CALIBRATION])
+            self._captures[LOADED].clear()
+            self._captures[CALIBRATION].clear()
+        return Answer(True, f"cleared {k} loaded and {c} calibration capture(s); payload and unloaded anchor kept")
+
+    def reset(self) -> None:
+        """Forget the payload (0 kg) and the loaded and unloaded captures."""
+        with self._lock:
+            self._captures[LOADED].clear()
+            self._captures[UNLOADED].clear()
+        self.current = NO_PAYLOAD
+
+    def grasped(self) -> str:
+        """An object was grasped: loaded captures are forgotten (the anchor, taken before, is kept); a phrase
+        when the estimate in use described an earlier load ('' if it was 0 kg)."""
+        with self._lock:
+            self._captures[LOADED].clear()
+        prev = self.current.mass
+        return (f"; the published estimate ({prev:.3f} kg) described the load before this grasp: announce "
+                "~/released when an object is put down") if prev > 0 else ""
+
+    # ------------------------------------------------------------------ estimates
+    def estimate(self) -> EstimateOutcome:
+        """Fit the loaded captures (differential on the unloaded ones per ``fit.method``); accepted, they are
+        forgotten (the next run starts fresh)."""
+        with self._lock:
+            loaded, unloaded = list(self._captures[LOADED]), list(self._captures[UNLOADED])
+        if not loaded:
+            return EstimateOutcome("estimate rejected: no samples captured (call ~/capture)")
+        if self.gravity_error:
+            return EstimateOutcome(f"estimate rejected: {self.gravity_error}")
+        q, tau = np.array([s[0] for s in loaded]), np.array([s[1] for s in loaded])
+        q_u = np.array([s[0] for s in unloaded]) if unloaded else None
+        tau_u = np.array([s[1] for s in unloaded]) if unloaded else None
+        try:
+            est = estimate_payload_static(self.dyn, q, tau, q_u, tau_u, self.config.fit, self.gravity_model)
+        except PayloadEstimationError as e:
+            return self._rejected(e)
+        with self._lock:
+            self._captures[LOADED].clear()
+        return self._accepted(replace(est, frame=self.frame))
+
+    def calibrate(self, path: Path) -> Answer:
+        """Identify the unloaded gravity model (with sensor offsets) from the calibration captures and write
+        it to ``path``; the captures are kept until :meth:`calibrated` (the file must load first)."""
+        with self._lock:
+            captures = list(self._captures[CALIBRATION])
+        if not captures:
+            return Answer(False, "calibrate rejected: no calibration captures (call payload_sampler/sweep, which "
+                                 "captures them, or ~/capture_calibration at each pose of your own)")
+        n = self.dyn.n
+        try:
+            samples = Samples(np.array([c[0] for c in captures]).reshape(-1, n),
+                              np.array([c[1] for c in captures]).reshape(-1, n))
+            model = identify_gravity(self.dyn.desc, samples, offset=True)
+            model.info[FINGERPRINT_KEY] = kinematics_fingerprint(self.dyn.desc)  # checked when it is loaded
+            path.parent.mkdir(parents=True, exist_ok=True)
+            model.save(path)
+        except (OSError, PayloadEstimationError) as e:
+            return Answer(False, f"calibrate rejected: {e} ({len(captures)} captures kept)", fault=True)
+        return Answer(True, f"gravity model identified from {len(captures)} poses: {len(model.values)} coefficients, "
+                            f"residual RMS {model.residual_rms:.3g} N m, cond {model.condition_number:.3g}, "
+                            f"{describe_offsets(model, self.joint_names)}; written to {path} and loaded as "
+                            "gravity_model (found there and checked against the robot model on the next start)")
+
+    def calibrated(self) -> None:
+        """The calibration written by :meth:`calibrate` is in use: its captures are done with."""
+        with self._lock:
+            self._captures[CALIBRATION].clear()
+
+    # ------------------------------------------------------------------ dynamic runs
+    @property
+    def recording(self) -> bool:
+        return self._recording is not None
+
+    def start_recording(self) -> Answer:
+        """Record every sample with a velocity from now on (a recording in progress starts over)."""
+        with self._lock:
+            self._recording, self._overflow = [], False
+        return Answer(True, "recording joint_states")
+
+    def _take_recording(self) -> tuple[MotionRecording | None, str]:
+        """(the recording, '') and recording stopped; (None, why) when there is none or it is unusable."""
+        with self._lock:
+            rows, overflow = self._recording, self._overflow
+            self._recording = None
+        if rows is None:
+            return None, "nothing recorded (call ~/start_recording first)"
+        if overflow:
+            return None, f"the recording exceeded max_recording ({self.config.max_recording} s)"
+        try:
+            return MotionRecording.from_rows(rows), ""
+        except PayloadEstimationError as e:
+            return None, str(e)
+
+    def store_reference(self) -> Answer:
+        """Keep the recording as the unloaded reference run, checked now as the fit will check it (a bad
+        reference is found before the grasp)."""
+        rec, why = self._take_recording()
+        if rec is None:
+            return Answer(False, f"reference rejected: {why}")
+        try:
+            rec = check_recording(rec, len(self.joint_names), "reference run", self.config.dynamic_fit.max_gap)
+            start, end = rec.motion_span()
+        except PayloadEstimationError as e:
+            return Answer(False, f"reference rejected: {e}; record it again", fault=True)
+        self.reference = rec
+        return Answer(True, f"reference run stored: {rec.t.size} samples over {rec.duration:.2f} s, motion "
+                            f"{end - start:.2f} s{stream_gaps(rec)}")
+
+    def estimate_motion(self) -> EstimateOutcome:
+        """Fit all ten payload parameters from the recording, differential against the reference run when
+        there is one; the inertia the motion does not determine is kept from the estimate in use."""
+        rec, why = self._take_recording()
+        if rec is None:
+            return EstimateOutcome(f"estimate rejected: {why}")
+        try:
+            est = estimate_payload_dynamic(self.dyn, rec, self.reference, self.config.dynamic_fit,
+                                           previous=self.current)
+        except PayloadEstimationError as e:
+            return self._rejected(e)
+        return self._accepted(replace(est, frame=self.frame,
+                                      notes=est.notes + (f"{rec.t.size} samples{stream_gaps(rec)}",)))
+
+    # ------------------------------------------------------------------ outcomes
+    def _rejected(self, e: Exception) -> EstimateOutcome:
+        return EstimateOutcome(f"estimate rejected: {e}; previous payload kept ({self.current.mass:.3f} kg)",
+                               fit_failed=True)
+
+    def _accepted(self, est: PayloadEstimate) -> EstimateOutcome:
+        """``est`` becomes the estimate in use, flagged when its σ exceeds max_mass_std / max_com_std."""
+        self.current = est
+        imprecise = precision_problem(est, self.config.fit.max_mass_std, self.config.fit.max_com_std)
+        return EstimateOutcome((f"IMPRECISE ({imprecise}): " if imprecise else "") + format_estimate(est), est,
+                               imprecise)
+
+    def status_values(self) -> dict[str, object]:
+        """The estimator's status keys: capture counts, the reference run, the calibration."""
+        ref = self.reference
+        with self._lock:
+            counts = {k: len(v) for k, v in self._captures.items()}
+        return {"captures": counts[LOADED], "calibration_captures": counts[CALIBRATION],
+                "unloaded_captures": counts[UNLOADED],
+                "reference_run": "" if ref is None else f"{ref.t.size} samples, {ref.duration:.2f} s",
+                "calibration": self.calibration_note}
+
+
+def checked_gravity_model(dyn: RigidBodyDynamics, path: str | Path) -> tuple[UnloadedModel, str]:
+    """The identified model file at ``path`` as ``dyn``'s unloaded model, and how far its belonging was checked.
+
+    Refused (:class:`IdentificationError` with the reason) unless it loads and was identified for this
+    robot model: the same robot name and joint names, and the same kinematics fingerprint when the file
+    has one (files written before fingerprints: joint names only, said in the note)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise IdentificationError(f"{p} does not exist")
+    model = IdentifiedModel.load(p)
+    desc = dyn.desc
+    if tuple(model.joint_names) != desc.joint_names:
+        raise IdentificationError(f"it was identified for joints {list(model.joint_names)}, this robot model "
+                                  f"({desc.name}) has {list(desc.joint_names)}: it belongs to another robot model")
+    here, there = kinematics_fingerprint(desc), model.info.get(FINGERPRINT_KEY)
+    if there and there != here:
+        raise IdentificationError(f"it was identified on other kinematics (fingerprint {there}, this robot model "
+                                  f"{here}): its coefficients do not apply to these link frames")
+    note = ("joint names and kinematics fingerprint match" if there else "joint names match; the kinematics could "
+            "not be checked: the file has no kinematics fingerprint, it was written before they were recorded")
+    return unloaded_model(dyn, model, p.name, str(p)), note
+
+
+def format_estimate(est: PayloadEstimate) -> str:
+    """One line an operator can read: mass, CoM (mm), std, condition number, residual."""
+    s = est.std or {}
+    com_mm = np.asarray(est.com, float) * 1e3
+    std_com = [s.get(k, float("nan")) * 1e3 for k in ("cx", "cy", "cz")]
+    return (f"mass {est.mass:.4f} kg (std {s.get('mass', float('nan')):.4f}), CoM [{com_mm[0]:.1f}, {com_mm[1]:.1f}, "
+            f"{com_mm[2]:.1f}] mm (std [{std_com[0]:.1f}, {std_com[1]:.1f}, {std_com[2]:.1f}]) in {est.frame}, "
+            f"cond {est.condition_number:.3g}, residual RMS {est.residual_rms:.3g} N m, {est.samples} samples, "
+            f"method {est.method}" + "".join(f"; {note}" for note in est.notes))
+
+
+def stream_gaps(rec: MotionRecording) -> str:
+    """', N samples missing (x %)' of a recording whose stamps skip (judged on the median interval)."""
+    dt = np.diff(rec.t)
+    if dt.size == 0:
+        return ""
+    step = float(np.median(dt))
+    missing = int(np.sum(np.maximum(np.round(dt / step) - 1, 0)))
+    return f", {missing} samples missing ({100 * missing / (missing + rec.t.size):.1f} %)" if missing else ""
+
+
+__all__ = ["PayloadEstimator", "EstimatorConfig", "Answer", "EstimateOutcome", "ModelChoice", "checked_gravity_model",
+           "format_estimate", "stream_gaps", "LOADED", "UNLOADED", "CALIBRATION", "CAPTURE_WORDS"]
