@@ -38,7 +38,7 @@ class Scenario:
     payload_inertia: np.ndarray
     waypoints: np.ndarray  # (k, n) visited after the estimate, ending at q_pick
     segment_time: float
-    contacts: tuple[tuple[str, float], ...]  # (link, |F| N), injected in this order
+    contacts: tuple[tuple[int, float], ...]  # (link 1..n, |F| N), injected in this order
     contact_gap: float  # s of sim time between contacts
     contact_duration: float
     noise_std: float
@@ -48,11 +48,10 @@ class Scenario:
 
 
 def scenario(robot: str, fast: bool) -> Scenario:
+    from ..sim.driver import START_POSES_DEG
+
     deg = np.radians
-    if robot == "iiwa14":
-        q_pick = deg([-10, 35, 5, -75, -10, 55, 15])
-    else:
-        q_pick = deg([10, 40, -5, -70, 15, 50, 20])
+    q_pick = deg(START_POSES_DEG[robot])  # sim_node's documented start pose: the same bent configuration
     moves = deg([[35, -10, 0, 15, 0, -10, 0], [-20, 10, 0, -10, 20, 15, 30], [0, 0, 0, 0, 0, 0, 0]])
     return Scenario(
         q_pick=q_pick,
@@ -61,7 +60,7 @@ def scenario(robot: str, fast: bool) -> Scenario:
         payload_inertia=np.array([0.012, 0.0, 0.0, 0.012, 0.0, 0.006]),
         waypoints=q_pick + moves,
         segment_time=4.0 if fast else 5.0,
-        contacts=(("link_4", 50.0), ("link_6", 40.0), ("link_7", 30.0)),
+        contacts=((4, 50.0), (6, 40.0), (7, 30.0)),
         contact_gap=3.5 if fast else 4.5,
         contact_duration=0.2,
         noise_std=0.1,
@@ -85,15 +84,25 @@ def _say(step: str, text: str) -> None:
     print(f"[demo {step}] {text}", flush=True)
 
 
-def _contact_direction(dyn, q: np.ndarray, link: str) -> np.ndarray:
-    """Unit base-frame direction among ±x, ±y, ±z that loads the joints below ``link`` the most."""
-    jv = dyn.frame_jacobian(q, link)[:3]
+def _contact_direction(dyn, q: np.ndarray, link: int) -> np.ndarray:
+    """Unit base-frame direction among ±x, ±y, ±z that loads the joints below ``link`` (1..n) the most."""
+    jv = dyn.frame_jacobian(q, f"link_{link}")[:3]
     best, best_val = None, -1.0
     for d in np.vstack([np.eye(3), -np.eye(3)]):
         val = float(np.min(np.sort(np.abs(jv.T @ d))[-2:]))  # the two most loaded joints
         if val > best_val:
             best, best_val = d, val
     return best
+
+
+def node_link_names(desc) -> tuple[str, ...]:
+    """The link names the demo's nodes report and sim_node takes: their model is the URDF sim_node publishes
+    for ``desc`` (``sim.links``: a URDF's link names), so the table names links as the monitor's log does."""
+    from ..model.robot_file import robot_from_description
+    from ..model.urdf import to_urdf
+    from ..sim.links import link_names
+
+    return link_names(robot_from_description(to_urdf(desc)))
 
 
 def run(args) -> int:
@@ -209,16 +218,16 @@ def _mission(client, desc, sc: Scenario) -> dict:
     times = [sc.segment_time * (k + 1) for k in range(len(sc.waypoints))]
     client.send_trajectory(sc.waypoints, times)
     contacts = []
-    for link, force in sc.contacts:
+    names = node_link_names(desc)
+    for k, force in sc.contacts:
         client.sleep_sim(sc.contact_gap)
         q = client.q
-        f_link = dyn.forward_kinematics(q, link)[:3, :3].T @ (force * _contact_direction(dyn, q, link))
+        f_link = dyn.forward_kinematics(q, f"link_{k}")[:3, :3].T @ (force * _contact_direction(dyn, q, k))
         # on the link's surface where the push enters head-on (at the frame origin it would act on the
         # joint axis, inside the arm, where no contact can happen and the link is not observable)
-        capsule = geometry.capsules[[f"link_{k + 1}" for k in range(desc.n)].index(link)]
-        t_c = client.push(link, f_link, point=push_point(capsule, f_link, 0.6))
-        contacts.append((t_c, t_c + sc.contact_duration, link, force))
-        _say("5/7", f"  contact: {force:.0f} N on {link} at t = {t_c - t_move0:.2f} s")
+        t_c = client.push(names[k - 1], f_link, point=push_point(geometry.capsules[k - 1], f_link, 0.6))
+        contacts.append((t_c, t_c + sc.contact_duration, names[k - 1], force))
+        _say("5/7", f"  contact: {force:.0f} N on {names[k - 1]} at t = {t_c - t_move0:.2f} s")
     client.wait_for(lambda: np.max(np.abs(client.q - sc.q_pick)) < np.radians(0.5)
                     and np.max(np.abs(client.q_dot)) < 0.01, 120.0, "the move to finish")
     client.sleep_sim(0.5)
@@ -247,7 +256,8 @@ def _unloaded_residual(desc, states: dict, t_from: float) -> tuple[np.ndarray, n
 
 def _contact_estimates(desc, states: dict, est, t0: float, t1: float, windows) -> list[str]:
     """Per injected contact, the contact the core monitor estimates on the recorded joint states with the
-    payload estimate (point mass, as the node): 'link_k F N' (or the |F| range when ambiguous), '-' if none."""
+    payload estimate (point mass, as the node): the summary the node logs (link by the nodes' name, its
+    probability, force or its range), '-' if none."""
     from ..collision.monitor import CollisionMonitor, replay
     from ..model.dynamics import RigidBodyDynamics
 
@@ -255,7 +265,7 @@ def _contact_estimates(desc, states: dict, est, t0: float, t1: float, windows) -
     _, dq = states["dq"]
     _, tau = states["tau"]
     keep = (t >= t0 - 0.5) & (t <= t1)
-    mon = CollisionMonitor(RigidBodyDynamics(desc))
+    mon = CollisionMonitor(RigidBodyDynamics(desc), link_names=node_link_names(desc))
     mon.set_payload(est.as_point_mass().body())
     replay(mon, t[keep], q[keep], dq[keep], tau[keep])
     out = []
@@ -307,7 +317,7 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
         # the same detector the node runs; the node's live ~/collision flags are counted alongside.
         tr, rr = res["residuals"][m]
         keep = (tr >= t0) & (tr <= t1)
-        det = CollisionDetector(desc.n, sc.threshold, link_names=tuple(f"link_{k + 1}" for k in range(desc.n)))
+        det = CollisionDetector(desc.n, sc.threshold, link_names=node_link_names(desc))
         for t, r in zip(tr[keep], rr[keep]):
             det.update(t, r)
         events = det.events + ([det.current] if det.in_collision else [])

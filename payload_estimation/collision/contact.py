@@ -276,8 +276,10 @@ class ContactLocator:
     """Fits a single point contact on the link surfaces to an external joint torque (module docstring).
 
     ``dyn``: the robot model (kinematics only); ``geometry``: link capsules (default
-    :func:`capsule_geometry` of ``dyn.desc``); ``link_names`` for the estimates (default ``link_k``).
-    Not thread-safe (one pinocchio workspace).
+    :func:`capsule_geometry` of ``dyn.desc``); ``link_names`` for the estimates (default ``link_k``, the
+    dynamics' frame names): what a user reads gets the model's names, ``desc.link_frame_name(k)`` (a URDF's
+    link names, ``<robot>_dh_frame_<k>`` for a DH robot file; ``sim.links.link_names``), which sim_node's
+    ``~/apply_wrench`` takes back. Not thread-safe (one pinocchio workspace).
     """
 
     def __init__(self, dyn: RigidBodyDynamics, geometry: LinkGeometry | None = None,

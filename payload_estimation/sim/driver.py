@@ -263,7 +263,8 @@ class SimDriver:
             wait, warning = self.pacer.pace(time.perf_counter(), s.t)
             if warning:
                 warn(warning)
-            time.sleep(wait)  # sleep(0) as fast as possible: lets the executor's threads run
+            if wait > 0 or self.pacer.real_time_factor <= 0:
+                time.sleep(wait)  # as fast as possible: sleep(0) lets the executor's threads run
 
     def set_trajectory(self, points) -> None:
         """Follow ``points`` = [(time_from_start s, q rad, dq rad/s | None)] from now (see SimulatedArm)."""
