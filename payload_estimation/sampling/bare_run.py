@@ -3,10 +3,11 @@
 For benches and tests that need many runs (random pick configurations, Monte-Carlo): the
 ``payload_sampler`` logic (:class:`.sampling_run.SamplingRun`), the ``payload_estimator`` captures
 and fit (:func:`identification.static_fit.estimate_payload_static`) and the
-``collision_monitor`` residual with its provisional payload while sampling and its detector — the
-same core calls the nodes make, at the simulator's rate, with no DDS in between. It reports the
-estimate, the run's outcome, every commanded point and the peak residual relative to the sampling
-threshold (what would have raised a false collision).
+``collision_monitor`` rules (:class:`collision.supervisor.MonitorSupervisor`: residual, provisional payload
+and thresholds while sampling, estimate acceptance; no reaction: the run's collision gate handles a
+detection) — the same core calls the nodes make, at the simulator's rate, with no DDS in between. It
+reports the estimate, the run's outcome, every commanded point and the peak residual relative to the
+sampling threshold (what would have raised a false collision).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..collision.monitor import CollisionMonitor, MonitorConfig
-from ..collision.provisional import ProvisionalFit, ProvisionalPayload
+from ..collision.monitor import MonitorConfig
+from ..collision.supervisor import EstimateRefused, MonitorSupervisor, SupervisorConfig
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
 from ..payload.dynamic import DynamicFitConfig, MotionRecording, estimate_payload_dynamic
 from ..payload.estimate import PayloadEstimate
+from ..payload.limits import check_payload
 from ..payload.static import StaticFitConfig, estimate_payload_static
 from ..signals.settle import SampleWindow, SettleConfig
 from ..sim import SensorConfig, SimConfig, SimulatedArm
@@ -34,8 +36,8 @@ from .sequence import Capture, Estimate, Move, SequenceConfig
 @dataclass(frozen=True)
 class BareRunConfig:
     """Everything of a bare run: plan/sequence/run as the sampler's parameters, the estimator's fit
-    (method, noise, model uncertainty), the monitor, the simulated sensor (noise N m, offsets N m) and
-    the model error."""
+    (method, noise, model uncertainty), the monitor and its rules (the node's defaults, no reaction), the
+    simulated sensor (noise N m, offsets N m) and the model error."""
 
     plan: PosePlanConfig = field(default_factory=lambda: PosePlanConfig(velocity_scale=0.9, min_duration=0.25))
     sequence: SequenceConfig = field(default_factory=lambda: SequenceConfig(velocity_scale=0.9, min_duration=0.25))
@@ -43,8 +45,7 @@ class BareRunConfig:
     settle: SettleConfig = field(default_factory=SettleConfig)
     fit: StaticFitConfig = field(default_factory=StaticFitConfig)
     monitor: MonitorConfig = field(default_factory=lambda: MonitorConfig(contact=None, quadrature="hold"))
-    sampling_threshold_factor: float = 1.5
-    payload_as_point_mass: bool = True
+    supervisor: SupervisorConfig = field(default_factory=lambda: SupervisorConfig(policy="none"))
     noise_std: float = 0.1
     offsets: np.ndarray | float = 0.0
     model_error: float = 0.03
@@ -61,7 +62,8 @@ class BareRunResult:
     collisions the monitor raised while sampling, and the peak |r| / threshold while sampling; for a
     dynamic run the robot time of its reference run (s, before the grasp; None without), the plan, and
     why the reference run failed ("" if it did not; where it found no safe excitation the sample uses
-    the static poses, as the sampler's auto mode does)."""
+    the static poses, as the sampler's auto mode does), and why the monitor refused the estimate ("" if it
+    took it)."""
 
     finished: Finished
     estimate: PayloadEstimate | None
@@ -73,6 +75,7 @@ class BareRunResult:
     reference_duration: float | None = None
     plan: ExcitationPlan | None = None
     reference_error: str = ""
+    monitor_refusal: str = ""
 
 
 def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRunConfig | None = None) -> BareRunResult:
@@ -85,43 +88,25 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
                                        sensor=SensorConfig(noise_std=cfg.noise_std, offset=cfg.offsets)))
     arm.reset(q_pick)
     win = SampleWindow(horizon=max(0.5, 2 * cfg.settle.window, 1.25 * cfg.settle.max_window, 1.25))
-    mon = cfg.monitor
-    monitor = CollisionMonitor(dyn, mon)
-    detector = monitor.detector
-    gain = float(np.min(mon.gains))
-    provisional = ProvisionalPayload(dyn)
-    # the monitor's state: payload model, sampling flag, provisional learning until the estimate arrives,
-    # and from when the residual counts (the grasp's own residual before the first fit is a legitimate
+    sup = MonitorSupervisor(dyn, cfg.monitor, cfg.supervisor, frame=desc.payload_frame_name,
+                            limit_check=check_payload)
+    # the run's view of the monitor: sampling flag, collisions raised while sampling, peak |r| / threshold from
+    # when the residual counts (the grasp's own residual before the first provisional fit is a legitimate
     # detection that the run's collision gate handles)
-    state = {"payload": None, "active": False, "learning": False, "collisions": 0, "peak": 0.0, "count_from": None}
-
-    def set_payload(est: PayloadEstimate | ProvisionalFit | None) -> None:
-        state["payload"] = est
-        monitor.set_payload(*(est.observer_model(cfg.payload_as_point_mass) if est is not None else (None, False)))
-
-    def sampling_scale(t: float, q: np.ndarray) -> np.ndarray:
-        """The monitor's thresholds while sampling: x sampling_threshold_factor, plus 3 sigma of the
-        torque of the payload not yet known (:meth:`ProvisionalPayload.torque_bound`)."""
-        return cfg.sampling_threshold_factor + provisional.torque_bound(q, t, settle=5.0 / gain) / np.asarray(
-            mon.thresholds, float)
+    state = {"active": False, "collisions": 0, "peak": 0.0, "count_from": None, "refused": ""}
 
     def step(seconds: float) -> None:
         for s in arm.run(seconds):
             win.append(s.t, s.q, s.dq, s.tau)
-            step_ = monitor.update(s.t, s.q, s.dq, s.tau)
-            r = step_.residual
-            if state["learning"]:
-                prov = provisional.update(s.t, s.q, s.dq, s.tau)
-                if prov is not None:
-                    set_payload(prov)
-                    if state["count_from"] is None:
-                        state["count_from"] = s.t + 5.0 / gain  # the residual has converged to the fit
-                detector.scale_thresholds(sampling_scale(s.t, s.q))
-            ev = step_.event
+            st = sup.update(s.t, s.q, s.dq, s.tau)
+            if st.fit is not None and state["count_from"] is None:
+                state["count_from"] = s.t + sup.settle  # the residual has converged to the fit
+            ev = st.monitor.event
             if ev is not None and ev.active and state["active"]:
                 state["collisions"] += 1
             if state["active"] and state["count_from"] is not None and s.t >= state["count_from"]:
-                state["peak"] = max(state["peak"], float(np.max(np.abs(r) / detector.thresholds)))
+                det = sup.mon.detector
+                state["peak"] = max(state["peak"], float(np.max(np.abs(st.monitor.residual) / det.thresholds)))
 
     buffer: dict[str, list | None] = {"rows": None}  # the estimator's recording of (t, q, dq, tau)
 
@@ -144,13 +129,11 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
                 pending = None
             static = run.wants_static and win.check_static(cfg.settle).static
             obs = Observation(t=s.t, wall=s.t, q=s.q, dq=s.dq, static=static, stream_age=0.0,
-                              collision=detector.in_collision, collisions=state["collisions"])
+                              collision=sup.mon.detector.in_collision, collisions=state["collisions"])
             for act in run.update(obs):
                 if isinstance(act, SetActive):
-                    state["active"] = state["learning"] = act.active
-                    detector.scale_thresholds(cfg.sampling_threshold_factor if act.active else 1.0)
-                    if act.active:
-                        provisional.start()
+                    state["active"] = act.active
+                    sup.set_sampling(act.active)
                 elif isinstance(act, ClearCaptures):
                     captures.clear()
                 elif isinstance(act, PlanMotion):  # inline: the simulated arm waits (no stream to starve)
@@ -191,8 +174,10 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
                 est = estimate_payload_static(dyn, q, tau, unloaded.q[None], unloaded.tau[None], cfg.fit)
         except ValueError as e:
             return None, ("estimate", False, str(e))
-        set_payload(est)
-        state["learning"] = False  # the estimate replaces the provisional payload
+        try:
+            sup.estimate(est, est.frame)  # the monitor's payload from now on, as the node takes a published one
+        except EstimateRefused as e:  # the monitor keeps its provisional payload, as the node does
+            state["refused"] = str(e)
         return est, ("estimate", True, "estimated")
 
     step(1.0)
@@ -224,7 +209,7 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
     fin, est = drive(run, commands, reference)
     return BareRunResult(fin, est if isinstance(est, PayloadEstimate) else None, arm.time - t_start, commands,
                          state["collisions"], state["peak"], run.q0, reference_duration, run.excitation_plan,
-                         reference_error)
+                         reference_error, state["refused"])
 
 
 __all__ = ["bare_run", "BareRunConfig", "BareRunResult"]

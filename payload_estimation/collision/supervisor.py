@@ -1,0 +1,363 @@
+"""The collision monitor's rules around the per-sample core: what ``collision_monitor`` and the bare run do.
+
+:class:`MonitorSupervisor` holds one arm's :class:`.monitor.CollisionMonitor` (observer, detector, contact),
+its :class:`.payload_change.PayloadWatch` and its :class:`.reaction.ReactionStateMachine`, and the rules
+between them, so the ROS node (``ros/monitor_node.py``) only translates messages and the bare run
+(``sampling/bare_run.py``) steps the same rules without ROS:
+
+- **Estimate acceptance** (:meth:`~MonitorSupervisor.estimate`): an estimate in another frame than the
+  model's payload frame, or one the payload layer's limit check refuses (mass above ``max_payload``, CoM
+  beyond ``max_com_radius``, an impossible inertia; the check is given by the caller, collision/ does not
+  import payload/), raises :class:`EstimateRefused` and the previous payload is kept. A 0 kg estimate
+  returns to the unloaded model; while a payload is carried and nothing was announced it opens a release
+  window (``~/released`` sends the event and 0 kg in either order; ``~/reset`` is the same change).
+- **The payload between estimates**: while the payload sampler is active, or after an announced grasp or
+  release (:meth:`~MonitorSupervisor.announce`), the payload is learnt provisionally at rest and the
+  thresholds are ``sampling_threshold_factor`` x the configured ones plus 3 σ of the torque of the payload
+  not yet known (:meth:`.payload_change.PayloadWatch.update`); a published estimate replaces it.
+- **Stop and resume** (:meth:`~MonitorSupervisor.stop`, :meth:`~MonitorSupervisor.resume`): on a stop the
+  remainder of the last commanded trajectory is kept (not while sampling: the sampler commands its own next
+  move) and resumed after the release; a newer command (:meth:`~MonitorSupervisor.commanded`) supersedes
+  it: resuming the old remainder would drive the arm to a stale target.
+- **Parameter changes at safe points** (:meth:`~MonitorSupervisor.configure`): monitor settings apply when
+  no collision is reported, the reaction's when the arm is moving (not stopped or resuming).
+
+Units: SI (s, kg, m, N m); joint order: the model's. Stamps ``t`` are the joint-state stream's; ``now`` is
+the caller's clock (the node's ROS time), in which commanded trajectories run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..errors import PayloadEstimationError
+from ..model.dynamics import RigidBodyDynamics
+from ..model.parameters import BodyInertia
+from .contact import ContactEstimate
+from .detector import CollisionEvent
+from .monitor import CollisionMonitor, MonitorConfig, MonitorStep
+from .observer import JointFriction
+from .payload_change import GRASP, KINDS, RELEASE, PayloadWatch, WatchConfig
+from .provisional import ProvisionalFit
+from .reaction import Action, ReactionState, ReactionStateMachine
+
+
+class EstimateRefused(PayloadEstimationError):
+    """A payload estimate the monitor does not put into its model; the message says why."""
+
+
+class PayloadModel(Protocol):
+    """What the monitor needs of a payload: an estimate record (payload/) or a :class:`.provisional.ProvisionalFit`."""
+
+    mass: float
+    com: np.ndarray
+    method: str
+
+    def observer_model(self, point_mass: bool = True) -> tuple[BodyInertia, bool]: ...
+
+
+Note = tuple[str, str]
+"""A line for the log: (level 'info' or 'warning', text)."""
+
+LimitCheck = Callable[[float, np.ndarray, "np.ndarray | None", float, float], None]
+"""(mass kg, CoM m, inertia about the CoM or None, max_payload kg, max_com_radius m) -> None; raises a
+:class:`~payload_estimation.errors.PayloadEstimationError` saying why the payload is not plausible."""
+
+
+@dataclass(frozen=True)
+class SupervisorConfig:
+    """The rules' settings, named as the node's parameters (defaults: its parameter table): max_payload kg and
+    max_com_radius m (what counts as a payload), sampling_threshold_factor, payload_event_window s,
+    payload_as_point_mass (a gravity-only estimate also enters M and C), policy and resume_delay s (the reaction),
+    hold_time s and stop_deceleration rad/s² (the stop), resume_velocity_scale and resume_min_duration s (the
+    first segment of a resumed trajectory)."""
+
+    max_payload: float = 15.0
+    max_com_radius: float = 0.5
+    sampling_threshold_factor: float = 1.5
+    payload_event_window: float = 5.0
+    payload_as_point_mass: bool = True
+    policy: str = "stop_and_resume"
+    resume_delay: float = 2.0
+    hold_time: float = 0.2
+    stop_deceleration: float = 10.0
+    resume_velocity_scale: float = 0.5
+    resume_min_duration: float = 0.5
+
+    def watch(self) -> WatchConfig:
+        """The payload watch's settings."""
+        return WatchConfig(window=self.payload_event_window, sampling_factor=self.sampling_threshold_factor,
+                           max_payload=self.max_payload, max_com_radius=self.max_com_radius)
+
+
+@dataclass(frozen=True)
+class SupervisorStep:
+    """One sample's outcome: the monitor's step, the reaction's action to command now, the new provisional
+    payload learnt at this sample (or None) and the lines worth a log entry (payload model changes, windows)."""
+
+    monitor: MonitorStep
+    action: Action
+    fit: ProvisionalFit | None
+    notes: tuple[Note, ...]
+
+
+class MonitorSupervisor:
+    """One arm's monitor with its payload, thresholds and reaction rules (module docstring).
+
+    ``frame``: the model's payload frame (an estimate in another one is refused); ``limit_check``: the payload
+    layer's plausibility check (None: frame check only); ``friction``, ``link_names``: as
+    :class:`.monitor.CollisionMonitor`; ``sampling``: the sampler's active flag at start.
+    """
+
+    def __init__(self, dyn: RigidBodyDynamics, monitor: MonitorConfig, config: SupervisorConfig | None = None, *,
+                 frame: str = "", limit_check: LimitCheck | None = None, friction: JointFriction | None = None,
+                 link_names: tuple[str, ...] | None = None, sampling: bool = False):
+        self.dyn, self.frame, self.limit_check = dyn, frame, limit_check
+        self.cfg = config or SupervisorConfig()
+        self._friction, self._link_names = friction, link_names
+        self.payload: PayloadModel | None = None
+        self.reaction = ReactionStateMachine(self.cfg.policy, self.cfg.resume_delay)
+        self.watch = PayloadWatch(dyn, _base(monitor, dyn.n), self.cfg.watch())
+        self.watch.set_sampling(sampling)
+        self.mon = self._new_monitor(monitor)
+        self._pending_monitor: MonitorConfig | None = None
+        self._pending_reaction = False
+        self._logged_mass: float | None = None  # provisional mass last logged (a refit every rest block is not news)
+        self._active: tuple[float, np.ndarray, np.ndarray] | None = None  # (start s, t (m,), q (m, n))
+        self._remainder: tuple[np.ndarray, np.ndarray] | None = None
+        self.contact: ContactEstimate | None = None  # the contact estimate of the current (or last) event
+
+    # ------------------------------------------------------------------ configuration
+    def _new_monitor(self, cfg: MonitorConfig) -> CollisionMonitor:
+        mon = CollisionMonitor(self.dyn, cfg, friction=self._friction, link_names=self._link_names)
+        self.watch.configure(self.cfg.watch(), _base(cfg, self.dyn.n))
+        mon.detector.scale_thresholds(self.watch.scale())
+        mon.explain = self.watch.explain
+        self.mon = mon
+        self._apply_payload()
+        return mon
+
+    def configure(self, monitor: MonitorConfig, config: SupervisorConfig) -> None:
+        """New settings: the payload's at once, the monitor's when no collision is reported, the reaction's when
+        the arm is moving (:attr:`pending` says what waits)."""
+        old, self.cfg = self.cfg, config
+        if monitor != self.mon.config:
+            self._pending_monitor = monitor
+        if (config.policy, config.resume_delay) != (self.reaction.policy, self.reaction.resume_delay):
+            self._pending_reaction = True
+        if config.payload_as_point_mass != old.payload_as_point_mass:
+            self._apply_payload()
+        if config.watch() != old.watch():
+            self.watch.configure(config.watch(), self.watch.base)
+        self.apply_pending()
+
+    def apply_pending(self) -> list[Note]:
+        """Apply the waiting settings that are safe now; returns what to log."""
+        notes = []
+        if self._pending_monitor is not None and not self.mon.detector.in_collision:
+            self._new_monitor(self._pending_monitor)
+            self._pending_monitor = None
+        if self._pending_reaction and self.reaction.state is ReactionState.MOVING:
+            self.reaction = ReactionStateMachine(self.cfg.policy, self.cfg.resume_delay)
+            self._pending_reaction = False
+            if self.reaction.policy == "none":
+                notes.append(("warning", "collision reaction disabled (policy none): collisions are only reported"))
+        return notes
+
+    @property
+    def pending(self) -> set[str]:
+        """What waits for a safe point: 'monitor' (until no collision), 'reaction' (until the arm moves)."""
+        return ({"monitor"} if self._pending_monitor is not None else set()) | (
+            {"reaction"} if self._pending_reaction else set())
+
+    def adopt(self, old: MonitorSupervisor) -> None:
+        """Carry over ``old``'s payload, reaction and trajectory bookkeeping (a new robot model of the same arm)."""
+        self.payload, self.reaction = old.payload, old.reaction
+        self._active, self._remainder = old._active, old._remainder
+        self._apply_payload()
+        self.watch.carried(self.mon.observer.payload)
+
+    # ------------------------------------------------------------------ per sample
+    def update(self, t: float, q: np.ndarray, dq: np.ndarray, tau: np.ndarray) -> SupervisorStep:
+        """One joint-state sample (s, rad, rad/s, N m): the monitor, the provisional payload and its thresholds,
+        the reaction."""
+        notes = self.apply_pending() if self._pending_monitor is not None or self._pending_reaction else []
+        step = self.mon.update(t, q, dq, tau)
+        if step.event is not None and step.event.active:
+            self.contact = None
+        if step.contact is not None:
+            self.contact = step.contact
+        ev = self.mon.detector.current
+        w = self.watch.update(t, q, dq, tau, settle=self.settle,
+                              detected=None if ev is None else ev.detection_time)
+        if w.fit is not None and self.watch.learning:
+            notes += self._set_payload(w.fit, "provisional")
+        elif w.fit is not None:  # learning stops only when a release completed: back to the unloaded model
+            notes += self._set_payload(None, "release")
+        if w.scale is not None:
+            self.mon.detector.scale_thresholds(w.scale)
+        if w.note:
+            notes.append(("info", w.note))
+        action = self.reaction.update(t, self.mon.detector.in_collision)
+        return SupervisorStep(step, action, w.fit, tuple(notes))
+
+    @property
+    def settle(self) -> float:
+        """s, the residual's convergence after a payload change: 5 / the smallest observer gain."""
+        return 5.0 / float(np.min(self.mon.observer.gains))
+
+    def restart(self) -> None:
+        """The stream started over: re-initialise observer, detector and reaction from its new samples; the
+        payload is kept (the object is still in the gripper), an interrupted trajectory is not resumed."""
+        self.mon.reset(keep_residual=True)  # a load or contact still there stays visible
+        self.mon.detector.reset()
+        self.reaction.reset()
+        self._active = self._remainder = None
+        self.watch.restart()
+
+    def describe(self, ev: CollisionEvent, joint_names: tuple[str, ...]) -> str:
+        """The log line of a detection or release (``joint_names``: as the operator knows the joints)."""
+        if not ev.active:
+            return f"collision released at t={ev.release_time:.3f} s (link {ev.link_name}, peak {ev.peak_max:.2f} N m)"
+        a, inside = self.watch.announced, ""
+        if a is not None:
+            inside = (f" (during the announced {a.kind}: beyond what a payload change explains, "
+                      f"{np.max(np.abs(self.watch.explained_last)):.2f} N m of it explained)")
+        return (f"collision detected at t={ev.detection_time:.3f} s: on link {ev.link_name} or beyond, "
+                f"peak |r| {ev.peak_max:.2f} N m at joint {joint_names[ev.peak_joint]}{inside}")
+
+    # ------------------------------------------------------------------ payload inputs
+    def estimate(self, est: PayloadModel, frame: str) -> list[Note]:
+        """A published estimate in ``frame``: the observer's payload from now on; returns what to log. Raises
+        :class:`EstimateRefused` (the previous payload is kept) for another frame or an implausible payload."""
+        if est.mass == 0.0:
+            notes = []
+            if self.payload is not None and self.payload.mass > 0 and self.watch.announced is None:
+                notes.append(("info", f"0 kg estimate while carrying a payload: {self.watch.announce(RELEASE)}"))
+                self.mon.detector.scale_thresholds(self.watch.scale())
+            elif self.watch.estimate(0.0):
+                self.mon.detector.scale_thresholds(self.watch.scale())
+            return notes + self._set_payload(None, "estimate")
+        if frame != self.frame:
+            raise EstimateRefused(f"frame '{frame}' is not this model's payload frame '{self.frame}'")
+        if self.limit_check is not None:
+            try:
+                self.limit_check(est.mass, np.asarray(est.com, float), getattr(est, "inertia", None),
+                                 self.cfg.max_payload, self.cfg.max_com_radius)
+            except PayloadEstimationError as e:
+                raise EstimateRefused(str(e)) from e
+        self.watch.estimate(est.mass)  # an estimate replaces the provisional payload
+        self.mon.detector.scale_thresholds(self.watch.scale())
+        return self._set_payload(est, "estimate")
+
+    def set_sampling(self, active: bool) -> None:
+        """The payload sampler's active flag: while active the load is learnt at rest, with wider thresholds."""
+        scale = self.watch.set_sampling(active)
+        if scale is not None:
+            self.mon.detector.scale_thresholds(scale)
+
+    @property
+    def sampling(self) -> bool:
+        return self.watch.sampling
+
+    def announce(self, kind: str) -> str:
+        """An announced grasp or release (:data:`.payload_change.KINDS`); returns the log line."""
+        text = self.watch.announce(kind)
+        self._logged_mass = None
+        self.mon.detector.scale_thresholds(self.watch.scale())
+        return text
+
+    def _set_payload(self, est: PayloadModel | None, source: str) -> list[Note]:
+        self.payload = est
+        self._apply_payload()
+        self.watch.carried(self.mon.observer.payload)
+        if source == "provisional" and self._quiet_refit(est):
+            return []
+        what = est.method if est is not None and source == "provisional" else source
+        text = "unloaded" if est is None else (f"{what} payload {est.mass:.3f} kg, CoM "
+                                               f"{np.round(np.asarray(est.com) * 1e3, 1).tolist()} mm")
+        return [("info", f"observer model: {text}")]
+
+    def _quiet_refit(self, est: ProvisionalFit) -> bool:
+        """A provisional refit within 0.05 kg and 5 % of the mass last logged is not logged (one per rest block)."""
+        last, self._logged_mass = self._logged_mass, est.mass
+        if last is not None and abs(est.mass - last) <= 0.05 + 0.05 * last:
+            self._logged_mass = last
+            return True
+        return False
+
+    def _apply_payload(self) -> None:
+        est, point_mass = self.payload, self.cfg.payload_as_point_mass
+        if isinstance(est, ProvisionalFit):
+            self.mon.set_payload(*self.watch.observer_model(est, point_mass))
+        else:
+            self.mon.set_payload(*(est.observer_model(point_mass) if est is not None else (None, False)))
+
+    # ------------------------------------------------------------------ stop and resume
+    def commanded(self, now: float, t: np.ndarray, q: np.ndarray) -> bool:
+        """A trajectory (times s from ``now``, points (m, n) rad) was commanded by someone else: the one to resume
+        after a stop. Returns whether it supersedes an interrupted trajectory, which then is not resumed."""
+        superseded = self._remainder is not None
+        self._remainder = None
+        self._active = (now, np.asarray(t, float), np.asarray(q, float))
+        return superseded
+
+    def stop(self, now: float) -> bool:
+        """The arm stops at ``now``: keep what remains of the active trajectory (not while sampling); returns
+        whether a remainder is kept for the resume."""
+        self._remainder = None
+        if self._active is not None and not self.sampling:
+            start, t, qs = self._active
+            keep = t > now - start
+            if keep.any():
+                self._remainder = (t[keep] - (now - start), qs[keep])
+        self._active = None
+        return self._remainder is not None
+
+    def resume(self, now: float, first_segment: Callable[[np.ndarray], float]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The trajectory to command at ``now`` (times s, points rad), or None when nothing is left to resume (none
+        was interrupted, or a newer command superseded it). ``first_segment(q_target)``: the shortest duration (s)
+        of the move from the stopped arm to the remainder's first point; the remainder is shifted to start so."""
+        if self._remainder is None:
+            return None
+        t, qs = self._remainder
+        self._remainder = None
+        t = t - t[0] + max(float(t[0]), float(first_segment(qs[0])))
+        self._active = (now, t, qs)
+        return t, qs
+
+
+def status_values(sup: MonitorSupervisor | None, policy: str) -> dict:
+    """Status keys of the payload, the announced change, the reaction, the detector, the observer and the last
+    contact estimate (``sup`` None: no robot model yet; ``policy`` the configured one)."""
+    if sup is None:
+        return {"payload_mass": 0.0, "payload_source": "none", "reaction_state": ReactionState.MOVING.value,
+                "policy": policy, "payload_event": "", "payload_event_open": False, "payload_learning": False}
+    p, w, det, obs, c = sup.payload, sup.watch, sup.mon.detector, sup.mon.observer, sup.contact
+    vals = {"payload_mass": 0.0 if p is None else p.mass, "payload_source": "none" if p is None else p.method,
+            "reaction_state": sup.reaction.state.value, "policy": sup.reaction.policy, "payload_event": w.last_change,
+            "payload_event_open": w.announced is not None, "payload_learning": w.learning, "events": len(det.events)}
+    ev = det.current
+    if ev is not None:
+        vals.update({"link": ev.link_name, "peak": ev.peak_max, "onset_time": ev.onset_time,
+                     "detection_time": ev.detection_time})
+    if c is not None:
+        lo, hi = c.force_range
+        vals.update({"contact": c.summary(), "contact_link": c.link_name, "link_probability": c.link_probability,
+                     "link_ambiguous": c.link_ambiguous, "force_norm": c.force_norm,
+                     "force_ambiguous": c.force_ambiguous,
+                     "force_range_N": f"{lo:.1f}..{hi:.1f}" if np.isfinite(hi) else f"{lo:.1f}..unbounded",
+                     "fit_residual": c.fit_residual})
+    return {**vals, "observer_gaps": obs.gaps, "samples_skipped": obs.skipped}
+
+
+def _base(cfg: MonitorConfig, n: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(cfg.thresholds, float), (n,)).copy()
+
+
+__all__ = ["EstimateRefused", "GRASP", "KINDS", "LimitCheck", "MonitorSupervisor", "Note", "PayloadModel", "RELEASE",
+           "SupervisorConfig", "SupervisorStep", "status_values"]

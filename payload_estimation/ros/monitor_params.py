@@ -1,0 +1,110 @@
+"""``collision_monitor``'s parameters: the one table of defaults, ranges and docs, and its map to the core.
+
+:data:`PARAMS` declares every parameter (docs/ros_interface.md and config/payload_estimation.yaml are generated
+from it); :func:`monitor_configs` turns its values into the core's configs
+(:class:`collision.monitor.MonitorConfig`, :class:`collision.supervisor.SupervisorConfig`), whose defaults
+apply only where no node is involved (benches, tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+import numpy as np
+
+from ..collision.monitor import MonitorConfig
+from ..collision.reaction import POLICIES
+from ..collision.supervisor import SupervisorConfig
+from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, STREAM_PARAMS
+from .parameters import Param, ParameterTable
+
+PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
+    Param("dynamic_model", "", "the observer's unloaded dynamics: a PARAMS.yaml of `payload-estimation identify` "
+          "(coefficients with their friction and offsets) or the robot YAML/URDF of `identify --physical` (link set "
+          "with its friction); empty: the robot description, no friction. A file that does not load or belongs to "
+          "another robot model (joint names, kinematics) refuses the model (status ERROR)", read_only=True),
+    Param("gains", [150.0], "observer gain K_I (1/s), one value or one per joint (docs/collision.md)", low=0.0,
+          high=1000.0, low_open=True, min_items=1, applies="next sample (after a collision is released)"),
+    Param("thresholds", [6.0], "N m (paper: 6 N m), one value or one per joint", low=0.0, high=200.0,
+          low_open=True, min_items=1, applies="next sample (after a collision is released)"),
+    Param("threshold_margin", [0.0], "N m, model-error envelope at rest: th_j = max(thresholds_j, margin_j + "
+          "speed_j |dq_j| + n_sigma sigma_r,j), one value or one per joint", low=0.0, high=200.0, min_items=1,
+          applies="next sample (after a collision is released)"),
+    Param("threshold_speed", [0.0], "N m s/rad, speed-dependent part of that envelope", low=0.0, high=1000.0,
+          min_items=1, applies="next sample (after a collision is released)"),
+    Param("n_sigma", 5.0, "standard deviations of the residual noise in the envelope", low=0.0, high=20.0,
+          applies="next sample (after a collision is released)"),
+    Param("sensor_torque_noise", [0.0], "N m, torque sensor noise std (0: not modelled)", low=0.0, high=100.0,
+          min_items=1, applies="next sample (after a collision is released)"),
+    Param("sensor_velocity_noise", [0.0], "rad/s, velocity noise std (0: not modelled)", low=0.0, high=10.0,
+          min_items=1, applies="next sample (after a collision is released)"),
+    Param("quadrature", "trapezoid", "observer integration of the torque over a step (hold: sample-and-hold "
+          "torques, e.g. a simulator)", choices=("trapezoid", "hold"), applies="next sample (after a collision is "
+          "released)"),
+    Param("contact_estimation", True, "estimate the contact link, force and point after each detection "
+          "(~/contact_wrench, ~/contact_marker)", applies="next sample (after a collision is released)"),
+    Param("sampling_threshold_factor", 1.5, "thresholds x this while the payload sampler is active (payload only "
+          "provisionally known), plus 3 sigma of the torque of the payload not yet known", low=1.0, high=10.0,
+          applies="next sampling run"),
+    Param("payload_event_window", 5.0, "s after an announced grasp or release (payload_estimator/grasped, "
+          "released) in which a residual a payload change explains is not a collision", low=0.0, high=60.0,
+          low_open=True, applies="next announcement"),
+    Param("release_fraction", 0.5, "a collision is released below this fraction of the threshold", low=0.0,
+          high=1.0, low_open=True, applies="next sample (after a collision is released)"),
+    Param("confirm_samples", 3, "consecutive samples above a threshold for a detection", low=1, high=1000,
+          applies="next sample (after a collision is released)"),
+    Param("policy", "stop_and_resume", "reaction to a collision", choices=POLICIES,
+          applies="next sample (after a stop has ended)"),
+    Param("resume_delay", 2.0, "s after the release before resuming (paper: 2 s)", low=0.0, high=600.0,
+          applies="next sample (after a stop has ended)"),
+    Param("hold_time", 0.2, "s, minimum time_from_start of the stop point (tolerates stale state)", low=0.0,
+          high=10.0, low_open=True),
+    Param("stop_deceleration", 10.0, "rad/s^2: the stop ramps the current joint velocities down", low=0.0,
+          high=1000.0, low_open=True),
+    Param("residual_decimation", 1, "publish every k-th residual", low=1, high=1000),
+    Param("resume_velocity_scale", 0.5, "peak speed of a resumed trajectory's first segment as a fraction of "
+          "the velocity limit", low=0.0, high=1.0, low_open=True),
+    Param("resume_min_duration", 0.5, "s, shortest first segment of a resumed trajectory", low=0.0, high=10.0,
+          low_open=True),
+    Param("payload_as_point_mass", True, "a gravity-only estimate also enters M and C as a point mass at its CoM "
+          "(false: paper 000 eq. 48, gravity only)", applies="next estimate"),
+])
+MONITOR_KEYS = {"gains", "thresholds", "release_fraction", "confirm_samples", "threshold_margin", "threshold_speed",
+                "n_sigma", "sensor_torque_noise", "sensor_velocity_noise", "quadrature", "contact_estimation"}
+REACTION_KEYS = {"policy", "resume_delay"}
+
+
+def monitor_configs(values: dict) -> tuple[MonitorConfig, SupervisorConfig]:
+    """The core's configs from the node's parameter values by name (:data:`PARAMS`; lists of one value or
+    one per joint): the monitor's (observer, detector, contact) and the supervisor's."""
+
+    def vec(k):
+        a = np.asarray(values[k], float)
+        return float(a[0]) if a.size == 1 else tuple(a.tolist())
+
+    mon = MonitorConfig(gains=vec("gains"), thresholds=vec("thresholds"), margin=vec("threshold_margin"),
+                        speed=vec("threshold_speed"), n_sigma=float(values["n_sigma"]),
+                        torque_noise=vec("sensor_torque_noise"), velocity_noise=vec("sensor_velocity_noise"),
+                        release_fraction=float(values["release_fraction"]),
+                        confirm_samples=int(values["confirm_samples"]), quadrature=str(values["quadrature"]))
+    if not values["contact_estimation"]:
+        mon = replace(mon, contact=None)
+    return mon, SupervisorConfig(**{f.name: type(f.default)(values[f.name]) for f in fields(SupervisorConfig)})
+
+
+def per_joint_check(n: int | None):
+    """The whole-set check of the per-joint parameters for a model of ``n`` joints (None: no model yet)."""
+
+    def check(values: dict) -> str | None:
+        if n is None:
+            return None
+        for k in ("gains", "thresholds", "threshold_margin", "threshold_speed", "sensor_torque_noise",
+                  "sensor_velocity_noise"):
+            if len(values[k]) not in (1, n):
+                return f"{k}: give one value or {n} (one per joint), got {len(values[k])}"
+        return None
+
+    return check
+
+
+__all__ = ["MONITOR_KEYS", "PARAMS", "REACTION_KEYS", "monitor_configs", "per_joint_check"]

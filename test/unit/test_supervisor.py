@@ -1,0 +1,191 @@
+"""The collision monitor's rules (collision.supervisor) on the MuJoCo arm, without ROS, and the node's parameter map.
+
+References: the simulator's truth (contacts and payloads MuJoCo applies, not the model), the payload layer's
+limit check, and the node's parameter table for the defaults.
+"""
+
+import numpy as np
+import pytest
+
+from payload_estimation.collision.monitor import MonitorConfig
+from payload_estimation.collision.reaction import Action
+from payload_estimation.collision.supervisor import EstimateRefused, MonitorSupervisor, SupervisorConfig
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.parameters import BodyInertia
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.payload.estimate import PayloadEstimate
+from payload_estimation.payload.limits import check_payload
+from payload_estimation.payload.result import PayloadLimits, PayloadRejected
+from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
+
+Q0 = np.radians([10, 40, -5, -70, 15, 50, 20])
+BODY = BodyInertia(3.0, np.array([0.03, -0.02, 0.11]), np.diag([0.01, 0.01, 0.005]))
+CONFIG = MonitorConfig(contact=None, quadrature="hold")
+
+
+@pytest.fixture(scope="module")
+def desc():
+    return load_robot("lwr4")
+
+
+def supervisor(desc, **rules) -> MonitorSupervisor:
+    return MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, SupervisorConfig(**rules),
+                             frame=desc.payload_frame_name, limit_check=check_payload)
+
+
+def arm_at(desc, q=Q0, noise=0.02) -> SimulatedArm:
+    arm = SimulatedArm(desc, SimConfig(seed=1, sensor=SensorConfig(noise_std=noise)))
+    arm.reset(q)
+    return arm
+
+
+def feed(arm: SimulatedArm, sup: MonitorSupervisor, seconds: float) -> list:
+    """Step the simulated arm and the supervisor together; (t, step, thresholds, |residual|) per sample."""
+    out = []
+    for s in arm.run(seconds):
+        st = sup.update(s.t, s.q, s.dq, s.tau)
+        out.append((s.t, st, sup.mon.detector.thresholds.copy(), np.abs(st.monitor.residual)))
+    return out
+
+
+def stop_on_a_push(desc, sup: MonitorSupervisor, arm: SimulatedArm, plan_t, plan_q) -> tuple[float, float]:
+    """Command a trajectory, push link 4 (MuJoCo) until the monitor stops the arm: (commanded at, stopped at) s."""
+    feed(arm, sup, 0.3)
+    t_cmd = arm.time
+    sup.commanded(t_cmd, plan_t, plan_q)
+    feed(arm, sup, 0.1)  # the arm is on its way (the points before 0.1 s are passed)
+    arm.apply_contact("link_4", [0.0, 40.0, 0.0], duration=0.3)
+    for t, st, _, _ in feed(arm, sup, 0.3):
+        if st.action is Action.HOLD_POSITION:
+            assert sup.stop(t)
+            return t_cmd, t
+    raise AssertionError("the push was not detected")
+
+
+PLAN_T, PLAN_Q = np.array([0.05, 0.1, 1.0, 1.5]), Q0 + np.radians([[0.5] * 7, [1.0] * 7, [2.0] * 7, [3.0] * 7])
+
+
+def test_the_interrupted_trajectory_is_resumed_after_the_release_with_what_was_left(desc):
+    sup, arm = supervisor(desc, resume_delay=0.3), arm_at(desc)
+    t_cmd, t_stop = stop_on_a_push(desc, sup, arm, PLAN_T, PLAN_Q)
+    resumed = [(t, st) for t, st, _, _ in feed(arm, sup, 1.5) if st.action is Action.RESUME]
+    assert len(resumed) == 1 and resumed[0][0] - t_stop >= 0.3  # after the release and resume_delay
+    t, qs = sup.resume(resumed[0][0], first_segment=lambda q: 0.7)
+    keep = PLAN_T > t_stop - t_cmd
+    assert 0 < keep.sum() < len(PLAN_T)  # the push came mid-trajectory
+    np.testing.assert_allclose(qs, PLAN_Q[keep])  # what was left, nothing already passed
+    left = PLAN_T[keep] - (t_stop - t_cmd)
+    np.testing.assert_allclose(t, left - left[0] + max(left[0], 0.7))  # the first segment no faster than asked
+    assert sup.resume(resumed[0][0], first_segment=lambda q: 0.7) is None  # resumed once
+
+
+def test_a_newer_command_while_stopped_is_not_overridden_by_the_old_remainder(desc):
+    sup, arm = supervisor(desc, resume_delay=0.3), arm_at(desc)
+    _, t_stop = stop_on_a_push(desc, sup, arm, PLAN_T, PLAN_Q)
+    assert sup.commanded(t_stop + 0.1, np.array([0.4]), Q0[None, :])  # e.g. the sampler's next move
+    resumed = [t for t, st, _, _ in feed(arm, sup, 1.5) if st.action is Action.RESUME]
+    assert len(resumed) == 1  # the reaction still ends its stop ...
+    assert sup.resume(resumed[0], first_segment=lambda q: 0.7) is None  # ... but there is nothing stale to resume
+
+
+def test_while_sampling_a_stop_keeps_no_remainder(desc):
+    sup, arm = supervisor(desc, resume_delay=0.3), arm_at(desc)
+    sup.set_sampling(True)
+    feed(arm, sup, 0.3)
+    sup.commanded(arm.time, np.array([0.5, 1.0]), Q0 + np.radians([[1.0] * 7, [2.0] * 7]))
+    assert not sup.stop(arm.time + 0.2)  # the sampler commands its own next move after a collision
+
+
+@pytest.mark.parametrize("mass, com, why", [(20.0, [0.0, 0.0, 0.1], "exceeds the limit of 15"),
+                                            (2.0, [0.0, 0.0, 0.6], "beyond max_com_radius 0.5")])
+def test_an_implausible_estimate_is_refused_with_the_reason_and_the_payload_kept(desc, mass, com, why):
+    sup, arm = supervisor(desc), arm_at(desc)
+    arm.attach_payload(BODY)
+    feed(arm, sup, 0.3)
+    good = PayloadEstimate.from_body(BODY, desc.payload_frame_name)
+    sup.estimate(good, desc.payload_frame_name)
+    bad = PayloadEstimate(mass, np.array(com), None, frame=desc.payload_frame_name, method="message")
+    with pytest.raises(EstimateRefused, match=why):
+        sup.estimate(bad, desc.payload_frame_name)
+    with pytest.raises(PayloadRejected, match=why):  # the payload layer's own rule, with the node's limits
+        check_payload(mass, np.array(com), None, 15.0, 0.5)
+    assert sup.payload is good and sup.mon.observer.payload.mass == BODY.mass
+    # the kept model is the right one: the residual of the loaded arm at rest stays near zero (MuJoCo truth)
+    assert max(r.max() for *_, r in feed(arm, sup, 0.3)[-50:]) < 0.5
+
+
+def test_limits_are_the_given_ones_not_the_fit_defaults(desc):
+    sup = supervisor(desc, max_payload=30.0, max_com_radius=1.0)
+    est = PayloadEstimate(20.0, np.array([0.0, 0.0, 0.6]), None, frame=desc.payload_frame_name, method="message")
+    assert PayloadLimits().max_payload != 15.0  # the fits' defaults differ from the node's: the node's are given
+    sup.estimate(est, desc.payload_frame_name)
+    assert sup.payload is est
+    with pytest.raises(EstimateRefused, match="not this model's payload frame"):
+        sup.estimate(est, "some_other_frame")
+
+
+def rest_torque(desc, body: BodyInertia | None, q=Q0) -> np.ndarray:
+    """Mean measured torque (N m) of the MuJoCo arm at rest at ``q`` carrying ``body``."""
+    arm = arm_at(desc, q, noise=0.0)
+    if body is not None:
+        arm.attach_payload(body)
+    return np.mean([s.tau for s in arm.run(1.0)][-100:], axis=0)
+
+
+def test_provisional_thresholds_cover_the_unknown_load_and_narrow_as_it_is_learnt(desc):
+    """While sampling, thresholds = factor x configured + 3 sigma of the torque of the payload not yet known:
+    before any rest pose they cover the whole load MuJoCo applies; each new rest pose shrinks the fit's sigma
+    and the widening with it, while the residual of the provisional model stays inside (no false collision)."""
+    sup, arm = supervisor(desc), arm_at(desc)
+    feed(arm, sup, 0.3)
+    sup.set_sampling(True)
+    arm.attach_payload(BODY)
+    base, factor = np.full(desc.n, 6.0), 1.5
+    load = np.abs(rest_torque(desc, BODY) - rest_torque(desc, None))  # MuJoCo: the grasped load's torque
+    first = feed(arm, sup, 0.001)[0][2] - factor * base  # widening before any rest pose
+    assert np.all(first >= load - 1e-6) and np.max(load) > 1.0
+    poses = [Q0, Q0 + np.radians([20, -15, 10, 15, -20, 15, 0]), Q0 + np.radians([-25, 10, -15, -10, 25, -20, 0])]
+    sigma, widened = [], []
+    for k, q in enumerate(poses):
+        if k:
+            arm.set_trajectory([(1.0, q, None)])
+            rows = feed(arm, sup, 1.0)
+        rows = feed(arm, sup, 0.6)
+        assert len(sup.watch.provisional.poses) == k + 1
+        sigma.append(sup.watch.provisional.estimate.mass_std)
+        widened.append(sup.watch.bound(Q0, rows[-1][0], settle=sup.settle))  # at one pose, to compare
+        t, _, th, r = rows[-1]
+        np.testing.assert_allclose(th, factor * base + sup.watch.bound(poses[k], t, settle=sup.settle), atol=1e-3)
+        assert np.all(r < th)
+    assert sigma[2] < sigma[1] < sigma[0]
+    assert np.all(widened[2] <= widened[1] + 1e-9) and np.all(widened[1] <= widened[0] + 1e-9)
+    assert np.max(widened[2]) < 0.5 * np.max(first)
+    est = sup.watch.provisional.estimate  # the provisional payload is MuJoCo's, to the sigma it claims
+    assert abs(est.mass - BODY.mass) <= 3 * est.mass_std + 0.05
+
+
+def test_the_node_parameters_map_to_the_core_configs():
+    """One table of defaults: the node's parameter values map onto MonitorConfig and SupervisorConfig, every
+    parameter is either mapped or the node's own, and the core's defaults are the table's."""
+    from dataclasses import fields
+
+    from payload_estimation.ros.monitor_params import MONITOR_KEYS, PARAMS, monitor_configs
+    from payload_estimation.ros.node_support import ROBOT_PARAMS, STREAM_PARAMS
+
+    defaults = {p.name: p.default for p in PARAMS.params}
+    mon, rules = monitor_configs(defaults)
+    assert rules == SupervisorConfig()  # the core's defaults (benches, tests) are the node's
+    assert (rules.max_payload, rules.max_com_radius) == (defaults["max_payload"], defaults["max_com_radius"])
+    assert (mon.gains, mon.thresholds, mon.margin, mon.n_sigma, mon.quadrature, mon.confirm_samples) == (
+        defaults["gains"][0], defaults["thresholds"][0], defaults["threshold_margin"][0], defaults["n_sigma"],
+        defaults["quadrature"], defaults["confirm_samples"])
+    assert mon.contact is not None
+    node_only = set(ROBOT_PARAMS.by_name) | set(STREAM_PARAMS.by_name) | {"dynamic_model", "residual_decimation"}
+    mapped = MONITOR_KEYS | {f.name for f in fields(SupervisorConfig)}
+    assert set(PARAMS.by_name) == node_only | mapped and not node_only & mapped
+    given = {**defaults, "thresholds": [6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0], "contact_estimation": False,
+             "max_payload": 3.0, "policy": "none", "sampling_threshold_factor": 2.0, "quadrature": "hold"}
+    mon, rules = monitor_configs(given)
+    assert mon.thresholds == (6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0) and mon.contact is None
+    assert (rules.max_payload, rules.policy, rules.sampling_threshold_factor) == (3.0, "none", 2.0)
+    assert mon.quadrature == "hold"
