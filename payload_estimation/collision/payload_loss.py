@@ -122,15 +122,14 @@ class PayloadLossClassifier:
 
     :meth:`carried` whenever the monitor's payload model changes (with the estimate's σ of m, m cx, m cy,
     m cz); :meth:`update` after every monitor step with the detector's current event: returns a verdict once
-    per event (None while undecided, with no event, or with nothing carried: every event is then a collision
-    for the caller)."""
+    per event (None while undecided or without an event; at once a collision when nothing is carried)."""
 
     def __init__(self, dyn: RigidBodyDynamics, config: LossConfig | None = None):
         self.dyn = dyn
         self.cfg = config or LossConfig()
         self.noise = np.broadcast_to(np.asarray(self.cfg.noise, float), (dyn.n,)).copy()
         self.body: BodyInertia | None = None
-        self.gravity_std = np.zeros(4)
+        self.gravity_cov = np.zeros((4, 4))
         self.dynamic = True
         self.history: deque[tuple[float, np.ndarray]] = deque()
         self._ddq = np.zeros(dyn.n)
@@ -141,30 +140,36 @@ class PayloadLossClassifier:
         self.last: LossVerdict | None = None
 
     def carried(self, body: BodyInertia | None, gravity_std=None, dynamic: bool = True) -> None:
-        """The payload the monitor's observer now carries (None or 0 kg: nothing), the 1-σ std (4,) of its
-        gravity parameters (m kg, m cx, m cy, m cz kg m; zeros: exact) and whether the observer's M and C
-        include it (``dynamic``; False for a gravity-only observer model)."""
+        """The payload the monitor's observer now carries (None or 0 kg: nothing), the uncertainty of its
+        gravity parameters (m kg, m cx, m cy, m cz kg m): 4 standard deviations or their 4 x 4 covariance
+        (None: exact), and whether the observer's M and C include it (``dynamic``; False for a gravity-only
+        observer model)."""
         if body is not None and body.mass <= 0:
             body = None
-        std = np.zeros(4) if gravity_std is None else np.asarray(gravity_std, float).reshape(-1)
-        if std.shape != (4,) or not np.all(np.isfinite(std)) or np.any(std < 0):
-            raise PayloadLossError(f"the carried payload's gravity std must be 4 values >= 0 (m, m cx, m cy, m cz), "
-                                   f"got {gravity_std}")
-        self.body, self.gravity_std, self.dynamic = body, std, bool(dynamic)
+        cov = np.zeros((4, 4)) if gravity_std is None else np.asarray(gravity_std, float)
+        if cov.shape == (4,) and np.all(cov >= 0):
+            cov = np.diag(cov ** 2)
+        if cov.shape != (4, 4) or not np.all(np.isfinite(cov)) or np.any(np.diag(cov) < 0):
+            raise PayloadLossError("the carried payload's gravity uncertainty must be 4 standard deviations >= 0 or a "
+                                   f"4 x 4 covariance (m, m cx, m cy, m cz), got {gravity_std}")
+        self.body, self.gravity_cov, self.dynamic = body, 0.5 * (cov + cov.T), bool(dynamic)
 
     def update(self, t: float, q: np.ndarray, dq: np.ndarray, r: np.ndarray,
                event: CollisionEvent | None) -> LossVerdict | None:
         """One sample after the monitor's step: residual ``r`` (N m) and the detector's current event."""
         q, dq, r = (np.asarray(v, float) for v in (q, dq, r))
         self._track(t, dq, r)
-        if event is None or not event.active or self.body is None:
+        if event is None or not event.active:
             self._event = None
             return None
         if self._event != event.detection_time:
             self._event, self._since, self._decided = event.detection_time, None, False
         if self._decided:
             return None
-        verdict = self._classify(t, q, dq, r, event)
+        if self.body is None:
+            verdict = LossVerdict(COLLISION, t, event.detection_time, 0.0, 0.0, "collision (no payload carried)")
+        else:
+            verdict = self._classify(t, q, dq, r, event)
         if verdict is not None:
             self._decided = True
             self.last = verdict
@@ -191,7 +196,7 @@ class PayloadLossClassifier:
         b = self.body
         yg = self.dyn.payload_gravity_regressor(q)
         pg = np.concatenate([[b.mass], b.mass * np.asarray(b.com, float)])
-        std = np.sqrt((yg ** 2) @ (self.gravity_std ** 2))
+        std = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", yg, self.gravity_cov, yg), 0.0))
         if not self.dynamic:
             return yg @ pg, std
         return self.dyn.payload_regressor(q, dq, self._ddq) @ b.to_params(), std

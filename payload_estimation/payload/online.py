@@ -111,7 +111,9 @@ class OnlineStatus:
     """What the estimator knows at ``t`` (s): ``state`` (one of STATES), ``reason`` (one line, the user's
     terms), the current ``estimate`` (None before the first solve after a grasp), ``rows`` accumulated,
     ``seconds`` of stream since the grasp, whether a payload is announced (``grasped``) and whether an
-    unloaded anchor is in use (``anchored``)."""
+    unloaded anchor is in use (``anchored``); ``gravity_covariance`` (4 x 4) of (m, m cx, m cy, m cz) (kg,
+    kg m; payload frame), correlations included: a CoM component the motion has not separated yet is
+    uncertain alone but not in the torque it produces at the poses seen (:meth:`torque_std`)."""
 
     state: str
     reason: str
@@ -121,6 +123,15 @@ class OnlineStatus:
     seconds: float = 0.0
     grasped: bool = False
     anchored: bool = False
+    gravity_covariance: np.ndarray | None = None
+
+    def torque_std(self, dyn: RigidBodyDynamics, q: np.ndarray) -> np.ndarray:
+        """1-σ (n, N m) of the estimated payload's gravity torque at ``q`` (rad): what the collision monitor
+        widens its thresholds by (times its k_sigma); zeros without an estimate."""
+        if self.gravity_covariance is None:
+            return np.zeros(dyn.n)
+        y = dyn.payload_gravity_regressor(np.asarray(q, float))
+        return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", y, self.gravity_covariance, y), 0.0))
 
 
 class _Filter:
@@ -413,7 +424,7 @@ class OnlinePayloadEstimator:
             return replace(self._status, state=CONVERGING, reason=f"not yet plausible ({e}); keeping the last estimate",
                            **common)
         state, reason = self._judge(est, cov)
-        return OnlineStatus(state, reason, est, **common)
+        return OnlineStatus(state, reason, est, gravity_covariance=cov[:4, :4].copy(), **common)
 
     def _estimate(self, p: np.ndarray, cov: np.ndarray, rms: float) -> PayloadEstimate:
         unc = self._rows.declared if self.model is None else self.model.uncertainty

@@ -5,6 +5,7 @@ whose payload is detached or pushed by an engine we did not write; the monitor r
 import numpy as np
 import pytest
 
+from payload_estimation.collision.detector import CollisionEvent
 from payload_estimation.collision.monitor import CollisionMonitor, MonitorConfig
 from payload_estimation.collision.payload_loss import (
     COLLISION,
@@ -83,11 +84,16 @@ def test_a_contact_while_carrying_is_still_a_collision(iiwa, link, force):
     assert verdicts[0].time - detections[0] <= 0.06
 
 
-def test_nothing_carried_means_no_verdict(iiwa):
+def test_with_nothing_carried_every_event_is_a_collision(iiwa):
     loss = PayloadLossClassifier(iiwa)
     loss.carried(BodyInertia(0.0, np.zeros(3), np.zeros((3, 3))))
     assert loss.body is None
-    with pytest.raises(PayloadLossError, match="4 values"):
+    event = CollisionEvent(0.5, 0.503, np.full(7, 8.0), 8.0, 1, 2, "link_2", (1,))
+    assert loss.update(0.50, Q0, np.zeros(7), np.zeros(7), None) is None
+    v = loss.update(0.503, Q0, np.zeros(7), np.full(7, 8.0), event)
+    assert v.verdict == COLLISION and not v.lost
+    assert loss.update(0.504, Q0, np.zeros(7), np.full(7, 8.0), event) is None  # one verdict per event
+    with pytest.raises(PayloadLossError, match="4 standard deviations"):
         loss.carried(BOX, [0.1, 0.1])
 
 
