@@ -32,6 +32,7 @@ from payload_estimation.collision import (
 from payload_estimation.collision.geometry import distance_to_segment, sample_surface
 from payload_estimation.model import BodyInertia, RigidBodyDynamics, load_robot
 from payload_estimation.payload import estimate_payload_gravity
+from payload_estimation.reporting import format_table
 from payload_estimation.sampling import stop_point
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
@@ -109,8 +110,8 @@ def bench_timing(smoke: bool) -> list[str]:
              "`time.perf_counter_ns` around each call on recorded 1 kHz MuJoCo samples (free motion, payload "
              "carried); median and p99 over the samples, ratio to the observer alone in the same run (2-core "
              "machine shared with other jobs: compare ratios, not absolute times). The contact estimate runs "
-             "once per collision event.", "",
-             "| robot | call | median (µs) | p99 (µs) | ratio to observer (median) |", "|---|---|---:|---:|---:|"]
+             "once per collision event.", ""]
+    rows = []
     for name in ROBOTS:
         desc = load_robot(name)
         dyn = RigidBodyDynamics(desc)
@@ -133,9 +134,10 @@ def bench_timing(smoke: bool) -> list[str]:
         res["contact estimate (ContactLocator.locate)"] = per_call_us(loc.locate, cases)
         base = np.median(res["observer update"])
         for label, a in res.items():
-            lines.append(f"| {name} | {label} | {np.median(a):.1f} | {np.percentile(a, 99):.1f} | "
-                         f"{np.median(a) / base:.1f} |")
-    return lines
+            rows.append([name, label, f"{np.median(a):.1f}", f"{np.percentile(a, 99):.1f}",
+                         f"{np.median(a) / base:.1f}"])
+    head = ["robot", "call", "median (µs)", "p99 (µs)", "ratio to observer (median)"]
+    return lines + format_table(head, rows, "llrrr", pad=False).splitlines()
 
 
 # ------------------------------------------------------------------------------------- free motion
@@ -193,9 +195,10 @@ def calibration(desc, dyn, est: BodyInertia, seconds: float) -> tuple[np.ndarray
 
 
 def noise_table(dyn, gains) -> list[str]:
-    lines = ["| K_I (1/s) | time constant (ms) | σ_r from 0.1 N m torque noise (N m) | σ_r from 0.002 rad/s velocity "
-             "noise, joint 2 (N m) | delay to 6 N m for a 9 / 20 N m step, 3 samples (ms) |",
-             "|---:|---:|---:|---:|---:|"]
+    head = ["K_I (1/s)", "time constant (ms)", "σ_r from 0.1 N m torque noise (N m)",
+            "σ_r from 0.002 rad/s velocity noise, joint 2 (N m)",
+            "delay to 6 N m for a 9 / 20 N m step, 3 samples (ms)"]
+    rows = []
     q = Q0["lwr4"]
     for g in gains:
         obs = MomentumObserver(dyn, g, torque_noise=NOISE)
@@ -205,9 +208,9 @@ def noise_table(dyn, gains) -> list[str]:
             o.update(0.0, q, np.zeros(dyn.n), np.zeros(dyn.n))
             o.update(0.001, q, np.zeros(dyn.n), np.zeros(dyn.n))
         d9, d20 = (1e3 * (math.log(x / (x - 6.0)) / g + 0.002) for x in (9.0, 20.0))
-        lines.append(f"| {g:.0f} | {1e3 / g:.1f} | {obs.residual_noise.max():.3f} | {obs_v.residual_noise[1]:.2f} | "
-                     f"{d9:.1f} / {d20:.1f} |")
-    return lines
+        rows.append([f"{g:.0f}", f"{1e3 / g:.1f}", f"{obs.residual_noise.max():.3f}", f"{obs_v.residual_noise[1]:.2f}",
+                     f"{d9:.1f} / {d20:.1f}"])
+    return format_table(head, rows, "rrrrr", pad=False).splitlines()
 
 
 # ------------------------------------------------------------------------------------------ contacts
@@ -338,17 +341,18 @@ def contact_tables(name: str, res: list[ContactResult], false: int, weak: int) -
              f"detections matching no contact: {false}; draws below {MIN_TORQUE:.0f} N m redrawn: {weak}.", "",
              f"Exact contact link {exact}/{len(res)} ({100 * exact / len(res):.0f} %); flagged ambiguous {flagged}; "
              f"wrong and not flagged {wrong_unflagged}. Threshold isolation (lower bound, before this issue) exact "
-             f"{sum(r.lower_bound == r.link for r in res)}/{len(res)}.", "",
-             "| true link \\ reported | " + " | ".join(str(k) for k in range(1, n + 1)) + " | flagged ambiguous |",
-             "|---|" + "---:|" * (n + 1)]
+             f"{sum(r.lower_bound == r.link for r in res)}/{len(res)}.", ""]
+    rows = []
     for k in range(3, n + 1):
         row = [r for r in res if r.link == k]
         cells = [str(sum(r.reported == j for r in row)) for j in range(1, n + 1)]
-        lines.append(f"| {k} | " + " | ".join(cells) + f" | {sum(r.link_ambiguous for r in row)} |")
-    lines += ["", "| link | contacts | abs(F) error median | within 25 % (all) | not ambiguous | within 25 % "
-                  "(not ambiguous) | direction error median (deg) | point error median (mm) | point reported | "
-                  "point error when reported, max (mm) |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        rows.append([str(k), *cells, str(sum(r.link_ambiguous for r in row))])
+    head = ["true link \\ reported", *(str(k) for k in range(1, n + 1)), "flagged ambiguous"]
+    lines += format_table(head, rows, "l" + "r" * (n + 1), pad=False).splitlines()
+    head = ["link", "contacts", "abs(F) error median", "within 25 % (all)", "not ambiguous",
+            "within 25 % (not ambiguous)", "direction error median (deg)", "point error median (mm)", "point reported",
+            "point error when reported, max (mm)"]
+    rows = []
     for k in range(3, n + 1):
         row = [r for r in res if r.link == k and math.isfinite(r.force_err)]
         if not row:
@@ -356,12 +360,12 @@ def contact_tables(name: str, res: list[ContactResult], false: int, weak: int) -
         fe = np.array([r.force_err for r in row])
         na = [r for r in row if not r.force_ambiguous]
         rep = [r.point_err for r in row if r.point_reported]
-        lines.append(
-            f"| {k} | {len(row)} | {100 * np.median(fe):.1f} % | {np.mean(fe < 0.25) * 100:.0f} % | {len(na)} | "
-            + (f"{np.mean([r.force_err < 0.25 for r in na]) * 100:.0f} %" if na else "-")
-            + f" | {np.median([r.angle_deg for r in row]):.1f} | {1e3 * np.median([r.point_err for r in row]):.0f} | "
-            f"{len(rep)} | " + (f"{1e3 * max(rep):.0f}" if rep else "-") + " |")
-    return lines
+        rows.append([str(k), str(len(row)), f"{100 * np.median(fe):.1f} %", f"{np.mean(fe < 0.25) * 100:.0f} %",
+                     str(len(na)), f"{np.mean([r.force_err < 0.25 for r in na]) * 100:.0f} %" if na else "-",
+                     f"{np.median([r.angle_deg for r in row]):.1f}",
+                     f"{1e3 * np.median([r.point_err for r in row]):.0f}",
+                     str(len(rep)), f"{1e3 * max(rep):.0f}" if rep else "-"])
+    return lines + ["", *format_table(head, rows, "r" * 10, pad=False).splitlines()]
 
 
 def main() -> int:
@@ -384,11 +388,11 @@ def main() -> int:
                 f"{', '.join(f'{x:.1f}' for x in SPREAD)} rad, peak speed 25-60 % of the limits); monitor defaults "
                 f"(K_I {cfg.gains} 1/s, T {cfg.thresholds} N m, {cfg.confirm_samples} samples, noise term 5 σ_r at "
                 f"{NOISE} N m) with the model-error envelope calibrated on a separate 60 s run (safety 1.5); "
-                "the payload is the static estimate below.", "",
-                "| robot | estimate m (kg), c (mm) | legs | max abs(dq) (rad/s) | envelope margin / speed (max over "
-                "joints) | max abs(r) per joint (N m) | max threshold (N m) | false alarms | max abs(r) at K_I = "
-                + " / ".join(f"{g:.0f}" for g in gains) + " (N m) |",
-                "|---|---|---:|---|---|---|---:|---:|---|"]
+                "the payload is the static estimate below.", ""]
+    fa_head = ["robot", "estimate m (kg), c (mm)", "legs", "max abs(dq) (rad/s)",
+               "envelope margin / speed (max over joints)", "max abs(r) per joint (N m)", "max threshold (N m)",
+               "false alarms", "max abs(r) at K_I = " + " / ".join(f"{g:.0f}" for g in gains) + " (N m)"]
+    fa_rows = []
     contact_lines = ["", f"### Random contacts ({n_contacts} per robot)", "",
                      f"A point force of {FORCE_RANGE[0]:.0f}-{FORCE_RANGE[1]:.0f} N within {CONE_DEG:.0f}° of the "
                      "inward normal, at a random exposed point of a random link 3..n of the capsule geometry the "
@@ -412,15 +416,16 @@ def main() -> int:
         margin, speed = calibration(desc, dyn, est, 20.0 if smoke else 60.0)
         run_cfg = MonitorConfig(torque_noise=NOISE, margin=tuple(margin), speed=tuple(speed))
         fr = free_motion(desc, dyn, est, 60.0 * minutes, seed=11, config=run_cfg, gains=gains)
-        fa_lines.append(
-            f"| {name} | {est.mass:.3f}, ({', '.join(f'{1e3 * x:.1f}' for x in est.com)}) | {fr.legs} | "
-            f"{', '.join(f'{x:.2f}' for x in fr.max_dq)} | {margin.max():.2f} N m / {speed.max():.2f} N m s/rad | "
-            f"{', '.join(f'{x:.2f}' for x in fr.max_abs)} | {fr.max_threshold.max():.2f} | {fr.false_alarms} | "
-            + " / ".join(f"{fr.r[g].max():.2f}" for g in gains) + " |")
+        fa_rows.append([name, f"{est.mass:.3f}, ({', '.join(f'{1e3 * x:.1f}' for x in est.com)})", str(fr.legs),
+                        ", ".join(f"{x:.2f}" for x in fr.max_dq),
+                        f"{margin.max():.2f} N m / {speed.max():.2f} N m s/rad",
+                        ", ".join(f"{x:.2f}" for x in fr.max_abs), f"{fr.max_threshold.max():.2f}",
+                        str(fr.false_alarms), " / ".join(f"{fr.r[g].max():.2f}" for g in gains)])
         hold_cfg = replace(run_cfg, quadrature="hold", contact=HOLD_CONTACT)
         res, false, weak = contact_run(desc, dyn, est, n_contacts, seed=21, configs=[run_cfg, hold_cfg])
         contact_lines += contact_tables(f"{name}, defaults", res[0], false[0], weak) + [""]
         hold_lines += contact_tables(f"{name}, hold quadrature", res[1], false[1], weak) + [""]
+    fa_lines += format_table(fa_head, fa_rows, "llrlllrrl", pad=False).splitlines()
     head = ["## Collision monitor (momentum observer, thresholds, contact link and force)", "",
             f"- machine: {machine()}",
             f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",

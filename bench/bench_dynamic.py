@@ -31,6 +31,7 @@ from benchlib import machine, payload, pick_configurations, write_section
 
 from payload_estimation.model import load_robot
 from payload_estimation.payload import StaticFitConfig
+from payload_estimation.reporting import format_table
 from payload_estimation.sampling import ExcitationPlanConfig
 from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
 
@@ -88,12 +89,9 @@ def report(rows: list[dict], args, seconds: float) -> str:
     head = ["robot", "mode", "estimated", "sample s (median)", "sample s (max)", "reference run s",
             "mass err % (median / max)", "CoM err mm (median / max)", "σ_m % (median)", "≤0.5 % and ≤3 mm",
             "inertia determined", "trace err % (median / max)", "trace ≤30 % and PD", "collisions"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for robot in args.robots:
-        for mode in ("static", "dynamic"):
-            lines.append("| " + " | ".join(summary(rows, robot, mode)) + " |")
-    runs = ["| robot | kind | kg | mode | outcome | s | excitation scale | mass % | CoM mm | trace % | undetermined |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = format_table(head, [summary(rows, robot, mode) for robot in args.robots for mode in ("static", "dynamic")],
+                         pad=False).splitlines()
+    runs = []
 
     def f(v, p=2):
         return "–" if v is None else f"{v:+.{p}f}"
@@ -101,8 +99,10 @@ def report(rows: list[dict], args, seconds: float) -> str:
     for r in rows:
         scale = ("static poses (no safe excitation)" if r["static"] else "–" if r["scale"] is None
                  else f"{r['scale']:.2f}")
-        runs.append(f"| {r['robot']} | {r['kind']} | {r['mass']:.2f} | {r['mode']} | {r['code']} | {r['time']:.2f} | "
-                    f"{scale} | {f(r['dm'])} | {f(r['dc'])} | {f(r['dtr'], 1)} | {r['undetermined'] or '–'} |")
+        runs.append([r["robot"], r["kind"], f"{r['mass']:.2f}", r["mode"], str(r["code"]), f"{r['time']:.2f}", scale,
+                     f(r["dm"]), f(r["dc"]), f(r["dtr"], 1), r["undetermined"] or "–"])
+    runs = format_table(["robot", "kind", "kg", "mode", "outcome", "s", "excitation scale", "mass %", "CoM mm",
+                         "trace %", "undetermined"], runs, pad=False).splitlines()
     return "\n".join([
         "## Dynamic sampling: static vs dynamic (issue 18)", "",
         f"`.venv/bin/python bench/bench_dynamic.py --robots {' '.join(args.robots)} --runs {args.runs} "

@@ -38,6 +38,7 @@ from payload_estimation.identification.robot_identification import (  # noqa: E4
     validate_model,
 )
 from payload_estimation.model import gravity_params, link_params, load_robot  # noqa: E402
+from payload_estimation.reporting import format_table  # noqa: E402
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm  # noqa: E402
 from payload_estimation.sim.recorders import record_static_poses, record_trajectory  # noqa: E402
 
@@ -94,10 +95,11 @@ def bench_robot(robot: str, quick: bool, lines: list[str], seed: int = 0) -> Non
               "sees only the nominal description and the recordings.", "",
               "**Excitation trajectory** (eqs. 8-10, L = 5, reduced limits: 0.9 x position range, 0.6 x velocity "
               "limits, 3 rad/s^2; cond of the base + friction observation matrix, 100 samples/period)", "",
-              "| | this package | paper 003 (iiwa) |", "|---|---:|---:|",
-              f"| cond(Y_b) random start | {exc.cond_initial:.1f} | |",
-              f"| cond(Y_b) optimised | **{exc.cond:.1f}** | 156.3 |",
-              f"| design time | {exc.seconds:.0f} s ({exc.evaluations} evaluations, differential evolution) | |", ""]
+              *format_table(["", "this package", "paper 003 (iiwa)"], [
+                  ["cond(Y_b) random start", f"{exc.cond_initial:.1f}", ""],
+                  ["cond(Y_b) optimised", f"**{exc.cond:.1f}**", "156.3"],
+                  ["design time", f"{exc.seconds:.0f} s ({exc.evaluations} evaluations, differential evolution)", ""],
+              ], "lrr", pad=False).splitlines(), ""]
 
     arm = SimulatedArm(desc, SimConfig(seed=seed, model_error=MODEL_ERROR, sensor=SensorConfig(noise_std=NOISE)))
     p_true = link_params(arm.true_description)
@@ -116,12 +118,11 @@ def bench_robot(robot: str, quick: bool, lines: list[str], seed: int = 0) -> Non
               f"so that std/RSD are not overstated by correlated filtered residuals): {base_model.rank} coefficients, "
               f"fit {t_base:.1f} s "
               f"(simulating the recording took {t_rec:.0f} s); essential set {len(ess_model.kept)} coefficients "
-              f"({t_ess:.1f} s).", "",
-              "| coefficients with RSD < | count | median rel. error vs truth (K p_true) | max rel. error | "
-              "median error/std |",
-              "|---|---:|---:|---:|---:|"]
-    for lim, (cnt, med, mx, z) in coefficient_errors(base_model, p_true).items():
-        lines.append(f"| {lim:.0f} % | {cnt} | {100 * med:.2f} % | {100 * mx:.2f} % | {z:.2f} |")
+              f"({t_ess:.1f} s).", ""]
+    rows = [[f"{lim:.0f} %", str(cnt), f"{100 * med:.2f} %", f"{100 * mx:.2f} %", f"{z:.2f}"]
+            for lim, (cnt, med, mx, z) in coefficient_errors(base_model, p_true).items()]
+    lines += format_table(["coefficients with RSD <", "count", "median rel. error vs truth (K p_true)",
+                           "max rel. error", "median error/std"], rows, "lrrrr", pad=False).splitlines()
     lines.append("")
 
     # Validation trajectories: another Fourier trajectory, the paper's slow cosine, a faster cosine.
@@ -136,16 +137,16 @@ def bench_robot(robot: str, quick: bool, lines: list[str], seed: int = 0) -> Non
         pts = cosine_trajectory(desc, omega=omega, duration=dur)
         # the cosine starts at rest with a non-zero desired acceleration: drop 0.5 s of transient
         val_sets[label] = record_trajectory(arm_v, pts, RATE, q_start=pts[0][1], discard=0.5)
-    lines += ["**Validation** (per-joint RMS torque error, N m; measured torque low-passed at 6 Hz)", "",
-              "| trajectory | model | " + " | ".join(desc.joint_names) + " | all |",
-              "|---|---|" + "---:|" * (n + 1)]
+    lines += ["**Validation** (per-joint RMS torque error, N m; measured torque low-passed at 6 Hz)", ""]
+    rows = []
     nominal = dataclasses.replace(base_model, values=base_model.K @ link_params(desc),
                                   kept=np.arange(base_model.rank), rsd=np.zeros(base_model.rank))
     for label, samples in val_sets.items():
         for mname, model in (("base", base_model), ("essential", ess_model), ("nominal (not identified)", nominal)):
             err = validate_model(model, desc, samples)
-            lines.append(f"| {label} | {mname} | " + " | ".join(f"{v:.3f}" for v in err.per_joint_rms)
-                         + f" | {err.total_rms:.3f} |")
+            rows.append([label, mname, *(f"{v:.3f}" for v in err.per_joint_rms), f"{err.total_rms:.3f}"])
+    lines += format_table(["trajectory", "model", *desc.joint_names, "all"], rows, "ll" + "r" * (n + 1),
+                          pad=False).splitlines()
     lines.append("")
 
     # Gravity-only identification from static poses (paper 001 on the LWR: 500 configurations).
@@ -164,10 +165,9 @@ def bench_robot(robot: str, quick: bool, lines: list[str], seed: int = 0) -> Non
               f"{grav.rank} coefficients, RSD median {np.median(grav.rsd):.2f} %; coefficients with |pi| > 0.05 kg m: "
               f"max rel. error {100 * np.max(np.abs(gest - gtrue)[big] / np.abs(gtrue[big])):.2f} %; "
               f"max abs. error over all {np.max(np.abs(gest - gtrue)):.4f} kg m; fit residual RMS "
-              f"{grav.residual_rms:.3f} N m (per-pose noise {NOISE / np.sqrt(200):.4f} N m).", "",
-              "| coefficient | identified | RSD % | truth |", "|---|---:|---:|---:|"]
-    for i, name in enumerate(grav.names):
-        lines.append(f"| {name} | {gest[i]:.4f} | {grav.rsd[i]:.2f} | {gtrue[i]:.4f} |")
+              f"{grav.residual_rms:.3f} N m (per-pose noise {NOISE / np.sqrt(200):.4f} N m).", ""]
+    rows = [[name, f"{gest[i]:.4f}", f"{grav.rsd[i]:.2f}", f"{gtrue[i]:.4f}"] for i, name in enumerate(grav.names)]
+    lines += format_table(["coefficient", "identified", "RSD %", "truth"], rows, "lrrr", pad=False).splitlines()
     lines.append("")
     del err_pose
 
@@ -185,16 +185,17 @@ def bench_robot(robot: str, quick: bool, lines: list[str], seed: int = 0) -> Non
     err_phys = validate_model(IdentifiedModelFromDesc(ident_desc, ess_model), desc, val_sets[next(iter(val_sets))])
     lines += ["**Physically consistent parameters** (log-Cholesky pseudo-inertia parametrisation, 5 starts "
               "(nominal + 4 uniform in LB..UB), bounded trust-region least squares, analytic Jacobian)", "",
-              "| | this package | paper 003 (iiwa, MATLAB multi-start) |", "|---|---:|---:|",
-              f"| retrieval time | **{res.seconds:.1f} s** ({res.evaluations} objective evaluations) | 9854.5 s |",
-              f"| final objective f(mu) = norm(tau - Y_e pi_e(mu)) | {res.objective_nm:.2f} N m "
-              f"(LS optimum {np.sqrt(ess_model.rss):.2f} N m, {ess_model.n_rows} rows) | 75.06 N m (their data) |",
-              f"| chi2 of the coefficients (expected ~ noise) | {res.chi2:.3g} | |",
-              f"| constraint violations (bounds, total mass, m > 0, I_c > 0, triangle) | "
-              f"{len(res.problems)} | |",
-              f"| min eigenvalue of M(q), {n_cfg} random configurations | {eig:.4g} kg m^2 ({t_eig:.1f} s) | |",
-              f"| torque RMS of the retrieved parameters on the random Fourier validation | "
-              f"{err_phys.total_rms:.3f} N m | |", ""]
+              *format_table(["", "this package", "paper 003 (iiwa, MATLAB multi-start)"], [
+                  ["retrieval time", f"**{res.seconds:.1f} s** ({res.evaluations} objective evaluations)", "9854.5 s"],
+                  ["final objective f(mu) = norm(tau - Y_e pi_e(mu))",
+                   f"{res.objective_nm:.2f} N m (LS optimum {np.sqrt(ess_model.rss):.2f} N m, {ess_model.n_rows} rows)",
+                   "75.06 N m (their data)"],
+                  ["chi2 of the coefficients (expected ~ noise)", f"{res.chi2:.3g}", ""],
+                  ["constraint violations (bounds, total mass, m > 0, I_c > 0, triangle)", str(len(res.problems)), ""],
+                  [f"min eigenvalue of M(q), {n_cfg} random configurations", f"{eig:.4g} kg m^2 ({t_eig:.1f} s)", ""],
+                  ["torque RMS of the retrieved parameters on the random Fourier validation",
+                   f"{err_phys.total_rms:.3f} N m", ""],
+              ], "lrr", pad=False).splitlines(), ""]
     masses = " / ".join(f"{b.mass:.2f}" for b in res.bodies)
     tmass = " / ".join(f"{b.mass:.2f}" for b in arm.true_description.links)
     lines += [f"Retrieved link masses (kg): {masses}; true: {tmass} (link 1 is not identifiable from joint "

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from benchlib import machine, write_section  # noqa: E402
 
 from payload_estimation.model import RigidBodyDynamics, compute_base_parameters, derive, load_robot  # noqa: E402
+from payload_estimation.reporting import format_table  # noqa: E402
 
 
 def median_time(fn, repeats: int) -> float:
@@ -128,9 +129,9 @@ def main() -> int:
         f"- medians over {rep_derive} (derivations) / {rep_eval} (per-call batches of 200) repeats; the machine is "
         "shared, so expect run-to-run spread",
         "",
-        "| what | robot | median |",
-        "|---|---|---:|",
-    ] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
+        *format_table(["what", "robot", "median"], [[str(x) for x in row] for row in rows], "llr",
+                      pad=False).splitlines(),
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     write_section("model", text)

@@ -305,6 +305,8 @@ def main() -> int:
                     np.save(args.dump / f"latency_{rate:.0f}hz{'_fifo' if rt else ''}_{k + 1}.npy", r["samples"])
                 print(f"[bench_nodes]   p99 {r['p99_ms']:.2f} ms, median {r['median_ms']:.2f} ms, "
                       f"{r['received']}/{r['published']} residuals", file=sys.stderr, flush=True)
+    from payload_estimation.reporting import format_table  # here: the --publisher child process stays light
+
     lines = [
         "## Collision monitor node: sustained rate and latency",
         "",
@@ -335,29 +337,29 @@ def main() -> int:
         + ", ".join(f"{f['hop_p99_ms']:.2f} ms at {f['steal_pct']:.0f} % steal" for f in floors)
         + ") — one DDS hop + wake-up",
         "",
-        "| rate | scheduling | residuals / published | publisher ticks skipped | latency median | p99 | max | "
-        "last 10 % | at receiver p99 | no-op median | no-op p99 | p99 / no-op p99 | monitor CPU | load | steal |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in rows:
-        lines.append(f"| {r['rate']:.0f} Hz | {'SCHED_FIFO' if r['realtime'] else 'default'} | "
-                     f"{r['received']} / {r['published']} | {r['skipped']} | {r['median_ms']:.2f} ms | "
-                     f"**{r['p99_ms']:.2f} ms** | {r['max_ms']:.1f} ms | {r['tail_median_ms']:.2f} ms | "
-                     f"{r['recv_p99_ms']:.2f} ms | {r['noop_median_ms']:.2f} ms | {r['noop_p99_ms']:.2f} ms | "
-                     f"**{r['p99_ms'] / r['noop_p99_ms']:.2f}** | {r['cpu_pct']:.0f} % | {r['load']:.1f} | "
-                     f"{r['steal_pct']:.0f} % |")
+    runs = [[f"{r['rate']:.0f} Hz", "SCHED_FIFO" if r["realtime"] else "default", f"{r['received']} / {r['published']}",
+             str(r["skipped"]), f"{r['median_ms']:.2f} ms", f"**{r['p99_ms']:.2f} ms**", f"{r['max_ms']:.1f} ms",
+             f"{r['tail_median_ms']:.2f} ms", f"{r['recv_p99_ms']:.2f} ms", f"{r['noop_median_ms']:.2f} ms",
+             f"{r['noop_p99_ms']:.2f} ms", f"**{r['p99_ms'] / r['noop_p99_ms']:.2f}**", f"{r['cpu_pct']:.0f} %",
+             f"{r['load']:.1f}", f"{r['steal_pct']:.0f} %"] for r in rows]
+    lines += format_table(["rate", "scheduling", "residuals / published", "publisher ticks skipped", "latency median",
+                           "p99", "max", "last 10 %", "at receiver p99", "no-op median", "no-op p99", "p99 / no-op p99",
+                           "monitor CPU", "load", "steal"], runs, "rl" + "r" * 13, pad=False).splitlines()
     lines += ["", "Median over the runs (goal: median <= 1 ms, p99 <= 1.5 x the no-op subscriber's p99 in the same "
-              "run):", "", "| rate | scheduling | latency median | p99 | no-op p99 | p99 / no-op p99 | residuals "
-              "received |", "|---:|---|---:|---:|---:|---:|---:|"]
+              "run):", ""]
+    medians = []
     for rt in modes:
         for rate in args.rates:
             rs = [r for r in rows if r["rate"] == rate and r["realtime"] == rt]
             got = sum(r["received"] for r in rs) / max(1, sum(r["published"] for r in rs))
-            lines.append(f"| {rate:.0f} Hz | {'SCHED_FIFO' if rt else 'default'} | "
-                         f"{np.median([r['median_ms'] for r in rs]):.2f} ms | "
-                         f"**{np.median([r['p99_ms'] for r in rs]):.2f} ms** | "
-                         f"{np.median([r['noop_p99_ms'] for r in rs]):.2f} ms | "
-                         f"**{np.median([r['p99_ms'] / r['noop_p99_ms'] for r in rs]):.2f}** | {100 * got:.1f} % |")
+            medians.append([f"{rate:.0f} Hz", "SCHED_FIFO" if rt else "default",
+                            f"{np.median([r['median_ms'] for r in rs]):.2f} ms",
+                            f"**{np.median([r['p99_ms'] for r in rs]):.2f} ms**",
+                            f"{np.median([r['noop_p99_ms'] for r in rs]):.2f} ms",
+                            f"**{np.median([r['p99_ms'] / r['noop_p99_ms'] for r in rs]):.2f}**", f"{100 * got:.1f} %"])
+    lines += format_table(["rate", "scheduling", "latency median", "p99", "no-op p99", "p99 / no-op p99",
+                           "residuals received"], medians, "rlrrrrr", pad=False).splitlines()
     best = min(float(np.median([r["p99_ms"] for r in rows if r["rate"] == rate and r["realtime"] == rt]))
                for rt in modes for rate in args.rates)
     lines += ["", "Reading: the monitor keeps up when every residual arrives and the last tenth of a run has the "
@@ -381,8 +383,9 @@ def main() -> int:
                   f"{r['p99_ms'] / r['noop_p99_ms']:.2f}), last tenth median {r['tail_median_ms']:.2f} ms; "
                   f"monitor CPU {min(cpu):.0f}-{max(cpu):.0f} % of a core per interval, RSS {rss[0]:.1f} MB at "
                   f"the start, {rss[-1]:.1f} MB at the end "
-                  f"(max {max(rss):.1f} MB)", "", "| t (s) | CPU (% of a core) | RSS (MB) |", "|---:|---:|---:|"]
-        lines += [f"| {t:.0f} | {c:.0f} | {m:.1f} |" for t, c, m in ser]
+                  f"(max {max(rss):.1f} MB)", ""]
+        lines += format_table(["t (s)", "CPU (% of a core)", "RSS (MB)"],
+                              [[f"{t:.0f}", f"{c:.0f}", f"{m:.1f}"] for t, c, m in ser], "rrr", pad=False).splitlines()
     text = "\n".join(lines) + "\n"
     write_section("nodes", text)
     print(text)

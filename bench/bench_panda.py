@@ -36,6 +36,7 @@ from benchlib import machine, write_section  # noqa: E402
 from payload_estimation.cli import main as cli_main  # noqa: E402
 from payload_estimation.files import load_recording  # noqa: E402
 from payload_estimation.model import load_robot  # noqa: E402
+from payload_estimation.reporting import format_table  # noqa: E402
 
 # The dataset README's figures for the authors' published model (last 30 % by time, t >= 14.70 s)
 PUBLISHED = (0.295, (0.195, 0.664, 0.163, 0.281, 0.114, 0.098, 0.058))
@@ -85,8 +86,9 @@ def field(text: str, prefix: str) -> str:
     return next((line for line in text.splitlines() if line.startswith(prefix)), "")
 
 
-def fmt_row(label: str, values, extra: str = "") -> str:
-    return f"| {label} | **{values[0]:.3f}** | " + " | ".join(f"{v:.3f}" for v in values[1:]) + f" |{extra}"
+def fmt_row(label: str, values, *extra: str) -> list[str]:
+    """Table cells: the label, the total RMS (bold) and the per-joint RMS (N m), then ``extra``."""
+    return [label, f"**{values[0]:.3f}**", *(f"{v:.3f}" for v in values[1:]), *extra]
 
 
 def main() -> int:
@@ -148,8 +150,22 @@ def main() -> int:
     vall = field(vtext, "| all |")
 
     names = [f"j{j + 1}" for j in range(desc.n)]
-    head = "| variant | total | " + " | ".join(names) + " |"
-    sep = "|---|---:|" + "---:|" * desc.n
+    head = ["variant", "total", *names]
+    align = "lr" + "r" * desc.n
+    coefficients = [fmt_row("published model (authors', with friction; dataset README)", (PUBLISHED[0], *PUBLISHED[1]))]
+    for r in results:
+        label = f"{r['velocity']}, friction {r['friction']}{', essential' if r['essential'] else ''}"
+        coefficients.append(fmt_row(label, r["rows"]["coefficients"]))
+    for v in ("positions", "recorded"):
+        nom = next(r for r in results if r["velocity"] == v)["rows"]["nominal"]
+        coefficients.append(fmt_row(f"nominal p-hat description, no friction ({v})", nom))
+    physical = []
+    for r in results:
+        label = f"{r['velocity']}, friction {r['friction']}{', essential' if r['essential'] else ''}"
+        mq = r["mq"].split("hold-out ")[-1].split(" (")[0] if r["mq"] else "n/a"
+        pd = "PD" if "positive definite" in r["mq"] and "NOT" not in r["mq"] else "not PD"
+        physical.append(fmt_row(label, r["rows"]["physical"], f"min eig {mq} ({pd})", str(len(r["warnings"])),
+                                f"{r['seconds']:.1f} s ({r['seconds'] / load_s:.0f} x load)"))
     lines = [
         "## Real robot: Franka Emika Panda (Gaz et al. 2019 log)",
         "",
@@ -168,26 +184,12 @@ def main() -> int:
         "",
         "**Hold-out torque RMS of the coefficient file** (N m)",
         "",
-        head, sep,
-        fmt_row("published model (authors', with friction; dataset README)", (PUBLISHED[0], *PUBLISHED[1])),
+        *format_table(head, coefficients, align, pad=False).splitlines(),
     ]
-    for r in results:
-        label = f"{r['velocity']}, friction {r['friction']}{', essential' if r['essential'] else ''}"
-        lines.append(fmt_row(label, r["rows"]["coefficients"]))
-    for v in ("positions", "recorded"):
-        nom = next(r for r in results if r["velocity"] == v)["rows"]["nominal"]
-        lines.append(fmt_row(f"nominal p-hat description, no friction ({v})", nom))
     lines += ["", "**Hold-out torque RMS of the physically consistent link file** (`OUT_robot.yaml`, links + "
                   "the identified friction/offsets; N m) and what it took", "",
-              head[:-1] + " | M(q) along the hold-out | bound warnings | time per run |",
-              sep + "---|---:|---:|"]
-    for r in results:
-        label = f"{r['velocity']}, friction {r['friction']}{', essential' if r['essential'] else ''}"
-        mq = r["mq"].split("hold-out ")[-1].split(" (")[0] if r["mq"] else "n/a"
-        pd = "PD" if "positive definite" in r["mq"] and "NOT" not in r["mq"] else "not PD"
-        lines.append(fmt_row(label, r["rows"]["physical"],
-                             f" min eig {mq} ({pd}) | {len(r['warnings'])} | {r['seconds']:.1f} s "
-                             f"({r['seconds'] / load_s:.0f} x load) |"))
+              *format_table([*head, "M(q) along the hold-out", "bound warnings", "time per run"], physical,
+                            align + "lrr", pad=False).splitlines()]
     goal_c = [r for r in results if r["rows"]["coefficients"][0] <= PUBLISHED[0]]
     goal_p = [r for r in results if r["rows"]["physical"][0] <= PUBLISHED[0]]
     def without(r):

@@ -31,6 +31,7 @@ from benchlib import machine, write_section  # noqa: E402
 from payload_estimation.files import load_csv  # noqa: E402
 from payload_estimation.model import BodyInertia, RigidBodyDynamics, load_robot  # noqa: E402
 from payload_estimation.payload.gravity import cramer_rao_std, estimate_payload_gravity, payload_gravity_rows  # noqa: E402
+from payload_estimation.reporting import format_table  # noqa: E402
 from payload_estimation.sampling import PosePlanConfig, plan_poses  # noqa: E402
 
 PICK = np.deg2rad([0.0, 30.0, 0.0, -60.0, 0.0, 60.0, 0.0])
@@ -84,7 +85,7 @@ def timing(dyn, q, body, repeats=200) -> float:
     return statistics.median(out)
 
 
-def example_rows() -> list[str]:
+def example_table() -> list[str]:
     ex = ROOT / "examples"
     truth = json.loads((ex / "lwr4_truth.json").read_text())
     desc = load_robot("lwr4")
@@ -94,9 +95,10 @@ def example_rows() -> list[str]:
     for label, est in (("one-shot (nominal model)", estimate_payload_gravity(dyn, lo.q, lo.tau)),
                        ("differential", estimate_payload_gravity(dyn, lo.q, lo.tau, un.tau))):
         cerr = 100 * np.abs(est.com - np.asarray(truth["com"]))
-        rows.append(f"| {label} | {est.mass:.3f} ± {est.std['mass']:.3f} | {truth['mass']:.3f} | "
-                    f"{' / '.join(f'{v:.2f}' for v in cerr)} | {est.residual_rms:.3f} |")
-    return rows
+        rows.append([label, f"{est.mass:.3f} ± {est.std['mass']:.3f}", f"{truth['mass']:.3f}",
+                     " / ".join(f"{v:.2f}" for v in cerr), f"{est.residual_rms:.3f}"])
+    return format_table(["method", "mass (kg)", "truth (kg)", "CoM error x / y / z (cm)", "residual RMS (N m)"], rows,
+                        "lrrrr", pad=False).splitlines()
 
 
 def main() -> None:
@@ -126,16 +128,16 @@ def main() -> None:
              [(n, s) for n in (5, 10, 20) for s in (0.1, 0.3, 1.0)]),
             ("0.144 kg, CoM (0, 0, 0.1146) m [paper Tab. I]", LIGHT, [(10, s) for s in (0.05, 0.1, 0.3)]),
         ):
-            lines += [f"**{robot}, payload {label}**", "",
-                      "| poses | σ (N m) | mass bias (kg) | mass std (kg) | reported | CRB | "
-                      "CoM RMS error (cm) | CoM 95 % max-axis (cm) | CoM CRB (cm) |",
-                      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            lines += [f"**{robot}, payload {label}**", ""]
+            cells = []
             for n, s in grid:
                 r = monte_carlo(dyn, plans[n], body, s, args.runs, rng)
-                lines.append(
-                    f"| {n} | {s} | {r['mass_bias']:+.4f} | {r['mass_std']:.4f} | {r['mass_reported']:.4f} | "
-                    f"{r['mass_crb']:.4f} | {r['com_rms_cm']:.2f} | {r['com_p95_cm']:.2f} | {r['com_crb_cm']:.2f} |"
-                )
+                cells.append([str(n), str(s), f"{r['mass_bias']:+.4f}", f"{r['mass_std']:.4f}",
+                              f"{r['mass_reported']:.4f}", f"{r['mass_crb']:.4f}", f"{r['com_rms_cm']:.2f}",
+                              f"{r['com_p95_cm']:.2f}", f"{r['com_crb_cm']:.2f}"])
+            lines += format_table(["poses", "σ (N m)", "mass bias (kg)", "mass std (kg)", "reported", "CRB",
+                                   "CoM RMS error (cm)", "CoM 95 % max-axis (cm)", "CoM CRB (cm)"], cells, "r" * 9,
+                                  pad=False).splitlines()
             lines.append("")
         times[robot] = timing(dyn, plans[10], HEAVY)
     lines += [
@@ -151,9 +153,7 @@ def main() -> None:
         "**Shipped MuJoCo example** (`examples/`, 10 poses, true links 5 % off the model, sensor offsets "
         "up to 0.5 N m, 0.5 N m noise through a 10 Hz low-pass):",
         "",
-        "| method | mass (kg) | truth (kg) | CoM error x / y / z (cm) | residual RMS (N m) |",
-        "|---|---:|---:|---:|---:|",
-        *example_rows(),
+        *example_table(),
         "",
         "**Compute time of one 10-sample estimate** (regressor + LS + delta method, median of 200): "
         + ", ".join(f"{k} {1e3 * v:.2f} ms" for k, v in times.items()),

@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from payload_estimation.collision import GRASP, RELEASE, CollisionMonitor, MonitorConfig, PayloadWatch, WatchConfig  # noqa: E402
 from payload_estimation.model import RigidBodyDynamics, load_robot  # noqa: E402
+from payload_estimation.reporting import format_table  # noqa: E402
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm  # noqa: E402
 
 T_ANNOUNCE = 0.3  # s
@@ -134,20 +135,23 @@ def _rate(xs) -> str:
 def report(results: dict[str, dict], runs: int) -> str:
     lines = ["# Announced grasp and release: false alarms and contacts inside the window", "",
              f"{datetime.date.today()}, {machine()}. `.venv/bin/python bench/bench_payload_events.py --runs {runs}`",
-             "(module docstring: set-up). A false alarm: any detection in an announced run.", "",
-             "| robot | announced grasp: runs with a false alarm | announced release | unannounced grasp detected "
-             "| unannounced release detected | move 0.2 s after the grasp: runs with a detection | move 0.7 s after |",
-             "|---|---|---|---|---|---|---|"]
+             "(module docstring: set-up). A false alarm: any detection in an announced run.", ""]
+    rows = []
     for robot, r in results.items():
         n = len(r["grasp_fa"])
-        lines.append(f"| {robot} | {sum(x > 0 for x in r['grasp_fa'])}/{n} | {sum(x > 0 for x in r['release_fa'])}/{n} "
-                     f"| {sum(r['grasp_plain'])}/{n} | {sum(r['release_plain'])}/{n} | "
-                     f"{sum(x > 0 for x in r['move0.2'])}/{n} | {sum(x > 0 for x in r['move0.7'])}/{n} |")
+        rows.append([robot, f"{sum(x > 0 for x in r['grasp_fa'])}/{n}", f"{sum(x > 0 for x in r['release_fa'])}/{n}",
+                     f"{sum(r['grasp_plain'])}/{n}", f"{sum(r['release_plain'])}/{n}",
+                     f"{sum(x > 0 for x in r['move0.2'])}/{n}", f"{sum(x > 0 for x in r['move0.7'])}/{n}"])
+    lines += format_table(["robot", "announced grasp: runs with a false alarm", "announced release",
+                           "unannounced grasp detected", "unannounced release detected",
+                           "move 0.2 s after the grasp: runs with a detection", "move 0.7 s after"], rows,
+                          pad=False).splitlines()
     lines += ["", "Contacts 0.02-1 s after an announced grasp's payload change (window) and with the payload known:",
-              "", "| robot | force | detected in the window | detected, payload known |", "|---|---|---|---|"]
-    for robot, r in results.items():
-        for f in (40, 80):
-            lines.append(f"| {robot} | {f} N | {_rate(r[f'window{f}'])} | {_rate(r[f'known{f}'])} |")
+              ""]
+    rows = [[robot, f"{f} N", _rate(r[f"window{f}"]), _rate(r[f"known{f}"])]
+            for robot, r in results.items() for f in (40, 80)]
+    lines += format_table(["robot", "force", "detected in the window", "detected, payload known"], rows,
+                          pad=False).splitlines()
     lines += ["", "A contact is missed in the window only where a payload of up to `max_payload` hanging from the "
               "tool explains its torque (collision/payload_change.py), or where what is left stays below the "
               "thresholds."]

@@ -23,6 +23,7 @@ from benchlib import machine, payload, pick_configurations, write_section
 
 from payload_estimation.model import load_robot
 from payload_estimation.payload import StaticFitConfig
+from payload_estimation.reporting import format_table
 from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
 
 
@@ -85,13 +86,15 @@ def report(rows, args, wall: float) -> str:
                   f"raised while sampling, peak ratio max {max(r['peak'] for r in rs):.2f}; mass error max "
                   f"{1e3 * max(dms):.0f} g (median {1e3 * float(np.median(dms)):.0f} g), CoM error max "
                   f"{max(dcs):.1f} mm for payloads >= 1 kg; sample call {np.median([r['duration'] for r in ok]):.2f} s "
-                  f"median ({max(r['duration'] for r in ok):.2f} s max) robot time.", "",
-                  "| pick configuration | edge (deg) | payload (kg) | outcome | collisions | peak | call (s) | "
-                  "mass error (g) | CoM error (mm) |", "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+                  f"median ({max(r['duration'] for r in ok):.2f} s max) robot time.", ""]
+        cells = []
         for r in rs:
             dm = None if r["dm"] is None else 1e3 * r["dm"]
-            lines.append(f"| {r['kind']} | {r['near']:.1f} | {r['mass']:.2f} | {r['code']} | {r['collisions']} | "
-                         f"{r['peak']:.2f} | {r['duration']:.2f} | {fmt(dm, '+.1f')} | {fmt(r['dc'], '.1f')} |")
+            cells.append([str(r["kind"]), f"{r['near']:.1f}", f"{r['mass']:.2f}", str(r["code"]), str(r["collisions"]),
+                          f"{r['peak']:.2f}", f"{r['duration']:.2f}", fmt(dm, "+.1f"), fmt(r["dc"], ".1f")])
+        lines += format_table(["pick configuration", "edge (deg)", "payload (kg)", "outcome", "collisions", "peak",
+                               "call (s)", "mass error (g)", "CoM error (mm)"], cells, "lrrlrrrrr",
+                              pad=False).splitlines()
         lines.append("")
     return "\n".join(lines)
 

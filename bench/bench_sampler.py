@@ -266,6 +266,7 @@ def main() -> int:
     finally:
         rclpy.shutdown()
     label = {"process": "one process", "processes": "a process per node"}
+    from payload_estimation.reporting import format_table
     lines = [
         "## Payload sampler: the `payload_sampler/sample` call (target < 10 s, issue 6)",
         "",
@@ -283,34 +284,34 @@ def main() -> int:
         "the caller's wall clock. They differ by the real-time factor the Python simulator achieves on this "
         "machine while the nodes work (1.0 on an idle machine, 0.5-0.9 here)",
         "",
-        "| robot | set-up | runs ok | sample call (robot time): median (range) | wall: median (range) | "
-        "mass error: worst | CoM error: worst |",
-        "|---|---|---:|---:|---:|---:|---:|",
     ]
+    calls = []
     for (robot, mode), rows in results.items():
         ok = [r for r in rows if r["ok"]]
         if not ok:
-            lines.append(f"| {robot} | {label[mode]} | 0/{len(rows)} | {rows[0]['message'][:80]} | | | |")
+            calls.append([robot, label[mode], f"0/{len(rows)}", rows[0]["message"][:80], "", "", ""])
             continue
         sm, w = _med(ok, "sim_s"), _med(ok, "wall_s")
         me = max(abs(r["mass_err_pct"]) for r in ok)
         ce = max(r["com_err_mm"] for r in ok)
-        lines.append(f"| {robot} | {label[mode]} | {len(ok)}/{len(rows)} | {sm[0]:.2f} s ({sm[1]:.2f}-{sm[2]:.2f}) | "
-                     f"{w[0]:.2f} s ({w[1]:.2f}-{w[2]:.2f}) | {me:.2f} % | {ce:.1f} mm |")
+        calls.append([robot, label[mode], f"{len(ok)}/{len(rows)}", f"{sm[0]:.2f} s ({sm[1]:.2f}-{sm[2]:.2f})",
+                      f"{w[0]:.2f} s ({w[1]:.2f}-{w[2]:.2f})", f"{me:.2f} %", f"{ce:.1f} mm"])
     for robot, fl in floors.items():
         f = _med(fl, "sim_s")
         me = max(abs(r["mass_err_pct"]) for r in fl)
         ce = max(r["com_err_mm"] for r in fl)
-        lines.append(f"| {robot} | no ROS: motion.sequence on the bare simulator (floor) | {len(fl)}/{len(fl)} | "
-                     f"{f[0]:.2f} s ({f[1]:.2f}-{f[2]:.2f}) | | {me:.2f} % | {ce:.1f} mm |")
+        calls.append([robot, "no ROS: motion.sequence on the bare simulator (floor)", f"{len(fl)}/{len(fl)}",
+                      f"{f[0]:.2f} s ({f[1]:.2f}-{f[2]:.2f})", "", f"{me:.2f} %", f"{ce:.1f} mm"])
+    lines += format_table(["robot", "set-up", "runs ok", "sample call (robot time): median (range)",
+                           "wall: median (range)", "mass error: worst", "CoM error: worst"], calls, "llrrrrr",
+                          pad=False).splitlines()
     lines += [
         "",
         "Phase timings (robot time, median over the runs; per pose = mean over the 9 moves / 10 captures; the "
         "return overlaps the estimate and ends at rest at q0):",
         "",
-        "| robot | set-up | start-up | move per pose | settle + capture per pose | 10 poses | estimate | return |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
+    phases = []
     rows_all = [(robot, label[mode], [r for r in rows if r["ok"]]) for (robot, mode), rows in results.items()]
     rows_all += [(robot, "no ROS (floor)", fl) for robot, fl in floors.items()]
     for robot, lab, ok in rows_all:
@@ -320,9 +321,11 @@ def main() -> int:
         def m(k, rows=ok):
             return _med(rows, k, "phases")[0]
 
-        lines.append(f"| {robot} | {lab} | {m('startup_s'):.2f} s | {m('move_mean_s'):.3f} s | "
-                     f"{m('settle_mean_s'):.3f} s | {m('move_sum_s') + m('settle_sum_s'):.2f} s | "
-                     f"{m('estimate_s'):.3f} s | {m('return_s'):.2f} s |")
+        phases.append([robot, lab, f"{m('startup_s'):.2f} s", f"{m('move_mean_s'):.3f} s",
+                       f"{m('settle_mean_s'):.3f} s", f"{m('move_sum_s') + m('settle_sum_s'):.2f} s",
+                       f"{m('estimate_s'):.3f} s", f"{m('return_s'):.2f} s"])
+    lines += format_table(["robot", "set-up", "start-up", "move per pose", "settle + capture per pose", "10 poses",
+                           "estimate", "return"], phases, "llrrrrrr", pad=False).splitlines()
     lines += [
         "",
         "Before (same set-up, test_end_to_end.py): 10.7-12.9 s; 0.5 s move + 0.3-0.55 s settle per pose. Most of it",

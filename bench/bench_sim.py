@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from benchlib import machine, write_section  # noqa: E402
 
 from payload_estimation.model import RigidBodyDynamics, load_robot  # noqa: E402
+from payload_estimation.reporting import format_table  # noqa: E402
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm  # noqa: E402
 
 Q0 = np.array([0.1, 0.5, -0.2, -1.0, 0.3, 0.6, 0.0])
@@ -163,23 +164,25 @@ def main() -> int:
              f"- command: `.venv/bin/python bench/bench_sim.py{' --quick' if args.quick else ''}`",
              "- physics dt = 1 ms; real-time factor (RTF) = simulated s per wall-clock s, and per CPU s of "
              "the simulating process (what one free core would give; the machine is shared by several "
-             "jobs, so the wall-clock figure varies run to run); medians over repeats", "",
-             "| what | robot | RTF wall | RTF CPU | CPU µs per 1 ms step |", "|---|---|---:|---:|---:|"]
+             "jobs, so the wall-clock figure varies run to run); medians over repeats", ""]
+    rtf = []
     for robot in ("lwr4", "iiwa14"):
         for moving in (False, True):
             res = [core_rtf(robot, secs, moving) for _ in range(reps)]
             r, c = statistics.median(x[0] for x in res), statistics.median(x[1] for x in res)
             what = "core loop, " + ("tracking ±7° moves" if moving else "holding")
-            lines.append(f"| {what} | {robot} | {r:.1f} | {c:.1f} | {1000.0 / c:.0f} |")
-            print(lines[-1], file=sys.stderr, flush=True)
+            rtf.append([what, robot, f"{r:.1f}", f"{c:.1f}", f"{1000.0 / c:.0f}"])
+            print(f"[bench_sim] {', '.join(rtf[-1])}", file=sys.stderr, flush=True)
     for rate in (1000.0, 100.0):
         for sub in ("none", "process", "in-process"):
             res = [node_rtf(rate, node_secs, sub) for _ in range(node_reps)]
             r, c = statistics.median(x[0] for x in res), statistics.median(x[1] for x in res)
             extra = "" if sub == "none" else f"; it received {statistics.median(x[2] for x in res):.0f} msg/s"
             what = f"sim_node (rtf=0), joint_states at {rate:.0f} Hz sim, subscriber: {sub}"
-            lines.append(f"| {what}{extra} | lwr4 | {r:.1f} | {c:.1f} | {1000.0 / c:.0f} |")
-            print(lines[-1], file=sys.stderr, flush=True)
+            rtf.append([what + extra, "lwr4", f"{r:.1f}", f"{c:.1f}", f"{1000.0 / c:.0f}"])
+            print(f"[bench_sim] {', '.join(rtf[-1])}", file=sys.stderr, flush=True)
+    lines += format_table(["what", "robot", "RTF wall", "RTF CPU", "CPU µs per 1 ms step"], rtf, "llrrr",
+                          pad=False).splitlines()
     lines += ["", "Reading: the physics + controller + sensor loop costs 0.1-0.2 ms of CPU per 1 ms "
               "step; what limits sim_node is rclpy, per message: building and publishing a JointState "
               "(and /clock) in the publisher, and above all taking each message through a Python "
@@ -189,11 +192,13 @@ def main() -> int:
               "(250 Hz is plenty for static sampling and for the momentum observer).",
               "", "7° single-joint moves (each joint, + and −) at 1.2× the shortest duration allowed by the "
               "velocity limit, 10 % model error; settle = |dq| < 1e-3 rad/s and torque within 1e-3 N m of "
-              "the true static torque:", "",
-              "| robot | worst tracking error (deg) | worst settle time after the move (s) |", "|---|---:|---:|"]
+              "the true static torque:", ""]
+    settles = []
     for robot in ("lwr4", "iiwa14"):
         err, settle = moves(robot)
-        lines.append(f"| {robot} | {err:.3f} | {settle:.3f} |")
+        settles.append([robot, f"{err:.3f}", f"{settle:.3f}"])
+    lines += format_table(["robot", "worst tracking error (deg)", "worst settle time after the move (s)"], settles,
+                          "lrr", pad=False).splitlines()
     text = "\n".join(lines) + "\n"
     print(text)
     write_section("sim", text)

@@ -45,6 +45,7 @@ from payload_estimation.payload import (
     precision_problem,
     unloaded_model,
 )
+from payload_estimation.reporting import format_table
 from payload_estimation.sampling import PosePlanConfig, plan_poses, plan_sweep
 from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
 from payload_estimation.signals import Samples
@@ -275,34 +276,36 @@ def report(cells: list[dict], sampler: list[dict], args, wall: float) -> str:
            f"{SWEEP.n_poses} poses within ±{SWEEP.amplitude_deg:g}°, {SWEEP_SAMPLES}-sample captures; what "
            "`payload_sampler/sweep` and `payload_estimator/calibrate` do), σ from its coefficient covariance.",
            ""] if args.calibrated else []),
-        "| robot | model error | method | runs | cover m / cx / cy / cz | max abs(e)/σ | mass error % (med / p95) | "
-        "CoM error mm (med / p95) | σ_m (kg) | flagged | ≤0.5 %/3 mm |",
-        "|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|",
     ]
+    rows = []
     for c in cells:
         cover = " / ".join(f"{100 * v:.0f}" for v in c["cover"])
         zmax = " / ".join(f"{v:.1f}" for v in c["z_max"])
-        lines.append(f"| {c['robot']} | {100 * c['error']:g} % | {c['method']} | {c['ok']}/{c['n']} | {cover} % | "
-                     f"{zmax} | {c['rel_med']:.2f} / {c['rel_p95']:.2f} | {c['dc_med']:.1f} / {c['dc_p95']:.1f} | "
-                     f"{c['sigma_m']:.4f} | {c['flagged']} | {100 * c['within']:.0f} % |")
+        rows.append([str(c["robot"]), f"{100 * c['error']:g} %", str(c["method"]), f"{c['ok']}/{c['n']}", f"{cover} %",
+                     zmax, f"{c['rel_med']:.2f} / {c['rel_p95']:.2f}", f"{c['dc_med']:.1f} / {c['dc_p95']:.1f}",
+                     f"{c['sigma_m']:.4f}", str(c["flagged"]), f"{100 * c['within']:.0f} %"])
+    head = ["robot", "model error", "method", "runs", "cover m / cx / cy / cz", "max abs(e)/σ",
+            "mass error % (med / p95)", "CoM error mm (med / p95)", "σ_m (kg)", "flagged", "≤0.5 %/3 mm"]
+    lines += format_table(head, rows, "lrlrllrrrrr", pad=False).splitlines()
     if sampler:
         lines += ["", f"**Through the whole sampling sequence** (`motion.bare_run`, 5 % model error, "
                   f"{args.sampler_runs} pick configurations per robot): moves, settling, captures and the monitor as "
-                  "the nodes run them.", "",
-                  "| robot | method | done | max abs(e)/σ (m, cx, cy, cz) | mass error % (max) | CoM error mm (max) |",
-                  "|---|---|---:|---|---:|---:|"]
+                  "the nodes run them.", ""]
+        rows = []
         for robot in args.robots:
             for method in METHODS:
                 rs = [r for r in sampler if r["robot"] == robot and r["method"] == method]
                 ok = [r for r in rs if "err" in r]
                 if not ok:
-                    lines.append(f"| {robot} | {method} | 0/{len(rs)} | — | — | — |")
+                    rows.append([robot, method, f"0/{len(rs)}", "—", "—", "—"])
                     continue
                 z = np.max([np.abs(r["err"]) / r["std"] for r in ok], axis=0)
                 rel = max(100 * abs(r["err"][0]) / r["mass"] for r in ok)
                 dc = max(1e3 * np.linalg.norm(r["err"][1:]) for r in ok)
-                lines.append(f"| {robot} | {method} | {len(ok)}/{len(rs)} | {' / '.join(f'{v:.1f}' for v in z)} | "
-                             f"{rel:.2f} | {dc:.1f} |")
+                rows.append([robot, method, f"{len(ok)}/{len(rs)}", " / ".join(f"{v:.1f}" for v in z), f"{rel:.2f}",
+                             f"{dc:.1f}"])
+        lines += format_table(["robot", "method", "done", "max abs(e)/σ (m, cx, cy, cz)", "mass error % (max)",
+                               "CoM error mm (max)"], rows, "llrlrr", pad=False).splitlines()
     lines.append("")
     return "\n".join(lines)
 
