@@ -16,27 +16,22 @@ Interface (relative names, remappable):
   run ``payload_estimator/start_recording`` and ``payload_estimator/estimate_motion`` (or
   ``payload_estimator/store_reference`` for ``~/record_reference``).
 
-``mode`` dynamic: one excitation (:mod:`sampling.payload_excitation`, one multi-point
-``joint_trajectory`` with velocities) within the same envelope instead of the static poses, with the
-same collision gate, aborts and return. ``~/record_reference`` runs that excitation on the unloaded arm
-before the grasp (``active`` is not raised) and keeps its plan: the next dynamic ``~/sample`` at the
-same pick configuration repeats exactly that motion and the estimator fits the difference. The plan
-is scaled down where the object's mass, unseen at rest at the pick configuration, could put more
-than ``unknown_payload_torque`` on a joint at 3 σ along it; where less than 30 % would remain
-(stretched up) ``~/record_reference`` refuses and ``~/sample`` uses the static poses.
-``~/sweep`` calibrates the unloaded arm's gravity model: ``sweep_poses`` static poses within
-±``sweep_amplitude_deg`` of the current configuration (:func:`sampling.sweep.plan_sweep`), run like a
-sampling run (same limits, collision gate, aborts and return) but without raising ``~/active``.
-After an abort, the next ``~/sample`` keeps that run's pick configuration (``~/forget_pick`` drops it).
+``mode`` dynamic: one excitation (:mod:`sampling.payload_excitation`, one multi-point ``joint_trajectory``
+with velocities) within the same envelope instead of the static poses; ``~/record_reference`` runs it on
+the unloaded arm before the grasp and keeps its plan for the next dynamic ``~/sample`` at that pick
+configuration (the estimator fits the difference). Where the object's mass, unseen at rest there, could
+put more than ``unknown_payload_torque`` on a joint at 3 σ, the excitation is scaled down; below 30 %
+``~/record_reference`` refuses and ``~/sample`` uses the static poses. ``~/sweep`` calibrates the unloaded arm's gravity
+model (:func:`sampling.sweep.plan_sweep`). Both run without raising ``~/active``. After an abort, the
+next ``~/sample`` keeps that run's pick configuration (``~/forget_pick`` drops it).
 
-The node only translates: what a request does — the mode, start-up, the poses, every abort, where the
-arm ends up, what is kept for the next run and the status — is :class:`sampling.sampler.Sampler` and
-its :class:`sampling.sampling_run.SamplingRun`. It runs in a single-threaded executor: the service
-callback awaits the run, which advances on every joint_states sample, collision flag, estimator
-answer and a 20 Hz steady-clock tick (so a lost stream is noticed while ``/clock`` stands still).
-The run's motion planning (up to about a second of CPU) is computed on a worker thread, whose result
-wakes the executor through a guard condition, so joint_states and the stream watchdog are handled
-throughout and ``~/cancel`` ends a run that is still planning.
+The node only translates: what a request does — its mode, start-up, the motion, every abort, where the
+arm ends up, what is kept for the next run, the status — is :class:`sampling.sampler.Sampler` and its
+:class:`sampling.sampling_run.SamplingRun`. In a single-threaded executor the service callback awaits
+the run, which advances on every joint_states sample, collision flag, estimator answer and a 20 Hz
+steady-clock tick (a lost stream is noticed while ``/clock`` stands still). Motion planning (up to
+about a second of CPU) runs on a worker thread whose result wakes the executor through a guard
+condition, so joint_states and the watchdog are handled throughout and ``~/cancel`` ends a planning run.
 """
 
 from __future__ import annotations
@@ -72,7 +67,6 @@ from ..sampling.sampling_run import (
     SetActive,
 )
 from ..sampling.sequence import Capture, Estimate, Move
-from ..signals.settle import SampleWindow, check_static
 from ..stream import StampVerdict
 from .messages import clock_seconds, diagnostic_level, trajectory_msg
 from .node_support import (
@@ -164,11 +158,8 @@ class PayloadSamplerNode(Node):
         self.dyn: RigidBodyDynamics | None = None
         self.joint_names: tuple[str, ...] = ()
         self.input: JointStateInput | None = None
-        self._window: SampleWindow | None = None
-        self._q = self._dq = None
         self._done: Future | None = None
         self._futures: list = []
-        self._static_cache: tuple[float | None, bool] = (None, False)
         self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
         self.pub_active = self.create_publisher(Bool, "~/active", LATCHED_QOS)
         self.status = StatusReporter(self, "sampling", self._snapshot)
@@ -207,20 +198,15 @@ class PayloadSamplerNode(Node):
         self.dyn = RigidBodyDynamics(desc)
         self.joint_names = names
         self.input = JointStateInput(self, names, self.values, require_velocity=False, require_effort=False)
-        self._new_window()
+        self.core.configure(settle_config(self.values), names)
         self.status.hardware_id = desc.name
-
-    def _new_window(self) -> None:
-        s = settle_config(self.values)
-        # longer than max_window: a history shorter than max_window reads as "collecting samples"
-        self._window = SampleWindow(horizon=max(1.5 * s.window, 1.25 * s.max_window))
 
     def _on_params(self, names: set[str]) -> None:
         self.values.update(PARAMS.values(self, names))
         if self.input is not None and names & set(STREAM_PARAMS.by_name):
             self.input.configure(self.values)
-        if names & set(SETTLE_PARAMS.by_name) and self._run is None:
-            self._new_window()
+        if names & set(SETTLE_PARAMS.by_name):
+            self.core.configure(settle_config(self.values), new_window=self._run is None)
         when: dict[str, list[str]] = {}
         for name in sorted(names):
             p = PARAMS.by_name.get(name)
@@ -238,10 +224,7 @@ class PayloadSamplerNode(Node):
         if got is None or got[0] is StampVerdict.HOLD:
             return
         verdict, t, s = got
-        if verdict is StampVerdict.RESTART:
-            self._window.clear()
-        self._q, self._dq = s.q, s.dq
-        self._window.append(t, s.q, s.dq, s.tau)
+        self.core.joint_state(t, s.q, s.dq, s.tau, restart=verdict is StampVerdict.RESTART)
         if self._run is not None:
             self._tick()
 
@@ -253,16 +236,6 @@ class PayloadSamplerNode(Node):
         self.core.collision_flag(bool(msg.data))
         if self._run is not None:
             self._tick()
-
-    def _static(self) -> bool:
-        """This node's static pre-check on its window, evaluated once per new sample."""
-        last = self._window.last_time
-        if last is not None and self._static_cache[0] == last:
-            return self._static_cache[1]
-        t, q, dq, tau = self._window.arrays()
-        static = check_static(t, q, dq, tau, settle_config(self.values), self.joint_names).static
-        self._static_cache = (last, static)
-        return static
 
     def _estimator_pair(self, run: SamplingRun) -> tuple:
         """(capture or record, estimate) clients of ``run``'s mode."""
@@ -281,8 +254,7 @@ class PayloadSamplerNode(Node):
     async def _start(self, response, request: str):
         """Run one ``request`` to its end and answer with its outcome."""
         try:
-            _, how = self.core.start(request, self.values, self.dyn, self.model.error, self.joint_names, self._q,
-                                     self._now(), time.monotonic())
+            _, how = self.core.start(request, self.values, self.dyn, self.model.error, self._now(), time.monotonic())
         except PayloadEstimationError as e:
             response.success, response.message = False, str(e)
             return response
@@ -294,26 +266,27 @@ class PayloadSamplerNode(Node):
         return response
 
     def _srv_cancel(self, request, response):
-        try:
-            response.message = self.core.cancel()
-        except PayloadEstimationError as e:
-            response.success, response.message = False, str(e)
-            return response
-        self._tick()
-        response.success = True
+        if self._answer(response, self.core.cancel):
+            self._tick()
         return response
 
     def _srv_forget_pick(self, request, response):
-        try:
-            dropped, response.message = self.core.forget_pick()
-        except PayloadEstimationError as e:
-            response.success, response.message = False, str(e)
-            return response
-        response.success = True
-        if dropped:
+        if self._answer(response, self.core.forget_pick):
             self.get_logger().warning(response.message)
             self.status.publish()
         return response
+
+    @staticmethod
+    def _answer(response, call) -> bool:
+        """Answer with ``call()``'s (changed something, message) or its refusal; True if it changed something."""
+        try:
+            changed, response.message = call()
+        except PayloadEstimationError as e:
+            changed, response.message = False, str(e)
+            response.success = False
+        else:
+            response.success = True
+        return changed
 
     # ------------------------------------------------------------------ the run
     def _on_timer(self) -> None:
@@ -347,9 +320,7 @@ class PayloadSamplerNode(Node):
             if self.input is not None and self.input.lost() and self.status.last_level == bytes([OK]):
                 self.status.publish()
             return
-        static = bool(run.wants_static and self._q is not None and self._static())
-        obs = self.core.observation(self._now(), time.monotonic(), self._q, self._dq, static,
-                                    self.input.age() if self.input else None,
+        obs = self.core.observation(self._now(), time.monotonic(), self.input.age() if self.input else None,
                                     all(c.service_is_ready() for c in self._estimator_pair(run)),
                                     bool(self.values["require_monitor"]))
         for act in run.update(obs):

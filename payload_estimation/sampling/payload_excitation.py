@@ -184,8 +184,8 @@ def plan_payload_excitation(dyn: RigidBodyDynamics, q0: np.ndarray, config: Exci
     """The best-conditioned of ``config.candidates`` random excitations around ``q0`` (module
     docstring), each scaled for ``unknown`` when given. Raises :class:`~.poses.MotionLimitError` for a
     configuration outside the limits or out-of-range settings, :class:`UnsafeExcitation` when no
-    candidate fits the unknown payload's torque budget at ``unknown.min_scale`` or more, ``PayloadEstimationError``
-    when no joint may move."""
+    candidate fits the unknown payload's torque budget at ``unknown.min_scale`` or more,
+    ``PayloadEstimationError`` when no joint may move."""
     config = config if config is not None else ExcitationPlanConfig()
     config.check()
     desc = dyn.desc

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
+from ..signals.settle import SampleWindow, SettleConfig, check_static
 from .payload_excitation import ExcitationPlan, ExcitationPlanConfig
 from .poses import PosePlanConfig
 from .sampling_run import (
@@ -151,6 +152,12 @@ class Sampler:
         self.last_duration: float | None = None  # s, node clock (None: it went back during the run)
         self.last_wall_duration: float | None = None
         self.last_reference_duration: float | None = None  # s, node clock
+        self.q: np.ndarray | None = None  # rad, rad/s: the newest joint state
+        self.dq: np.ndarray | None = None
+        self.settle = SettleConfig()
+        self.joint_names: tuple[str, ...] = ()
+        self.window = SampleWindow(horizon=1.0)
+        self._static_cache: tuple[float | None, bool] = (None, False)
         self.collision = False
         self.collisions = 0  # rising edges of the monitor's flag
         self.cancel_requested = False
@@ -158,6 +165,34 @@ class Sampler:
         self._t_request = (0.0, 0.0)
 
     # ------------------------------------------------------------------ inputs
+    def configure(self, settle: SettleConfig, joint_names: tuple[str, ...] | None = None, new_window: bool = True
+                  ) -> None:
+        """The static pre-check's ``settle`` values (those of the estimator) from now on, with a new window
+        when ``new_window`` (not during a run: it would lose the run's history)."""
+        self.settle = settle
+        self.joint_names = self.joint_names if joint_names is None else tuple(joint_names)
+        if new_window:  # longer than max_window: a history shorter than max_window reads as "collecting samples"
+            self.window = SampleWindow(horizon=max(1.5 * settle.window, 1.25 * settle.max_window))
+            self._static_cache = (None, False)
+
+    def joint_state(self, t: float, q: np.ndarray, dq: np.ndarray | None, tau: np.ndarray | None,
+                    restart: bool = False) -> None:
+        """A joint_states sample at ``t`` (the stream's time, s); ``restart``: the stream started over."""
+        if restart:
+            self.window.clear()
+        self.q, self.dq = q, dq
+        self.window.append(t, q, dq, tau)
+
+    def static(self) -> bool:
+        """The static pre-check on the recent window, evaluated once per new sample."""
+        last = self.window.last_time
+        if last is not None and self._static_cache[0] == last:
+            return self._static_cache[1]
+        t, q, dq, tau = self.window.arrays()
+        static = check_static(t, q, dq, tau, self.settle, self.joint_names).static
+        self._static_cache = (last, static)
+        return static
+
     def collision_flag(self, flag: bool) -> None:
         """The collision monitor's flag now."""
         if flag and not self.collision:
@@ -174,42 +209,45 @@ class Sampler:
         st = self._monitor
         return not required or (st is not None and not st[0] and wall - st[1] <= MONITOR_STATUS_AGE)
 
-    def observation(self, t: float, wall: float, q: np.ndarray | None, dq: np.ndarray | None, static: bool,
-                    stream_age: float | None, estimator_ready: bool, monitor_required: bool) -> Observation:
-        """What the run sees now: the node's joint state and checks plus the events kept here."""
-        return Observation(t=t, wall=wall, q=q, dq=dq, static=static, stream_age=stream_age, collision=self.collision,
-                           collisions=self.collisions, cancel=self.cancel_requested, estimator_ready=estimator_ready,
-                           monitor_ready=self.monitor_ready(monitor_required, wall))
+    def observation(self, t: float, wall: float, stream_age: float | None, estimator_ready: bool,
+                    monitor_required: bool) -> Observation:
+        """What the run sees now: the inputs kept here and the node's ``stream_age`` (wall s since the newest
+        joint_states, None: none yet) and whether the estimator's services are available."""
+        run = self.run
+        static = bool(run is not None and run.wants_static and self.q is not None and self.static())
+        return Observation(t=t, wall=wall, q=self.q, dq=self.dq, static=static, stream_age=stream_age,
+                           collision=self.collision, collisions=self.collisions, cancel=self.cancel_requested,
+                           estimator_ready=estimator_ready, monitor_ready=self.monitor_ready(monitor_required, wall))
 
     # ------------------------------------------------------------------ services
     def start(self, request: str, values: Mapping[str, Any], dyn: RigidBodyDynamics | None, model_error: str,
-              joint_names: tuple[str, ...], q: np.ndarray | None, t: float, wall: float) -> tuple[SamplingRun, str]:
-        """Start the run of ``request`` (a key of :data:`REQUESTS`) with the parameter ``values``, the arm at
-        ``q`` (rad, None before joint_states): (the run, what it does, for the log). Raises
-        :class:`SamplerRefused` while a run is in progress or without a robot model (``model_error`` says why)."""
+              t: float, wall: float) -> tuple[SamplingRun, str]:
+        """Start the run of ``request`` (a key of :data:`REQUESTS`) with the parameter ``values``: (the run,
+        what it does, for the log). Raises :class:`SamplerRefused` while a run is in progress or without a
+        robot model (``model_error`` says why)."""
         if self.run is not None:
             raise SamplerRefused("rejected: a sampling run is already in progress (call ~/cancel to stop it)")
         if dyn is None:
             raise SamplerRefused(f"rejected: no robot model ({model_error})")
         mode, reference_plan = REQUESTS[request], None
         if mode is None:
-            mode, reference_plan, how = sample_mode(values["mode"], self.reference_plan, q,
+            mode, reference_plan, how = sample_mode(values["mode"], self.reference_plan, self.q,
                                                     float(np.radians(values["arrival_tolerance_deg"])))
         else:
             how = "sweep" if mode is RunMode.SWEEP else "reference run"
         spec = run_spec(values, mode, reference_plan)
         self.cancel_requested = False
         self._t_request = (t, wall)
-        self.run = SamplingRun(dyn, spec, t, wall, self.anchor, joint_names)
+        self.run = SamplingRun(dyn, spec, t, wall, self.anchor, self.joint_names or None)
         return self.run, how
 
-    def cancel(self) -> str:
-        """``~/cancel``: the run stops at its next update (the answer), or :class:`SamplerRefused` when idle."""
+    def cancel(self) -> tuple[bool, str]:
+        """``~/cancel``: the run stops at its next update: (True, the answer); :class:`SamplerRefused` when idle."""
         if self.run is None:
             raise SamplerRefused("nothing to cancel: the sampler is idle")
         self.cancel_requested = True
-        return ("cancel requested: the run stops (an arm that left the pick configuration is moved back there); "
-                "its ~/sample call answers with where the arm is")
+        return True, ("cancel requested: the run stops (an arm that left the pick configuration is moved back "
+                      "there); its ~/sample call answers with where the arm is")
 
     def forget_pick(self) -> tuple[bool, str]:
         """``~/forget_pick``: (an anchor was dropped, the answer); :class:`SamplerRefused` during a run."""

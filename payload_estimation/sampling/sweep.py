@@ -33,14 +33,16 @@ def plan_sweep(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope |
 
     ``envelope``: the box the poses must stay in (default: ±``config.amplitude_deg`` around ``q0``
     within the limits less ``config.limit_margin_deg``). Raises :class:`~.poses.MotionLimitError` when
-    the box or a move is not allowed, ``PayloadEstimationError`` when it cannot determine the model (too few poses).
+    the box or a move is not allowed, ``PayloadEstimationError`` when it cannot determine the model (too
+    few poses).
     """
     env = envelope or make_envelope(dyn.desc, q0, config.amplitude_deg, config.limit_margin_deg)
     base = compute_base_parameters(dyn, "gravity")
     rows = base.rank + dyn.n
     if config.n_poses * dyn.n < 2 * rows:
         raise PayloadEstimationError(f"a sweep needs at least {int(np.ceil(2 * rows / dyn.n))} poses for the "
-                         f"{rows} gravity coefficients and offsets of {dyn.desc.name}, got {config.n_poses}")
+                                     f"{rows} gravity coefficients and offsets of {dyn.desc.name}, got "
+                                     f"{config.n_poses}")
     rng = np.random.default_rng(config.seed)
     cand = rng.uniform(env.lower, env.upper, size=(config.max_candidates, dyn.n))
     ys = np.stack([sweep_regressor(dyn, base.selection, c) for c in cand])

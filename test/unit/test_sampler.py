@@ -14,6 +14,7 @@ from test_sampling_run import DT, Q0, KinematicArm
 from payload_estimation.errors import PayloadEstimationError
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
+from payload_estimation.ros.node_support import settle_config
 from payload_estimation.ros.sampler_node import PARAMS
 from payload_estimation.sampling.excitation_sequence import Excite, Record
 from payload_estimation.sampling.poses import PosePlanConfig
@@ -49,12 +50,27 @@ def dyn():
     return RigidBodyDynamics(load_robot("lwr4"))
 
 
+def sampler_at(dyn, q=Q0, t: float = 0.0) -> Sampler:
+    """A sampler configured as the node's defaults that has seen the arm at rest at ``q`` until ``t``."""
+    sampler = Sampler()
+    sampler.configure(settle_config(DEFAULTS), dyn.desc.joint_names)
+    rest(sampler, q, t)
+    return sampler
+
+
+def rest(sampler: Sampler, q, t: float) -> None:
+    """joint_states at rest at ``q`` over the 0.2 s before ``t``."""
+    for tk in np.arange(t - 0.2, t + 1e-9, DT):
+        sampler.joint_state(float(tk), np.asarray(q, float), np.zeros(len(q)), np.zeros(len(q)))
+
+
 def serve(sampler: Sampler, request: str, dyn, arm: KinematicArm, t: float, values: dict | None = None,
           fault: dict | None = None, max_t: float = 30.0) -> tuple[Finished, float]:
     """One ``request`` through ``sampler`` as the node carries it out: (the answered outcome, t at its end).
     ``fault``: ``cancel_at`` or ``collision_at`` (s into the run)."""
     fault = dict(fault or {})
-    run, _ = sampler.start(request, values or FAST, dyn, "", dyn.desc.joint_names, arm.q.copy(), t, t)
+    rest(sampler, arm.q, t)
+    run, _ = sampler.start(request, values or FAST, dyn, "", t, t)
     t_start, pending = t, None
     while t - t_start < max_t:
         t += DT
@@ -66,7 +82,8 @@ def serve(sampler: Sampler, request: str, dyn, arm: KinematicArm, t: float, valu
         if pending is not None and t >= pending[1]:
             run.answered(pending[0], True, "answer", t)
             pending = None
-        obs = sampler.observation(t, t, arm.q.copy(), arm.dq.copy(), arm.static(t), 0.0, True, False)
+        sampler.joint_state(t, arm.q.copy(), arm.dq.copy(), np.zeros(arm.q.size))  # the static check's window
+        obs = sampler.observation(t, t, 0.0, True, False)
         for act in run.update(obs):
             if isinstance(act, PlanMotion):
                 res, trace = compute_plan(act)
@@ -137,7 +154,7 @@ def test_a_run_spec_refuses_a_mode_without_its_settings():
 
 
 def test_auto_samples_dynamically_only_at_the_reference_runs_pick_configuration(dyn):
-    sampler = Sampler()
+    sampler = sampler_at(dyn)
     assert sample_mode("auto", None, Q0, np.radians(0.5))[0] is RunMode.STATIC
     mode, plan, how = sample_mode("dynamic", None, Q0, np.radians(0.5))
     assert mode is RunMode.DYNAMIC and plan is None and "one-shot" in how
@@ -149,14 +166,14 @@ def test_auto_samples_dynamically_only_at_the_reference_runs_pick_configuration(
     assert sample_mode("auto", ref, Q0 + np.radians(0.6), np.radians(0.5))[:2] == (RunMode.STATIC, None)
     assert sample_mode("static", ref, Q0, np.radians(0.5))[:2] == (RunMode.STATIC, None)
     assert sample_mode("dynamic", ref, Q0 + np.radians(0.6), np.radians(0.5))[:2] == (RunMode.DYNAMIC, None)
-    run, how = sampler.start("~/sample", FAST, dyn, "", dyn.desc.joint_names, Q0, t, t)
+    run, how = sampler.start("~/sample", FAST, dyn, "", t, t)
     assert run.mode is RunMode.DYNAMIC and run.reference_plan is ref and how.startswith("dynamic, differential")
     vals = sampler.status(None, False, "auto")[2]
     assert vals["reference_pick_configuration_deg"] == str(np.round(np.degrees(Q0), 3).tolist())
 
 
 def test_a_failed_reference_run_keeps_the_earlier_reference(dyn):
-    sampler = Sampler()
+    sampler = sampler_at(dyn)
     serve(sampler, "~/record_reference", dyn, KinematicArm(Q0), 0.0)
     ref = sampler.reference_plan
     fin, _ = serve(sampler, "~/record_reference", dyn, KinematicArm(Q0), 10.0, fault={"cancel_at": 0.0})
@@ -167,21 +184,21 @@ def test_a_failed_reference_run_keeps_the_earlier_reference(dyn):
 
 
 def test_one_run_at_a_time_and_none_without_a_robot_model(dyn):
-    sampler = Sampler()
+    sampler = sampler_at(dyn)
     with pytest.raises(SamplerRefused, match="no robot model \\(robot 'x' not found\\)"):
-        sampler.start("~/sample", FAST, None, "robot 'x' not found", (), Q0, 0.0, 0.0)
+        sampler.start("~/sample", FAST, None, "robot 'x' not found", 0.0, 0.0)
     with pytest.raises(SamplerRefused, match="nothing to cancel: the sampler is idle"):
         sampler.cancel()
-    sampler.start("~/sweep", FAST, dyn, "", dyn.desc.joint_names, Q0, 0.0, 0.0)
+    sampler.start("~/sweep", FAST, dyn, "", 0.0, 0.0)
     with pytest.raises(SamplerRefused, match="already in progress \\(call ~/cancel to stop it\\)"):
-        sampler.start("~/sample", FAST, dyn, "", dyn.desc.joint_names, Q0, 0.0, 0.0)
+        sampler.start("~/sample", FAST, dyn, "", 0.0, 0.0)
     with pytest.raises(SamplerRefused, match="in progress \\(call ~/cancel first\\)"):
         sampler.forget_pick()
     assert sampler.run.mode is RunMode.SWEEP and sampler.run.unloaded
 
 
 def test_a_cancel_is_a_warning_and_the_next_run_keeps_its_pick_configuration_until_forgotten(dyn):
-    sampler, arm = Sampler(), KinematicArm(Q0)
+    sampler, arm = sampler_at(dyn), KinematicArm(Q0)
     assert sampler.status(None, False, "auto")[:2] == (OK, "idle")
     fin, t = serve(sampler, "~/sample", dyn, arm, 0.0, fault={"cancel_at": 0.9})
     assert fin.code == "cancelled" and answer_text(fin) == fin.text  # the user's: no "aborted:"
@@ -191,7 +208,8 @@ def test_a_cancel_is_a_warning_and_the_next_run_keeps_its_pick_configuration_unt
     assert "nan" not in str(vals) and vals["busy"] is False
     assert np.array_equal(sampler.anchor.q0, Q0)
     assert vals["pick_anchor_deg"] == str(np.round(np.degrees(Q0), 3).tolist())
-    run, _ = sampler.start("~/sample", FAST, dyn, "", dyn.desc.joint_names, Q0 + np.radians(3.0), t, t)
+    rest(sampler, Q0 + np.radians(3.0), t + 1.0)
+    run, _ = sampler.start("~/sample", FAST, dyn, "", t + 1.0, t + 1.0)
     assert run.anchor is sampler.anchor  # the retry keeps the aborted run's pick configuration
     sampler.finish(Finished(False, "refused: x", sampler.anchor, "refused"), t, t)
     dropped, text = sampler.forget_pick()
@@ -202,7 +220,7 @@ def test_a_cancel_is_a_warning_and_the_next_run_keeps_its_pick_configuration_unt
 
 
 def test_a_fault_is_an_error_and_success_drops_the_anchor(dyn):
-    sampler, arm = Sampler(), KinematicArm(Q0)
+    sampler, arm = sampler_at(dyn), KinematicArm(Q0)
     fin, t = serve(sampler, "~/sample", dyn, arm, 0.0, fault={"collision_at": 0.9})
     assert fin.code == "collision" and answer_text(fin).startswith("aborted: collision reported")
     level, text, _ = sampler.status(None, False, "auto")
@@ -218,19 +236,19 @@ def test_a_fault_is_an_error_and_success_drops_the_anchor(dyn):
 
 
 def test_status_names_the_missing_model_the_lost_stream_and_the_phase(dyn):
-    sampler = Sampler()
+    sampler = sampler_at(dyn)
     assert sampler.status("no robot_description received", False, "auto")[:2] == (ERROR,
                                                                                    "no robot_description received")
     assert sampler.status(None, True, "auto")[0] == WARN
-    sampler.start("~/sample", FAST, dyn, "", dyn.desc.joint_names, Q0, 0.0, 0.0)
+    sampler.start("~/sample", FAST, dyn, "", 0.0, 0.0)
     level, text, vals = sampler.status(None, True, "static")
     assert (level, text) == (OK, "sampling: waiting for joint_states, the estimator and the collision monitor")
     assert vals["busy"] is True and vals["phase"] == "waiting" and vals["mode"] == "static"
 
 
 def test_the_node_clock_going_back_leaves_the_duration_unknown(dyn):
-    sampler = Sampler()
-    sampler.start("~/sample", FAST, dyn, "", dyn.desc.joint_names, Q0, 100.0, 5.0)
+    sampler = sampler_at(dyn)
+    sampler.start("~/sample", FAST, dyn, "", 100.0, 5.0)
     fin = sampler.finish(Finished(False, "the clock went back", None, "clock_restart"), 2.0, 7.5)
     assert fin.text.endswith("(took node-clock time unknown: the clock went back, 2.50 s wall)"), fin.text
     assert sampler.last_duration is None and sampler.last_wall_duration == 2.5 and sampler.run is None
@@ -247,14 +265,14 @@ def test_the_collision_monitor_counts_while_its_status_is_fresh_and_below_error(
     assert not sampler.monitor_ready(True, 10.01 + MONITOR_STATUS_AGE)  # silent: it may have died
     sampler.monitor_status(True, 11.0)
     assert not sampler.monitor_ready(True, 11.0)
-    assert not sampler.observation(11.0, 11.0, Q0, None, True, 0.0, True, True).monitor_ready
+    assert not sampler.observation(11.0, 11.0, 0.0, True, True).monitor_ready
 
 
 def test_collisions_count_rising_edges_of_the_flag():
     sampler = Sampler()
     for flag in (True, True, False, True, False, False):
         sampler.collision_flag(flag)
-    obs = sampler.observation(0.0, 0.0, Q0, None, True, 0.0, True, False)
+    obs = sampler.observation(0.0, 0.0, 0.0, True, False)
     assert sampler.collisions == 2 and obs.collisions == 2 and not obs.collision
 
 
@@ -270,7 +288,7 @@ def test_a_planning_bug_ends_the_run_with_its_traceback():
 
 def test_the_first_action_of_a_payload_run_raises_active_and_an_unloaded_one_does_not(dyn):
     for request, raised in (("~/sample", True), ("~/sweep", False), ("~/record_reference", False)):
-        sampler = Sampler()
-        run, _ = sampler.start(request, FAST, dyn, "", dyn.desc.joint_names, Q0, 0.0, 0.0)
-        out = run.update(sampler.observation(0.0, 0.0, Q0, np.zeros(7), True, 0.0, True, False))
+        sampler = sampler_at(dyn)
+        run, _ = sampler.start(request, FAST, dyn, "", 0.0, 0.0)
+        out = run.update(sampler.observation(0.0, 0.0, 0.0, True, False))
         assert any(isinstance(a, SetActive) and a.active for a in out) == raised, (request, out)

@@ -8,11 +8,15 @@ first one left the arm: no command of either run leaves the first run's envelope
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from payload_estimation.errors import PayloadEstimationError
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
+from payload_estimation.sampling.payload_excitation import ExcitationPlanConfig
 from payload_estimation.sampling.poses import PosePlanConfig, make_envelope
 from payload_estimation.sampling.sampling_run import (
     ClearCaptures,
@@ -308,3 +312,26 @@ def test_property_no_command_leaves_the_first_envelope(dyn):
             if isinstance(a, (Move, Hold)):
                 assert env.contains(a.target, tol), (fault, np.degrees(a.target - q0))
                 assert np.all(a.target >= lim[:, 0] - tol) and np.all(a.target <= lim[:, 1] + tol)
+
+
+def test_a_bug_in_planning_is_not_reported_as_a_pick_configuration_that_cannot_be_planned(dyn):
+    """Issue 28.4: a numpy shape error inside planning (here an envelope of the wrong size, a programming
+    error) used to be caught as a ValueError and answered "cannot plan poses at this pick configuration";
+    only the package's refusals (PayloadEstimationError) are such answers now, the rest reaches the
+    caller (the node ends the run with "planning failed unexpectedly" and logs the traceback)."""
+    env = make_envelope(dyn.desc, Q0, 7.0, 1.0)
+    broken = replace(env, lower=env.lower[:3])
+    with pytest.raises(ValueError) as err:
+        PlanMotion(dyn.desc, None, Q0, broken, PLAN, RunMode.SWEEP).compute()
+    assert not isinstance(err.value, PayloadEstimationError)
+    far = PlanMotion(dyn.desc, None, Q0, env, replace(PLAN, n_poses=2), RunMode.SWEEP).compute()
+    assert far.plan is None and far.error.startswith("cannot plan poses at this pick configuration: a sweep needs")
+
+
+def test_a_run_spec_says_which_settings_its_mode_needs():
+    with pytest.raises(PayloadEstimationError, match="dynamic run needs excitation"):
+        RunSpec(RunMode.DYNAMIC, PLAN, SEQ, RUN)
+    with pytest.raises(PayloadEstimationError, match="sweep run takes no excitation"):
+        RunSpec(RunMode.SWEEP, PLAN, SEQ, RUN, ExcitationPlanConfig())
+    assert [m for m in RunMode if m.unloaded] == [RunMode.SWEEP, RunMode.RECORD_REFERENCE]
+    assert [m for m in RunMode if m.excites] == [RunMode.DYNAMIC, RunMode.RECORD_REFERENCE]
