@@ -39,8 +39,7 @@ from payload_estimation.identification.robot_identification import (  # noqa: E4
 )
 from payload_estimation.model import gravity_params, link_params, load_robot  # noqa: E402
 from payload_estimation.reporting import format_table  # noqa: E402
-from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm  # noqa: E402
-from payload_estimation.sim.recorders import record_static_poses, record_trajectory  # noqa: E402
+from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm, record_static_poses, record_trajectory  # noqa: E402
 
 NOISE = 0.1          # N m torque-sensor noise std (the demo's default)
 MODEL_ERROR = 0.03   # relative link-parameter error of the true robot w.r.t. the description

@@ -54,8 +54,7 @@ from payload_estimation.payload import estimate_payload_gravity  # noqa: E402
 from payload_estimation.reporting import format_table  # noqa: E402
 from payload_estimation.sampling import stop_point  # noqa: E402
 from payload_estimation.signals import derive_velocity  # noqa: E402
-from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm  # noqa: E402
-from payload_estimation.sim.recorders import record_trajectory  # noqa: E402
+from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm, record_trajectory  # noqa: E402
 
 THRESHOLD = 6.0  # N m, paper 000
 TARGET_OUTSIDE = 3.0  # N m, issue 29

@@ -49,8 +49,7 @@ from payload_estimation.reporting import format_table
 from payload_estimation.sampling import PosePlanConfig, plan_poses, plan_sweep
 from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
 from payload_estimation.signals import Samples
-from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm, true_links
-from payload_estimation.sim.recorders import record_trajectory
+from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm, record_trajectory, true_links
 
 NOISE = 0.1  # N m per sample
 OFFSET = 0.5  # N m, largest per-joint sensor offset

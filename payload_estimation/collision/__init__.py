@@ -1,5 +1,6 @@
 """Momentum-observer collision detection: residual, thresholds, contact link/force/point, stop/resume
-reaction, the provisional payload and the payload change after a grasp or release.
+reaction, the provisional payload, the payload change after a grasp or release and a lost payload.
+:class:`MonitorSupervisor` holds the collision monitor node's rules around them (the node translates).
 
 :class:`CollisionMonitor` runs observer, detector and contact per sample; :func:`replay` runs it over
 a recording; :func:`score_detections` compares its detections with known contacts.
@@ -19,6 +20,8 @@ _API = {
     "provisional": ("ProvisionalFit", "ProvisionalPayload"),
     "payload_change": ("GRASP", "RELEASE", "PayloadWatch", "WatchConfig"),
     "scoring": ("score_detections", "time_above"),
+    "supervisor": ("EstimateRefused", "MonitorSupervisor", "SupervisorConfig", "SupervisorStep"),
+    "payload_loss": ("LossConfig", "LossVerdict", "PayloadLossClassifier", "PayloadLossError"),
 }
 _MODULE = {name: module for module, names in _API.items() for name in names}
 __all__ = sorted(_MODULE)

@@ -4,6 +4,8 @@ Naming: ``estimate_payload_*`` returns a :class:`PayloadEstimate` — ``static``
 fit: method choice, noise, model uncertainty), ``gravity`` / ``anchored`` / ``two_stage`` (poses at
 rest, paper 000), ``motion`` / ``full`` / ``filtered`` (a motion), ``dynamic`` (one short excitation
 as a stream), ``recordings`` (recorded runs as they are; it returns a :class:`PayloadResult`).
+:class:`PayloadEstimator` is the estimator node's core (the node translates messages to its calls);
+:class:`OnlinePayloadEstimator` estimates from whatever motion follows an announced grasp.
 """
 
 from importlib import import_module
@@ -22,6 +24,9 @@ _API = {
     "dynamic": ("DynamicFitConfig", "MotionRecording", "check_recording", "estimate_payload_dynamic"),
     "recordings": ("CURRENT_WARNING", "PayloadOptions", "PayloadResult", "estimate_payload_recordings"),
     "model_uncertainty": ("ModelUncertainty", "declared_source", "declared_uncertainty", "identified_uncertainty"),
+    "limits": ("check_payload",),
+    "estimator": ("Answer", "EstimatorConfig", "PayloadEstimator"),
+    "online": ("OnlineConfig", "OnlinePayloadEstimator", "OnlineStatus"),
 }
 _MODULE = {name: module for module, names in _API.items() for name in names}
 __all__ = sorted(_MODULE)

@@ -1,7 +1,8 @@
 """The sampling run around the user's pick configuration: pose sets, the unloaded sweep, the payload
 excitation, the run's state machines, and the bare run (the three nodes' logic on the MuJoCo arm, no ROS).
 
-Naming: ``plan_*`` returns a plan the run visits; :class:`SamplingRun` is what the sampler node steps.
+Naming: ``plan_*`` returns a plan the run visits; :class:`SamplingRun` is one run, :class:`Sampler` the
+sampler node's core around the runs (the node translates).
 The bare run is ``sampling.bare_run.bare_run`` (the function shares its module's name).
 """
 
@@ -15,7 +16,8 @@ _API = {
     "payload_excitation": ("ExcitationPlan", "ExcitationPlanConfig", "UnsafeExcitation", "plan_payload_excitation"),
     "sequence": ("Capture", "Done", "Estimate", "Move", "PhaseTimings", "SamplingSequence", "SequenceAborted",
                  "SequenceConfig"),
-    "sampling_run": ("RunConfig", "RunRefused", "SamplingRun"),
+    "sampling_run": ("RunConfig", "RunMode", "RunRefused", "RunSpec", "SamplingRun"),
+    "sampler": ("Sampler", "SamplerRefused", "run_spec"),
     "bare_run": ("BareRunConfig", "BareRunResult"),
 }
 _MODULE = {name: module for module, names in _API.items() for name in names}
