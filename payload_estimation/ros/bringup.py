@@ -71,7 +71,7 @@ def config_file(robot: str = "") -> Path | None:
 
     ``robot`` is accepted for callers that name one: the file holds no robot-specific values.
     """
-    from ..model.robot_file import share_dir
+    from ..model import share_dir
 
     for base in (Path(__file__).resolve().parents[2] / "config", share_dir() / "config"):
         f = base / PARAMS_FILE

@@ -25,7 +25,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..errors import PayloadEstimationError
-from ..payload.estimate import PayloadEstimate
+from ..payload import PayloadEstimate
 
 
 class MessageError(PayloadEstimationError):

@@ -372,7 +372,7 @@ SETTLE_PARAMS = ParameterTable([
 
 def settle_config(values: dict):
     """motion.settle.SettleConfig from the SETTLE_PARAMS values."""
-    from ..signals.settle import SettleConfig
+    from ..signals import SettleConfig
 
     return SettleConfig(window=float(values["window"]), max_velocity=float(values["max_velocity"]),
                         max_position_spread=float(values["max_position_spread"]),
