@@ -1,6 +1,6 @@
 """One link naming (issue 30 item 6, issue 31): the link a collision_monitor contact report names is a name
-sim_node's ~/apply_wrench takes. Real nodes in-process over DDS (sim_node and collision_monitor on lwr4, a DH
-robot file: its links are lwr4_dh_frame_1..7)."""
+sim_node's ~/apply_wrench takes. Real nodes in-process over DDS (sim_node and collision_monitor on a shipped DH
+robot file: its links are <robot>_dh_frame_1..7)."""
 
 import threading
 
@@ -27,7 +27,6 @@ from payload_estimation.sim import link_names
 pytestmark = pytest.mark.flaky(reruns=2, reruns_delay=2)
 
 NS = "/link_names"
-ROBOT = "lwr4"
 
 
 class Probe(Node):
@@ -58,11 +57,12 @@ class Probe(Node):
         return any(text in s for s in list(self.logs))
 
 
-def test_the_link_a_contact_report_names_is_one_sim_node_pushes_on(ros):
-    desc = load_robot(ROBOT)
+@pytest.mark.parametrize("robot", ["lwr4", "iiwa14"])
+def test_the_link_a_contact_report_names_is_one_sim_node_pushes_on(ros, robot):
+    desc = load_robot(robot)
     names = link_names(desc)
-    assert names[3] == "lwr4_dh_frame_4"  # the model's names, not sim_node's former link_1..link_7 only
-    common = [Parameter("robot", value=ROBOT)]
+    assert names[3] == f"{robot}_dh_frame_4"  # the model's names, not sim_node's former link_1..link_7 only
+    common = [Parameter("robot", value=robot)]
     sim = SimNode(parameter_overrides=common + [Parameter("rate_hz", value=500.0),
                                                 Parameter("contact_duration", value=0.3)])
     monitor = CollisionMonitorNode(parameter_overrides=common + [Parameter("use_sim_time", value=True),
