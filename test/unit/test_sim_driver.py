@@ -123,6 +123,21 @@ def test_parameter_mapping(lwr4):
         driver_config(values(offset=[0.0, 0.5]), lwr4)
 
 
+def test_every_parameter_reaches_the_driver_or_is_the_nodes(lwr4):
+    """Each table parameter changes what driver_config returns, except the robot model source (the node's)."""
+    node_only = {"robot", "base_link", "tip_link"}
+    changed = {"joint_names": [f"j{k}" for k in range(7)], "rate_hz": 500.0, "clock_rate_hz": 100.0,
+               "real_time_factor": 2.0, "dt": 0.002, "noise_std": [0.2], "offset": [0.3], "lowpass_hz": 10.0,
+               "viscous": [0.1], "coulomb": [0.1], "sensor_sees_friction": True, "seed": 5, "model_error": 0.1,
+               "initial_positions": [0.1] * 7, "payload_mass": 2.0, "payload_com": [0.0, 0.0, 0.1],
+               "payload_inertia": [2e-3, 0.0, 0.0, 2e-3, 0.0, 2e-3], "payload_attached": False,
+               "contact_duration": 0.5}
+    assert set(changed) | node_only == set(DEFAULTS)
+    base = repr(driver_config(values(payload_attached=True), lwr4))
+    for name, value in changed.items():
+        assert repr(driver_config(values(**{"payload_attached": True, name: value}), lwr4)) != base, name
+
+
 # --- contacts ------------------------------------------------------------------------------------------------
 def test_a_wrench_in_link_axes_changes_the_torque_by_the_jacobian(lwr4):
     """Applied now: once the arm is back at rest (integral action, 3 s) the measured torque is
