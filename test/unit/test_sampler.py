@@ -15,7 +15,7 @@ from payload_estimation.errors import PayloadEstimationError
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.ros.node_support import settle_config
-from payload_estimation.ros.sampler_node import PARAMS
+from payload_estimation.ros.sampler_params import PARAMS
 from payload_estimation.sampling.excitation_sequence import Excite, Record
 from payload_estimation.sampling.poses import PosePlanConfig
 from payload_estimation.sampling.sampler import (
