@@ -48,7 +48,7 @@ class Scenario:
 
 
 def scenario(robot: str, fast: bool) -> Scenario:
-    from ..sim.driver import START_POSES_DEG
+    from ..sim import START_POSES_DEG
 
     deg = np.radians
     q_pick = deg(START_POSES_DEG[robot])  # sim_node's documented start pose: the same bent configuration
@@ -98,9 +98,8 @@ def _contact_direction(dyn, q: np.ndarray, link: int) -> np.ndarray:
 def node_link_names(desc) -> tuple[str, ...]:
     """The link names the demo's nodes report and sim_node takes: their model is the URDF sim_node publishes
     for ``desc`` (``sim.links``: a URDF's link names), so the table names links as the monitor's log does."""
-    from ..model.robot_file import robot_from_description
-    from ..model.urdf import to_urdf
-    from ..sim.links import link_names
+    from ..model import robot_from_description, to_urdf
+    from ..sim import link_names
 
     return link_names(robot_from_description(to_urdf(desc)))
 
@@ -110,7 +109,7 @@ def run(args) -> int:
 
     isolate(args.domain_id)
     os.environ.setdefault("MPLBACKEND", "Agg")
-    from ..model.robot_file import load_robot
+    from ..model import load_robot
     from ..ros.bringup import config_file, ros_args, start_processes, stop_processes
     from ..ros.mission import mission_client
 
@@ -154,8 +153,8 @@ def run(args) -> int:
 
 
 def _mission(client, desc, sc: Scenario) -> dict:
-    from ..collision.geometry import capsule_geometry, push_point
-    from ..model.dynamics import RigidBodyDynamics
+    from ..collision import capsule_geometry, push_point
+    from ..model import RigidBodyDynamics
 
     dyn = RigidBodyDynamics(desc)
     geometry = capsule_geometry(desc)
@@ -242,8 +241,8 @@ def _mission(client, desc, sc: Scenario) -> dict:
 def _unloaded_residual(desc, states: dict, t_from: float) -> tuple[np.ndarray, np.ndarray]:
     """The residual the monitor would have computed without the payload update (same observer and gain
     as the node, on the recorded joint states from ``t_from``)."""
-    from ..collision.observer import MomentumObserver
-    from ..model.dynamics import RigidBodyDynamics
+    from ..collision import MomentumObserver
+    from ..model import RigidBodyDynamics
 
     t, q = states["q"]
     _, dq = states["dq"]
@@ -258,8 +257,8 @@ def _contact_estimates(desc, states: dict, est, t0: float, t1: float, windows) -
     """Per injected contact, the contact the core monitor estimates on the recorded joint states with the
     payload estimate (point mass, as the node): the summary the node logs (link by the nodes' name, its
     probability, force or its range), '-' if none."""
-    from ..collision.monitor import CollisionMonitor, replay
-    from ..model.dynamics import RigidBodyDynamics
+    from ..collision import CollisionMonitor, replay
+    from ..model import RigidBodyDynamics
 
     t, q = states["q"]
     _, dq = states["dq"]
@@ -294,8 +293,7 @@ def _accuracy(smp: dict, sc: Scenario, flags: list[bool]) -> dict:
 
 
 def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
-    from ..collision.detector import CollisionDetector
-    from ..collision.scoring import score_detections, time_above
+    from ..collision import CollisionDetector, score_detections, time_above
     from ..reporting import (
         ContactMark,
         SamplingMotion,
