@@ -40,6 +40,7 @@ from .model_uncertainty import DATASHEET_RELATIVE, declared_uncertainty
 from .motion import INERTIA_RSD, _inertia_determined
 from .result import (
     GRAVITY_NAMES,
+    ICOM_NAMES,
     PAYLOAD_NAMES,
     PayloadDataError,
     PayloadLimits,
@@ -281,6 +282,7 @@ class OnlinePayloadEstimator:
     # ------------------------------------------------------------------ internals
     def _restart(self) -> None:
         self._t = None
+        self._t_solve = -math.inf
         self._t_row = None
         self._tau_f = self._tau_prev = None
         self._f_pay, self._f_ref, self._f_err = _Filter(), _Filter(), _Filter()
@@ -308,6 +310,7 @@ class OnlinePayloadEstimator:
         self._first = None
         self._t_solve = -math.inf
         self._since = None
+        self._error_cov = None
         t = self._t if self._t is not None else 0.0
         self._status = OnlineStatus(IDLE, "no payload announced (call grasped after the gripper closes)", None, t)
 
@@ -413,7 +416,9 @@ class OnlinePayloadEstimator:
             rss = max(self._rr - 2 * p @ self._b + p @ self._a @ p, 0.0)
             s2 = max(floor, rss / max(n_rows - 10, 1))
         sens = cov @ (self._e / (s2 * corr))
-        cov = cov + sens @ self._rows.covariance(self._offset_std()) @ sens.T
+        if self._error_cov is None:  # constant while a payload is carried
+            self._error_cov = self._rows.covariance(self._offset_std())
+        cov = cov + sens @ self._error_cov @ sens.T
         cov = 0.5 * (cov + cov.T)
         seconds = self._t - self._first if self._first is not None else 0.0
         common = dict(t=self._t, rows=self._count, seconds=seconds, grasped=True, anchored=self._anchor is not None)
@@ -436,7 +441,7 @@ class OnlinePayloadEstimator:
         common = dict(frame=frame_name(self.dyn), samples=self._count, residual_rms=rms,
                       condition_number=float(np.linalg.cond(self._a[:4, :4])), limits=self.cfg.limits)
         method = f"online filtered ({self.cfg.cutoff:g} Hz)"
-        undetermined, why = _inertia_determined(p, cov, self.cfg.inertia_rsd)
+        undetermined, why = self._inertia(p, cov)
         if not undetermined:
             est = build_estimate(p, cov, np.ones(10, bool), PAYLOAD_NAMES, method=method, **common)
             return replace(est, notes=est.notes + (note,))
@@ -444,6 +449,15 @@ class OnlinePayloadEstimator:
                              method=method + " (inertia not determined)", **common)
         return replace(est, undetermined=tuple(undetermined),
                        notes=est.notes + (note, f"inertia not determined yet: {why}"))
+
+    def _inertia(self, p: np.ndarray, cov: np.ndarray) -> tuple[list[str], str]:
+        """(undetermined inertia components, why): the full check (:func:`.motion._inertia_determined`, a
+        numeric Jacobian) only once the data have at least halved the prior's σ of every inertia parameter."""
+        prior = self.cfg.inertia_prior * max(float(p[0]), 0.05)
+        if prior > 0 and np.any(np.sqrt(np.diag(cov)[4:]) > 0.5 * prior):
+            return list(ICOM_NAMES), ("the motion so far has not reduced its uncertainty below half the prior's "
+                                      f"({self.cfg.inertia_prior:g} kg m^2 per kg)")
+        return _inertia_determined(p, cov, self.cfg.inertia_rsd)
 
     def _judge(self, est: PayloadEstimate, cov: np.ndarray) -> tuple[str, str]:
         s = est.std

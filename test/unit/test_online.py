@@ -130,6 +130,12 @@ def test_updates_at_ten_hertz_and_no_estimate_without_a_grasp(iiwa):
         if not states or st is not states[-1]:
             states.append(st)
     assert 4 <= len(states) <= 7  # the filters restart at the jump to t0; 0.1 s settle, then a solve per 0.1 s
+    restarts = est.restarts
+    for k in range(350):  # the stream starts over (a restarted driver): the filters restart, solves go on
+        q = Q0 + np.radians(20) * np.sin(0.5 * np.arange(1, 8) * k / 1000)
+        dq = np.radians(20) * 0.5 * np.arange(1, 8) * np.cos(0.5 * np.arange(1, 8) * k / 1000)
+        st = est.update(1.0 + k / 1000, q, dq, iiwa.gravity(q))
+    assert est.restarts == restarts + 1 and st.t > 1.2 and st.rows > states[-1].rows
 
 
 def test_config_is_checked():
