@@ -256,7 +256,10 @@ class SimDriver:
             s, applied = self.advance()
             for c in applied:
                 on_contact(c)
-            stamp = self.stamps.next(s.t, time.monotonic())
+            # under the lock: a ~/fault_restart (service thread) between the stamp and the /clock schedule left
+            # the schedule on the old time, and /clock silent until the new time caught it up (issue 27)
+            with self.lock:
+                stamp = self.stamps.next(s.t, time.monotonic())
             if stamp is not None:
                 publish(s, stamp)
                 self.published += 1
