@@ -275,6 +275,11 @@ def _median(recs: list[dict], masses: list[float]) -> str:
     return f"{100 * rel:.2f} % / {1e3 * np.median([np.linalg.norm(r['error'][1:]) for r in recs]):.1f} mm"
 
 
+def _sigma(recs: list[dict], masses: list[float]) -> str:
+    rel = np.median([r["std"][0] / m for r, m in zip(recs, masses)])
+    return f"{100 * rel:.2f} % / {1e3 * np.median([np.max(r['std'][1:]) for r in recs]):.1f} mm"
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.0f} %"
 
@@ -291,10 +296,12 @@ def report(results: dict[str, list[dict]], command: str) -> str:
             rows.append((robot, name, len(rs), _median(early, masses), _pct(_within(early, masses, 0.01, 5)),
                          _median(end, masses),
                          _pct(_within(end, masses, 0.005, 3)), f"{_pct(cov_e[0])} ({_pct(cov_e[1])})",
-                         f"{_pct(cov_end[0])} ({_pct(cov_end[1])})", _pct(conv)))
+                         f"{_pct(cov_end[0])} ({_pct(cov_end[1])})", _sigma(early, masses), _sigma(end, masses),
+                         _pct(conv)))
     table = format_table(("robot", "model", "moves", "1.0 s: median mass / CoM error", "within 1 % / 5 mm",
                           "end: median error", "within 0.5 % / 3 mm", "within 3σ at 1.0 s: components (runs)",
-                          "within 3σ at the end", "state converged at the end"), rows, "llr", pad=False)
+                          "within 3σ at the end", "median σ at 1.0 s: mass / largest CoM component",
+                          "median σ at the end", "state converged at the end"), rows, "llr", pad=False)
     rows2 = []
     for robot, rs in results.items():
         drops = [r["drop"] for r in rs]
