@@ -4,7 +4,7 @@ The core is driven as the node drives it — samples from the simulated arm's to
 "units" of a torque gain), then one call per service — and judged against the payload MuJoCo
 simulates and the arm's measured torques: static captures and the differential fit, the recording
 and its overflow, a reference run and the differential motion fit, the calibration, every refusal.
-The node's parameter table is the configuration (:func:`ros.estimator_node.estimator_config`).
+The node's parameter table is the configuration (:func:`ros.estimator_params.estimator_config`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.payload.estimator import CALIBRATION, LOADED, UNLOADED, PayloadEstimator
-from payload_estimation.ros.estimator_node import PARAMS, estimator_config
+from payload_estimation.ros.estimator_params import PARAMS, estimator_config
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
 DEG = np.pi / 180

@@ -1,0 +1,73 @@
+"""``payload_estimator``'s parameters: the one table of defaults, ranges and docs, and its map to the core.
+
+:data:`PARAMS` declares every parameter (docs/ros_interface.md and config/payload_estimation.yaml are generated
+from it); :func:`estimator_config` turns its values into the core's
+:class:`payload.estimator.EstimatorConfig`, which has no defaults of its own.
+"""
+
+from __future__ import annotations
+
+from ..payload.estimator import EstimatorConfig
+from ..payload.gravity import PayloadLimits
+from ..payload.static import STATIC_METHODS, StaticFitConfig
+from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, SETTLE_PARAMS, STREAM_PARAMS, settle_config
+from .parameters import Param, ParameterTable
+
+PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + ParameterTable([
+    Param("method", "auto", "auto: differential when ~/capture_unloaded captures exist, else one-shot; one-shot: "
+          "the model's unloaded torques; differential: anchored on ~/capture_unloaded captures taken before the "
+          "grasp (docs/bench/uncertainty.md: 10-20x smaller σ)", choices=STATIC_METHODS, applies="next estimate"),
+    Param("anchor_samples", 150, "~/capture_unloaded averages at least this many samples ...", low=1, high=100000,
+          applies="next capture"),
+    Param("anchor_window", 1.0, "... or this many s (its noise is common to every pose of the differential fit)",
+          low=0.0, high=30.0, low_open=True, applies="next capture"),
+    Param("torque_noise", 0.05, "N m, standard deviation of a static mean torque (fit weights)", low=0.0,
+          high=10.0, low_open=True, applies="next estimate"),
+    Param("gravity_model", "", "PARAMS.yaml of the unloaded robot identified by `payload-estimation identify "
+          "--gravity-only` (or a full model): used instead of the description's gravity, its covariance in σ; "
+          "empty: the calibration file if one belongs to the robot model, else the description with "
+          "model_uncertainty. A file that does not load or belongs to another robot model (joint names, kinematics "
+          "fingerprint) is refused (at start: status ERROR, estimates refused)", applies="next estimate"),
+    Param("calibration_file", "", "where ~/calibrate writes the identified gravity model (empty: "
+          "$ROS_HOME/payload_estimation/gravity_<robot>.yaml, ROS_HOME defaulting to ~/.ros); it is then loaded "
+          "as gravity_model. With gravity_model empty, a file found here at start is used if it belongs to the "
+          "robot model (joint names, kinematics fingerprint), else refused at ERROR and the nominal model used "
+          "(status key calibration)",
+          applies="next calibrate (found at start)", path="file"),
+    Param("model_uncertainty", 0.05, "relative 1-σ error of the robot model's link masses and CoMs; propagated "
+          "into the estimate's σ (a data-sheet model: a few percent; not used with gravity_model)", low=0.0,
+          high=1.0, applies="next estimate"),
+    Param("torque_offset_std", 0.5, "N m, 1-σ joint-torque sensor offset the model lacks (one-shot only; the "
+          "differential method cancels it)", low=0.0, high=100.0, applies="next estimate"),
+    Param("max_mass_std", 0.1, "kg: an estimate with a larger mass σ is published at level WARN with the reason",
+          low=0.0, low_open=True, high=100.0, applies="next estimate"),
+    Param("max_com_std", 0.02, "m: an estimate with a larger CoM σ (any axis) is published at level WARN",
+          low=0.0, low_open=True, high=10.0, applies="next estimate"),
+    Param("torque_gain", [1.0], "N m per unit of joint_states effort, one value for all joints or one per joint: "
+          "set it when the drive reports motor current ([1.0]: effort is torque in N m; a ROS list parameter "
+          "cannot default to empty). Current-based torque includes the drive's friction, which grows with the "
+          "load: prefer method differential", low=0.0, low_open=True, min_items=1, applies="next sample"),
+    Param("max_recording", 30.0, "s, longest joint-state recording of a dynamic run (a longer one is cut and "
+          "refused)", low=1.0, high=600.0, applies="next recording"),
+    Param("export_dir", "", "directory to write each new estimate into as payload.urdf (<inertial> link), "
+          "payload.yaml, payload.kuka.txt (KUKA load data) and payload.franka.yaml (setLoad arguments); "
+          "empty: nothing written", applies="next estimate", path="dir"),
+])
+
+
+def estimator_config(values: dict) -> EstimatorConfig:
+    """The core's settings (:class:`payload.estimator.EstimatorConfig`) from this node's parameter values."""
+    v = values
+    limits = PayloadLimits(max_payload=float(v["max_payload"]), max_com_radius=float(v["max_com_radius"]))
+    fit = StaticFitConfig(method=str(v["method"]), torque_noise=float(v["torque_noise"]),
+                          model_uncertainty=float(v["model_uncertainty"]),
+                          torque_offset_std=float(v["torque_offset_std"]), max_mass_std=float(v["max_mass_std"]),
+                          max_com_std=float(v["max_com_std"]), limits=limits)
+    return EstimatorConfig(settle=settle_config(v), anchor_samples=int(v["anchor_samples"]),
+                           anchor_window=float(v["anchor_window"]), fit=fit,
+                           torque_gain=tuple(float(g) for g in v["torque_gain"]),
+                           max_recording=float(v["max_recording"]), gravity_model=str(v["gravity_model"]),
+                           calibration_file=str(v["calibration_file"]))
+
+
+__all__ = ["PARAMS", "estimator_config"]
