@@ -449,7 +449,10 @@ def checked_gravity_model(dyn: RigidBodyDynamics, path: str | Path) -> tuple[Unl
     p = Path(path).expanduser()
     if not p.is_file():
         raise IdentificationError(f"{p} does not exist")
-    model = IdentifiedModel.load(p)
+    try:
+        model = IdentifiedModel.load(p)
+    except UnicodeDecodeError as e:  # a binary file: IdentifiedModel.load reads text
+        raise IdentificationError(f"{p} is not a text file ({e.reason} at byte {e.start})") from e
     desc = dyn.desc
     if tuple(model.joint_names) != desc.joint_names:
         raise IdentificationError(f"it was identified for joints {list(model.joint_names)}, this robot model "

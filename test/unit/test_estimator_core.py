@@ -276,6 +276,9 @@ def test_calibration_identifies_the_simulated_arm_and_a_file_of_another_kind_is_
     bad = tmp_path / "bad.yaml"
     bad.write_text("not: a model\n")
     assert core.check(config(torque_gain=[GAIN], gravity_model=str(bad))).startswith(f"gravity_model {bad} refused")
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(bytes(range(256)))
+    assert "is not a text file" in core.check(config(torque_gain=[GAIN], gravity_model=str(binary)))
     core.configure(config(torque_gain=[GAIN], gravity_model=str(bad)))
     assert core.load_model().refused and core.gravity_model is None
     rest_at(core, arm, PICK)
