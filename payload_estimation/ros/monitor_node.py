@@ -1,27 +1,16 @@
 """``collision_monitor``: payload-aware momentum-observer residual, detection, contact estimate and stop/resume.
 
-Interface (relative names, remappable; docs/ros_interface.md lists each with its type and QoS):
+Subscribes ``joint_states`` (on a thread of its own), ``payload/estimate``, ``joint_trajectory`` (what to resume
+after a stop), ``payload_sampler/active``, ``payload_estimator/payload_event`` and, with an empty ``robot``
+parameter, ``robot_description``; publishes ``~/residual``, ``~/collision``, ``~/status`` and ``/diagnostics``,
+the stop and the resumed remainder on ``joint_trajectory``, and after each detection the contact estimate on
+``~/contact`` (JSON: link, probability, force and its range), ``~/contact_wrench`` and ``~/contact_marker``
+(docs/ros_interface.md has every topic with its type, QoS and meaning).
 
-- subscribes ``joint_states`` (on a thread of its own), ``payload/estimate`` (InertiaStamped, transient local),
-  ``joint_trajectory`` (the trajectory to resume after a stop), ``payload_sampler/active`` (Bool, transient
-  local), ``payload_estimator/payload_event`` (String: ``grasped`` / ``released``) and, with an empty ``robot``
-  parameter, ``robot_description``;
-- publishes ``~/residual`` (JointState, effort = r in N m), ``~/collision`` (Bool, latched, on every change),
-  ``~/status`` and ``/diagnostics`` (on events and every second), on a stop a hold trajectory on
-  ``joint_trajectory``, and ~10 ms after each detection the contact estimate: ``~/contact_wrench``
-  (WrenchStamped in the contact link's frame: force N, torque about its origin N m), ``~/contact_marker``
-  (RViz arrow; orange when the link or force is ambiguous) and ``~/contact`` (String, latched: the JSON of
-  :meth:`collision.contact.ContactEstimate.to_dict` with ``stamp`` s — link, its probability and ambiguity,
-  force, its 95 % range and ambiguity, point).
-
-The rules are the core's: :class:`collision.supervisor.MonitorSupervisor` (estimate acceptance with
-:func:`payload.limits.check_payload` and ``max_payload`` / ``max_com_radius``, the provisional payload and its
-thresholds while sampling or after an announced grasp or release, stop and resume, parameter changes at safe
-points) around :class:`collision.monitor.CollisionMonitor`; :func:`monitor_configs` maps the parameters to
-their configs. This node translates and reports. Never silently blind: the status is ERROR without a robot
-model, before the first joint_states and after ``joint_state_timeout`` s without them (wall time, also under
-``use_sim_time``). Time faults (:class:`stream.StampGuard`) are held out, counted and logged; a stream that
-starts over re-initialises the monitor and keeps the payload. Refused estimates and events are counted,
+The rules are the core's (:class:`collision.supervisor.MonitorSupervisor`, configured by
+:func:`ros.monitor_params.monitor_configs`); this node translates messages and reports. Never silently blind:
+the status is ERROR without a robot model, before the first joint_states and after ``joint_state_timeout`` s
+without them (wall time, also under ``use_sim_time``); time faults, refused estimates and events are counted,
 logged and shown in the status.
 """
 
