@@ -36,6 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import PayloadEstimationError
+
+
+class SettleConfigError(PayloadEstimationError):
+    """Settle-test values that cannot work together (the message names the value and the rule)."""
 
 @dataclass(frozen=True)
 class SettleConfig:
@@ -57,17 +62,18 @@ class SettleConfig:
         for k in ("window", "max_velocity", "max_position_spread", "max_torque_std", "max_torque_drift", "dwell"):
             v = getattr(self, k)
             if not (np.isfinite(v) and v > 0):
-                raise ValueError(f"settle {k} must be > 0, got {v}")
+                raise SettleConfigError(f"settle {k} must be > 0, got {v}")
         if not (np.isfinite(self.drift_noise_sigmas) and self.drift_noise_sigmas >= 0):
-            raise ValueError(f"settle drift_noise_sigmas must be >= 0, got {self.drift_noise_sigmas}")
+            raise SettleConfigError(f"settle drift_noise_sigmas must be >= 0, got {self.drift_noise_sigmas}")
         if not (np.isfinite(self.torque_drift_relative) and self.torque_drift_relative >= 0):
-            raise ValueError(f"settle torque_drift_relative must be >= 0, got {self.torque_drift_relative}")
+            raise SettleConfigError(f"settle torque_drift_relative must be >= 0, got {self.torque_drift_relative}")
         if not (np.isfinite(self.max_window) and self.max_window >= self.window):
-            raise ValueError(f"settle max_window must be >= window ({self.window} s), got {self.max_window}")
+            raise SettleConfigError(f"settle max_window must be >= window ({self.window} s), got {self.max_window}")
         if self.min_average_samples < self.min_samples:
-            raise ValueError(f"settle min_average_samples must be >= min_samples, got {self.min_average_samples}")
+            raise SettleConfigError(f"settle min_average_samples must be >= min_samples, "
+                                    f"got {self.min_average_samples}")
         if self.min_samples < 2:
-            raise ValueError(f"settle min_samples must be >= 2, got {self.min_samples}")
+            raise SettleConfigError(f"settle min_samples must be >= 2, got {self.min_samples}")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ..errors import PayloadEstimationError
+
+
+class StampGuardConfigError(PayloadEstimationError):
+    """A stamp-guard setting that cannot work (the message names it)."""
+
 
 class StampVerdict(enum.Enum):
     ACCEPT = "accept"
@@ -52,9 +58,9 @@ class StampGuard:
 
     def __init__(self, max_jump: float = 1.0, confirm: int = 20):
         if not max_jump > 0:
-            raise ValueError(f"max_jump must be > 0 s, got {max_jump}")
+            raise StampGuardConfigError(f"max_jump must be > 0 s, got {max_jump}")
         if confirm < 1:
-            raise ValueError(f"confirm must be >= 1 sample, got {confirm}")
+            raise StampGuardConfigError(f"confirm must be >= 1 sample, got {confirm}")
         self.max_jump = float(max_jump)
         self.confirm = int(confirm)
         self.counters = StampCounters()

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import PayloadEstimationError
+
+
+class WatchdogConfigError(PayloadEstimationError):
+    """A watchdog setting that cannot work (the message names it)."""
+
 
 @dataclass
 class StreamWatchdog:
@@ -20,7 +26,7 @@ class StreamWatchdog:
 
     def __post_init__(self):
         if not self.timeout > 0:
-            raise ValueError(f"watchdog timeout must be > 0 s, got {self.timeout}")
+            raise WatchdogConfigError(f"watchdog timeout must be > 0 s, got {self.timeout}")
 
     def feed(self, wall: float) -> bool:
         """A sample arrived at ``wall``; True if the stream had been lost (it is back now)."""
