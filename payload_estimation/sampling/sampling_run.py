@@ -130,7 +130,10 @@ class RunConfig:
     mass_limit (kg) and unknown_payload_torque (N m): while the poses captured so far leave the payload
     mass or CoM uncertain (:func:`collision.provisional.payload_gravity_posterior`, the mass at most
     mass_limit), moves are slowed so that 3 sigma of its inertial torque stays below unknown_payload_torque;
-    monitor_timeout: wall s a run waits for the collision monitor to be monitoring before it refuses.
+    monitor_timeout: wall s a run waits for the collision monitor to be monitoring before it refuses;
+    clock_timeout: wall s the node clock may stand still while joint_states keep arriving (every wait of
+    the run is on the node clock: a /clock that stopped would stall it silently) before the run aborts; a
+    stream gap or a starved process (no observation for stream_timeout) does not count.
     """
 
     pick_rest_timeout: float = 3.0
@@ -141,10 +144,11 @@ class RunConfig:
     mass_limit: float = 15.0
     unknown_payload_torque: float = 3.0
     monitor_timeout: float = 10.0
+    clock_timeout: float = 2.0
 
     def __post_init__(self):
         for k in ("pick_rest_timeout", "stream_timeout", "service_timeout", "start_tolerance", "mass_limit",
-                  "unknown_payload_torque", "monitor_timeout"):
+                  "unknown_payload_torque", "monitor_timeout", "clock_timeout"):
             if not (np.isfinite(getattr(self, k)) and getattr(self, k) > 0):
                 raise PayloadEstimationError(f"run {k} must be > 0, got {getattr(self, k)}")
         if not (np.isfinite(self.monitor_fit_delay) and self.monitor_fit_delay >= 0):
@@ -234,7 +238,8 @@ class Finished:
     """The run is over: ``ok``, the answer ``text``, the anchor the next run must respect (or None), and
     ``code``, the outcome for programs: ``done``, ``refused``, ``cancelled``, ``collision``, ``stream_lost``,
     ``monitor_lost``, ``not_reached``, ``no_static``, ``estimator_timeout``, ``estimate_rejected``, ``gate``,
-    ``rest_timeout``, ``moved_at_start``, ``plan_failed``, ``clock_restart`` or ``motion_limit``."""
+    ``rest_timeout``, ``moved_at_start``, ``plan_failed``, ``clock_restart``,
+    ``clock_stopped`` or ``motion_limit``."""
 
     ok: bool
     text: str
@@ -370,6 +375,8 @@ class SamplingRun:
         self._return: tuple[np.ndarray, float, float] | None = None  # (target, duration, t commanded)
         self._q_last: np.ndarray | None = None
         self._t_seen = -np.inf  # s, the latest node-clock time observed
+        self._clock_moved = (t, wall)  # (node-clock s, wall s) when the node clock last changed
+        self._wall_seen = wall  # wall s of the latest observation
         self._deferred: SequenceAborted | None = None
         self._abort_code = ""
         self._finished: Finished | None = None
@@ -498,6 +505,9 @@ class SamplingRun:
         if obs.q is not None:
             self._q_last = np.asarray(obs.q, dtype=float)
         t_prev, self._t_seen = self._t_seen, max(self._t_seen, obs.t)
+        if obs.t != self._clock_moved[0] or obs.wall - self._wall_seen > self.cfg.stream_timeout:
+            self._clock_moved = (obs.t, obs.wall)  # (after a gap in the observations: a starved process)
+        self._wall_seen = obs.wall
         fault = None if self.phase == "waiting" else self._supervise(obs, t_prev)
         if fault is not None:
             return self._abort(obs, *fault)
@@ -549,6 +559,12 @@ class SamplingRun:
             # no hold: its target would be a stale position, reached too fast from where the arm really is;
             # the last command is a bounded move that ends at rest inside the envelope
             return f"{what} (joint_state_timeout {self.cfg.stream_timeout:.2f} s)", "none", "stream_lost"
+        stood = obs.wall - obs.stream_age - self._clock_moved[1]  # s of joint_states arriving on a still clock
+        if stood > self.cfg.clock_timeout:  # every wait of this run is on the node clock: it would wait forever
+            return (f"the node clock stood still at {obs.t:.3f} s for {stood:.1f} s of wall time while joint_states "
+                    "kept arriving (/clock not advancing: a paused or restarted simulator, or /clock not received "
+                    "— check use_sim_time and the /clock remapping); this run cannot time its moves; call ~/sample "
+                    "again once the clock runs", "hold", "clock_stopped")
         if not obs.monitor_ready:  # the safety function went blind or away: no further motion without it
             return ("the collision monitor stopped monitoring (collision_monitor/status ERROR or silent)", "hold",
                     "monitor_lost")

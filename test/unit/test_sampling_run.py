@@ -83,6 +83,8 @@ def drive(run: SamplingRun, arm: KinematicArm, t: float, fault: dict | None = No
     t_start = t
     pending = None  # (kind, answer at)
     collisions = 0
+    q_seen = None  # the last joint state before a stream gap
+    caught_up, t_observed = False, t
     while t - t_start < max_t:
         t += DT
         rel = t - t_start
@@ -93,8 +95,25 @@ def drive(run: SamplingRun, arm: KinematicArm, t: float, fault: dict | None = No
             collisions = 1
         lost = "lost_at" in fault and rel >= fault["lost_at"]
         t_node = t - (30.0 if rel >= fault.get("clock_back_at", 1e9) else 0.0)  # a simulator restarted: /clock at 0
-        obs = Observation(t=t_node, wall=t, q=arm.q.copy(), dq=arm.dq.copy(), static=arm.static(t),
-                          stream_age=(rel - fault["lost_at"]) if lost else 0.0, collision=collision,
+        gap = fault.get("gap", (1e9, 1e9))  # (from, until) s into the run: neither joint_states nor /clock
+        frozen = fault.get("clock_frozen", gap)  # (from, until) s into the run: /clock stands still
+        if frozen[0] <= rel < frozen[1]:
+            t_node = t_start + frozen[0]  # exactly: a clock that stands still
+        elif rel >= frozen[1]:
+            t_node -= frozen[1] - frozen[0]
+        if gap[0] <= rel < gap[1]:
+            q_seen = q_seen if q_seen is not None else arm.q.copy()
+        else:
+            q_seen = None
+        starved = fault.get("starved", (1e9, 1e9))  # (from, until) s into the run: the caller cannot observe
+        if starved[0] <= rel < starved[1]:
+            continue
+        if rel >= starved[1] and not caught_up:  # the first observation after: the newest sample, /clock not yet
+            caught_up, t_node = True, t_observed
+        t_observed = t_node
+        stream_age = (rel - fault["lost_at"]) if lost else (rel - gap[0]) if q_seen is not None else 0.0
+        obs = Observation(t=t_node, wall=t, q=arm.q.copy() if q_seen is None else q_seen, dq=arm.dq.copy(),
+                          static=arm.static(t) and q_seen is None, stream_age=stream_age, collision=collision,
                           collisions=collisions, cancel="cancel_at" in fault and rel >= fault["cancel_at"],
                           monitor_ready=fault.get("monitor_ready_at", 0.0) <= rel < fault.get("monitor_lost_at", 1e9))
         if pending is not None and t >= pending[1]:
@@ -152,6 +171,7 @@ def test_clean_run_visits_every_pose_and_returns(dyn):
     ({"lost_at": 0.9}, False, "stream_lost"),            # no state feedback: no stale hold, the move ends
     ({"monitor_lost_at": 0.9}, False, "monitor_lost"),   # no collision detection: no further motion
     ({"clock_back_at": 0.9}, False, "clock_restart"),    # its durations were on the old clock: it stopped waiting
+    ({"clock_frozen": (0.9, 1e9)}, False, "clock_stopped"),  # its moves are timed on a clock that stands still
 ])
 def test_every_abort_returns_or_holds_and_says_where(dyn, fault, returns, code):
     arm = KinematicArm(Q0)
@@ -168,6 +188,38 @@ def test_every_abort_returns_or_holds_and_says_where(dyn, fault, returns, code):
         cmds_after = log[log.index(next(a for a in log if isinstance(a, Capture))):]
         if "collision_at" in fault or "lost_at" in fault:  # a hold to a stale position would jerk the arm back
             assert not any(isinstance(a, Hold) for a in cmds_after)
+
+
+def test_a_node_clock_that_stands_still_ends_the_run_instead_of_stalling_it(dyn):
+    """Issue 27 (chaos seed 4): after a simulator restart /clock stood at the old sim time (38 s) for ~30 s
+    of wall time while joint_states flowed; a ~/sample requested meanwhile waited silently between pose 1
+    and pose 2 (every wait of a run is on the node clock) until the clock ran again. The run ends after
+    clock_timeout s of wall time instead, saying why, with nothing moved."""
+    arm = KinematicArm(Q0)
+    log = []
+    fin, t = drive(start(dyn, Q0, t=38.0), arm, 38.0, fault={"clock_frozen": (0.0, 28.0)}, log=log)
+    assert not fin.ok and fin.code == "clock_stopped", fin.text
+    assert t - 38.0 < RUN.clock_timeout + 0.5, f"the run stalled {t - 38.0:.1f} s of wall time"
+    assert "stood still" in fin.text and "/clock" in fin.text and "the arm is at the pick configuration" in fin.text
+    assert not any(isinstance(a, Move) for a in log) and np.max(np.abs(arm.q - Q0)) < 1e-9
+
+
+def test_a_short_stall_of_the_node_clock_is_no_fault(dyn):
+    """A /clock that stands still for less than clock_timeout (a starved simulator) only slows the run."""
+    fin, _ = drive(start(dyn, Q0), KinematicArm(Q0), 0.0, fault={"clock_frozen": (0.9, 0.9 + 0.6 * RUN.clock_timeout)})
+    assert fin.ok and fin.code == "done", fin.text
+
+
+@pytest.mark.parametrize("fault,stream_timeout", [({"gap": (0.9, 3.4)}, 3.0), ({"starved": (0.9, 3.4)}, 0.5)])
+def test_a_stream_gap_or_a_starved_caller_is_no_clock_fault(dyn, fault, stream_timeout):
+    """/clock stops with the stream (a gap shorter than a raised joint_state_timeout), or the caller could not
+    observe for longer than clock_timeout and sees the newest sample before /clock catches up: neither is a
+    node clock that stood still while joint_states arrived."""
+    assert fault[next(iter(fault))][1] - fault[next(iter(fault))][0] > RUN.clock_timeout
+    cfg = RunConfig(pick_rest_timeout=1.0, monitor_fit_delay=0.05, stream_timeout=stream_timeout)
+    run = SamplingRun(dyn, PLAN, SEQ, cfg, 0.0, 0.0)
+    fin, _ = drive(run, KinematicArm(Q0), 0.0, fault=fault)
+    assert fin.ok and fin.code == "done", fin.text
 
 
 @pytest.mark.parametrize("cancel_at", [0.0, 0.9])
