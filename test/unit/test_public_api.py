@@ -27,7 +27,6 @@ HEAVY = ("scipy", "pinocchio", "mujoco", "sympy", "matplotlib", "rclpy")
 
 # cli/demo.py is rewritten with the node cores (issue 28) and imports by deep path until then: remove it
 # from here when it imports through the APIs
-NOT_YET_CHECKED = {"demo"}
 # (cli module, imported module, name): deep imports the command line keeps, and why
 DEEP_IMPORTS = {
     # the function shares its module's name; an API name cannot (the package attribute is the module
@@ -108,8 +107,6 @@ def deep_imports(path: Path) -> list[tuple[int, str, str]]:
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "cli").glob("*.py")), ids=lambda p: p.name)
 def test_commands_import_subpackages_through_their_api(path):
-    if path.stem in NOT_YET_CHECKED:
-        pytest.skip(f"cli/{path.name} is not checked yet (NOT_YET_CHECKED)")
     bad = [f"line {line}: from {mod} import {name}" for line, mod, name in deep_imports(path)
            if (path.stem, mod, name) not in DEEP_IMPORTS]
     assert not bad, f"cli/{path.name} imports past a subpackage's API (use payload_estimation.<folder>): {bad}"
