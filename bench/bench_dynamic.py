@@ -30,7 +30,7 @@ import numpy as np
 from benchlib import machine, payload, pick_configurations, write_section
 
 from payload_estimation.model import load_robot
-from payload_estimation.payload import StaticFitConfig
+from payload_estimation.payload import EstimatorConfig
 from payload_estimation.reporting import format_table
 from payload_estimation.sampling import ExcitationPlanConfig
 from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
@@ -40,7 +40,7 @@ DYNAMIC = ExcitationPlanConfig(duration=1.6, harmonics=5, velocity_scale=0.8, ma
 
 
 def run_one(desc, q, body, offsets, seed: int, dynamic: bool) -> dict:
-    cfg = BareRunConfig(fit=StaticFitConfig(method="differential"), seed=seed, offsets=offsets,
+    cfg = BareRunConfig(estimator=EstimatorConfig().with_fit(method="differential"), seed=seed, offsets=offsets,
                         excitation=DYNAMIC if dynamic else None)
     r = bare_run(desc, q, body, cfg)
     est = r.estimate

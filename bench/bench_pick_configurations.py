@@ -22,7 +22,7 @@ import numpy as np
 from benchlib import machine, payload, pick_configurations, write_section
 
 from payload_estimation.model import load_robot
-from payload_estimation.payload import StaticFitConfig
+from payload_estimation.payload import EstimatorConfig
 from payload_estimation.reporting import format_table
 from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
 
@@ -42,7 +42,7 @@ def main() -> int:
         rng.shuffle(masses)
         for k, (kind, q) in enumerate(pick_configurations(desc, args.runs, rng)):
             body = payload(rng, float(masses[k])) if masses[k] > 0 else None
-            cfg = BareRunConfig(fit=StaticFitConfig(method="differential"), seed=args.seed + k)
+            cfg = BareRunConfig(estimator=EstimatorConfig().with_fit(method="differential"), seed=args.seed + k)
             r = bare_run(desc, q, body, cfg)
             m = 0.0 if body is None else body.mass
             est = r.estimate

@@ -36,6 +36,7 @@ from benchlib import machine, payload, pick_configurations, write_section
 from payload_estimation.identification import ExcitationConfig, ExcitationDesigner, identify_gravity, trajectory_points
 from payload_estimation.model import RigidBodyDynamics, load_robot
 from payload_estimation.payload import (
+    EstimatorConfig,
     PayloadOptions,
     StaticFitConfig,
     estimate_payload_anchored,
@@ -181,8 +182,8 @@ def sampler_check(robot: str, runs: int, seed: int) -> list[dict]:
         body = payload(rng, float(rng.uniform(0.5, 5.0)))
         offsets = rng.uniform(-OFFSET, OFFSET, desc.n)
         for method in METHODS:
-            cfg = BareRunConfig(fit=StaticFitConfig(method=method), model_error=0.05, noise_std=NOISE, offsets=offsets,
-                                seed=seed + k)
+            cfg = BareRunConfig(estimator=EstimatorConfig().with_fit(method=method), model_error=0.05, noise_std=NOISE,
+                                offsets=offsets, seed=seed + k)
             r = bare_run(desc, q0, body, cfg)
             est = r.estimate
             row = {"robot": robot, "kind": kind, "method": method, "code": r.finished.code, "mass": body.mass}

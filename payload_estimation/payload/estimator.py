@@ -45,6 +45,7 @@ from ..signals.torque_gains import effort_to_torque, torque_gains
 from .dynamic import DynamicFitConfig, MotionRecording, check_recording, estimate_payload_dynamic
 from .estimate import NO_PAYLOAD, PayloadEstimate
 from .model_uncertainty import declared_source
+from .result import PayloadLimits
 from .static import StaticFitConfig, UnloadedModel, estimate_payload_static, precision_problem, unloaded_model
 
 LOADED, UNLOADED, CALIBRATION = "loaded", "unloaded", "calibration"
@@ -53,9 +54,16 @@ CAPTURE_WORDS = {LOADED: "capture", UNLOADED: "unloaded capture", CALIBRATION: "
 """How an answer names a capture of each kind."""
 
 
+NODE_LIMITS = PayloadLimits(max_payload=15.0, max_com_radius=0.5)
+"""The nodes' plausibility limits (``max_payload`` kg, ``max_com_radius`` m; the fits' own defaults are wider)."""
+
+
 @dataclass(frozen=True)
 class EstimatorConfig:
-    """Everything the estimator's rules read; no defaults here: the node's parameter table holds them.
+    """Everything the estimator's rules read. The defaults are the ``payload_estimator`` node's: its parameter
+    table (ros/estimator_params.py) takes them from here, the rows it shares with other nodes (the static
+    test, the plausibility limits) must equal them (test_bare_run checks), so a bare run or a test that
+    builds ``EstimatorConfig()`` runs the node's defaults.
 
     settle: the static test of a capture; anchor_samples / anchor_window (s): an unloaded capture
     averages at least this many samples or this long; fit: the static fit (method, noise, model
@@ -64,14 +72,18 @@ class EstimatorConfig:
     ('' none); calibration_file: where ``~/calibrate`` writes ('' the default path under $ROS_HOME).
     """
 
-    settle: SettleConfig
-    anchor_samples: int
-    anchor_window: float
-    fit: StaticFitConfig
-    torque_gain: tuple[float, ...]
-    max_recording: float
-    gravity_model: str
-    calibration_file: str
+    settle: SettleConfig = SettleConfig()
+    anchor_samples: int = 150
+    anchor_window: float = 1.0
+    fit: StaticFitConfig = StaticFitConfig(limits=NODE_LIMITS)
+    torque_gain: tuple[float, ...] = (1.0,)
+    max_recording: float = 30.0
+    gravity_model: str = ""
+    calibration_file: str = ""
+
+    def with_fit(self, **changes) -> EstimatorConfig:
+        """This configuration with the static fit's fields in ``changes`` replaced (e.g. ``method``)."""
+        return replace(self, fit=replace(self.fit, **changes))
 
     @property
     def anchor_settle(self) -> SettleConfig:
@@ -128,10 +140,13 @@ class ModelChoice:
 
 
 class PayloadEstimator:
-    """The estimator's state and rules (module docstring); ``config`` from the node's parameters."""
+    """The estimator's state and rules (module docstring); ``config`` from the node's parameters.
+    ``look_for_calibration`` False: with ``gravity_model`` empty the nominal model is used and no calibration
+    file is looked for (a bare run on the simulated arm: no file of this machine counts)."""
 
-    def __init__(self, config: EstimatorConfig):
+    def __init__(self, config: EstimatorConfig, look_for_calibration: bool = True):
         self.config = config
+        self.look_for_calibration = look_for_calibration
         self.dyn: RigidBodyDynamics | None = None
         self.joint_names: tuple[str, ...] = ()
         self.frame = ""
@@ -222,6 +237,9 @@ class PayloadEstimator:
                                    "to a file identified for this robot model, or to '' for the nominal model)", True)
             self.calibration_note = f"gravity_model {path} ({note})"
             return ModelChoice(f"unloaded model: {self.gravity_model.uncertainty.source} from {path} ({note})")
+        if not self.look_for_calibration:
+            self.calibration_note = "not looked for: nominal model"
+            return ModelChoice("")
         cal = self.calibration_path(dyn.desc.name)
         if not cal.is_file():
             self.calibration_note = f"none at {cal}: nominal model (payload_sampler/sweep calibrates)"
@@ -487,5 +505,6 @@ def stream_gaps(rec: MotionRecording) -> str:
     return f", {missing} samples missing ({100 * missing / (missing + rec.t.size):.1f} %)" if missing else ""
 
 
-__all__ = ["PayloadEstimator", "EstimatorConfig", "Answer", "EstimateOutcome", "ModelChoice", "checked_gravity_model",
-           "format_estimate", "stream_gaps", "LOADED", "UNLOADED", "CALIBRATION", "CAPTURE_WORDS"]
+__all__ = ["PayloadEstimator", "EstimatorConfig", "NODE_LIMITS", "Answer", "EstimateOutcome", "ModelChoice",
+           "checked_gravity_model", "format_estimate", "stream_gaps", "LOADED", "UNLOADED", "CALIBRATION",
+           "CAPTURE_WORDS"]

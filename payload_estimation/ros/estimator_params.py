@@ -2,7 +2,8 @@
 
 :data:`PARAMS` declares every parameter (docs/ros_interface.md and config/payload_estimation.yaml are generated
 from it); :func:`estimator_config` turns its values into the core's
-:class:`payload.estimator.EstimatorConfig`, which has no defaults of its own.
+:class:`payload.estimator.EstimatorConfig`. The defaults of this node's own rows are that config's (one copy,
+also what a bare run uses); the shared rows (static test, limits) equal it (test_bare_run checks).
 """
 
 from __future__ import annotations
@@ -13,41 +14,52 @@ from ..payload.static import STATIC_METHODS, StaticFitConfig
 from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, SETTLE_PARAMS, STREAM_PARAMS, settle_config
 from .parameters import Param, ParameterTable
 
+_D = EstimatorConfig()  # the defaults
+
 PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + ParameterTable([
-    Param("method", "auto", "auto: differential when ~/capture_unloaded captures exist, else one-shot; one-shot: "
+    Param("method", _D.fit.method,
+          "auto: differential when ~/capture_unloaded captures exist, else one-shot; one-shot: "
           "the model's unloaded torques; differential: anchored on ~/capture_unloaded captures taken before the "
           "grasp (docs/bench/uncertainty.md: 10-20x smaller σ)", choices=STATIC_METHODS, applies="next estimate"),
-    Param("anchor_samples", 150, "~/capture_unloaded averages at least this many samples ...", low=1, high=100000,
+    Param("anchor_samples", _D.anchor_samples,
+          "~/capture_unloaded averages at least this many samples ...", low=1, high=100000,
           applies="next capture"),
-    Param("anchor_window", 1.0, "... or this many s (its noise is common to every pose of the differential fit)",
+    Param("anchor_window", _D.anchor_window,
+          "... or this many s (its noise is common to every pose of the differential fit)",
           low=0.0, high=30.0, low_open=True, applies="next capture"),
-    Param("torque_noise", 0.05, "N m, standard deviation of a static mean torque (fit weights)", low=0.0,
+    Param("torque_noise", _D.fit.torque_noise, "N m, standard deviation of a static mean torque (fit weights)", low=0.0,
           high=10.0, low_open=True, applies="next estimate"),
-    Param("gravity_model", "", "PARAMS.yaml of the unloaded robot identified by `payload-estimation identify "
+    Param("gravity_model", _D.gravity_model,
+          "PARAMS.yaml of the unloaded robot identified by `payload-estimation identify "
           "--gravity-only` (or a full model): used instead of the description's gravity, its covariance in σ; "
           "empty: the calibration file if one belongs to the robot model, else the description with "
           "model_uncertainty. A file that does not load or belongs to another robot model (joint names, kinematics "
           "fingerprint) is refused (at start: status ERROR, estimates refused)", applies="next estimate"),
-    Param("calibration_file", "", "where ~/calibrate writes the identified gravity model (empty: "
+    Param("calibration_file", _D.calibration_file, "where ~/calibrate writes the identified gravity model (empty: "
           "$ROS_HOME/payload_estimation/gravity_<robot>.yaml, ROS_HOME defaulting to ~/.ros); it is then loaded "
           "as gravity_model. With gravity_model empty, a file found here at start is used if it belongs to the "
           "robot model (joint names, kinematics fingerprint), else refused at ERROR and the nominal model used "
           "(status key calibration)",
           applies="next calibrate (found at start)", path="file"),
-    Param("model_uncertainty", 0.05, "relative 1-σ error of the robot model's link masses and CoMs; propagated "
+    Param("model_uncertainty", _D.fit.model_uncertainty,
+          "relative 1-σ error of the robot model's link masses and CoMs; propagated "
           "into the estimate's σ (a data-sheet model: a few percent; not used with gravity_model)", low=0.0,
           high=1.0, applies="next estimate"),
-    Param("torque_offset_std", 0.5, "N m, 1-σ joint-torque sensor offset the model lacks (one-shot only; the "
+    Param("torque_offset_std", _D.fit.torque_offset_std,
+          "N m, 1-σ joint-torque sensor offset the model lacks (one-shot only; the "
           "differential method cancels it)", low=0.0, high=100.0, applies="next estimate"),
-    Param("max_mass_std", 0.1, "kg: an estimate with a larger mass σ is published at level WARN with the reason",
+    Param("max_mass_std", _D.fit.max_mass_std,
+          "kg: an estimate with a larger mass σ is published at level WARN with the reason",
           low=0.0, low_open=True, high=100.0, applies="next estimate"),
-    Param("max_com_std", 0.02, "m: an estimate with a larger CoM σ (any axis) is published at level WARN",
+    Param("max_com_std", _D.fit.max_com_std, "m: an estimate with a larger CoM σ (any axis) is published at level WARN",
           low=0.0, low_open=True, high=10.0, applies="next estimate"),
-    Param("torque_gain", [1.0], "N m per unit of joint_states effort, one value for all joints or one per joint: "
+    Param("torque_gain", list(_D.torque_gain),
+          "N m per unit of joint_states effort, one value for all joints or one per joint: "
           "set it when the drive reports motor current ([1.0]: effort is torque in N m; a ROS list parameter "
           "cannot default to empty). Current-based torque includes the drive's friction, which grows with the "
           "load: prefer method differential", low=0.0, low_open=True, min_items=1, applies="next sample"),
-    Param("max_recording", 30.0, "s, longest joint-state recording of a dynamic run (a longer one is cut and "
+    Param("max_recording", _D.max_recording,
+          "s, longest joint-state recording of a dynamic run (a longer one is cut and "
           "refused)", low=1.0, high=600.0, applies="next recording"),
     Param("export_dir", "", "directory to write each new estimate into as payload.urdf (<inertial> link), "
           "payload.yaml, payload.kuka.txt (KUKA load data) and payload.franka.yaml (setLoad arguments); "

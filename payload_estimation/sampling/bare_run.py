@@ -1,49 +1,61 @@
 """A sampling run on the MuJoCo arm without ROS: what the three nodes do, stepped in one loop.
 
 For benches and tests that need many runs (random pick configurations, Monte-Carlo): the
-``payload_sampler`` logic (:class:`.sampling_run.SamplingRun`), the ``payload_estimator`` captures
-and fit (:func:`identification.static_fit.estimate_payload_static`) and the
-``collision_monitor`` rules (:class:`collision.supervisor.MonitorSupervisor`: residual, provisional payload
-and thresholds while sampling, estimate acceptance; no reaction: the run's collision gate handles a
-detection) — the same core calls the nodes make, at the simulator's rate, with no DDS in between. It
-reports the estimate, the run's outcome, every commanded point and the peak residual relative to the
-sampling threshold (what would have raised a false collision).
+``payload_sampler`` logic (:class:`.sampling_run.SamplingRun`, the static pre-check of
+:class:`.sampler.Sampler`), the ``payload_estimator`` rules (:class:`payload.estimator.PayloadEstimator`:
+captures, recording, reference run, fits, with the node's parameter defaults unless ``cfg.estimator``
+changes them) and the ``collision_monitor`` rules (:class:`collision.supervisor.MonitorSupervisor`:
+residual, provisional payload and thresholds while sampling, estimate acceptance; no reaction: the run's
+collision gate handles a detection) — the same core calls the nodes make, at the simulator's rate, with
+no DDS in between. The estimator uses the robot description's model (no calibration file of this
+machine). It reports the estimate, the run's outcome, every commanded point and the peak residual
+relative to the sampling threshold (what would have raised a false collision).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..collision.monitor import MonitorConfig
 from ..collision.supervisor import EstimateRefused, MonitorSupervisor, SupervisorConfig
+from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
-from ..payload.dynamic import DynamicFitConfig, MotionRecording, estimate_payload_dynamic
 from ..payload.estimate import PayloadEstimate
+from ..payload.estimator import LOADED, UNLOADED, EstimatorConfig, PayloadEstimator
 from ..payload.limits import check_payload
-from ..payload.static import StaticFitConfig, estimate_payload_static
-from ..signals.settle import SampleWindow, SettleConfig
 from ..sim import SensorConfig, SimConfig, SimulatedArm
 from .excitation_sequence import Excite, Record
 from .payload_excitation import ExcitationPlan, ExcitationPlanConfig
 from .poses import PosePlanConfig
-from .sampling_run import ClearCaptures, Finished, Hold, Observation, PlanMotion, RunConfig, SamplingRun, SetActive
+from .sampler import Sampler
+from .sampling_run import (
+    ClearCaptures,
+    Finished,
+    Hold,
+    Observation,
+    PlanMotion,
+    RunConfig,
+    RunMode,
+    RunSpec,
+    SamplingRun,
+    SetActive,
+)
 from .sequence import Capture, Estimate, Move, SequenceConfig
 
 
 @dataclass(frozen=True)
 class BareRunConfig:
-    """Everything of a bare run: plan/sequence/run as the sampler's parameters, the estimator's fit
-    (method, noise, model uncertainty), the monitor and its rules (the node's defaults, no reaction), the
-    simulated sensor (noise N m, offsets N m) and the model error."""
+    """Everything of a bare run: plan/sequence/run as the sampler's parameters, the estimator's settings
+    (default: the node's; its static test is also the sampler's pre-check), the monitor and its rules (the
+    node's defaults, no reaction), the simulated sensor (noise N m, offsets N m) and the model error."""
 
     plan: PosePlanConfig = field(default_factory=lambda: PosePlanConfig(velocity_scale=0.9, min_duration=0.25))
     sequence: SequenceConfig = field(default_factory=lambda: SequenceConfig(velocity_scale=0.9, min_duration=0.25))
     run: RunConfig = field(default_factory=RunConfig)
-    settle: SettleConfig = field(default_factory=SettleConfig)
-    fit: StaticFitConfig = field(default_factory=StaticFitConfig)
+    estimator: EstimatorConfig = field(default_factory=EstimatorConfig)
     monitor: MonitorConfig = field(default_factory=lambda: MonitorConfig(contact=None, quadrature="hold"))
     supervisor: SupervisorConfig = field(default_factory=lambda: SupervisorConfig(policy="none"))
     noise_std: float = 0.1
@@ -53,7 +65,6 @@ class BareRunConfig:
     grasp_settle: float = 0.5
     excitation: ExcitationPlanConfig | None = None
     reference: bool = True
-    dynamic_fit: DynamicFitConfig = field(default_factory=DynamicFitConfig)
 
 
 @dataclass
@@ -81,13 +92,17 @@ class BareRunResult:
 def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRunConfig | None = None) -> BareRunResult:
     """Grasp ``payload`` at rest at ``q_pick`` (rad) on the simulated arm, then one ``~/sample`` request;
     with ``cfg.excitation`` a dynamic one, after a ``~/record_reference`` run before the grasp when
-    ``cfg.reference``."""
+    ``cfg.reference``. An unloaded capture (``~/capture_unloaded``) is taken at rest before the grasp;
+    :class:`PayloadEstimationError` if the arm is not static for it."""
     cfg = cfg or BareRunConfig()
     dyn = RigidBodyDynamics(desc)
     arm = SimulatedArm(desc, SimConfig(seed=cfg.seed, model_error=cfg.model_error,
                                        sensor=SensorConfig(noise_std=cfg.noise_std, offset=cfg.offsets)))
     arm.reset(q_pick)
-    win = SampleWindow(horizon=max(0.5, 2 * cfg.settle.window, 1.25 * cfg.settle.max_window, 1.25))
+    estimator = PayloadEstimator(cfg.estimator, look_for_calibration=False)
+    estimator.set_robot(dyn, desc.joint_names)
+    sampler = Sampler()  # its static pre-check, with the estimator's static test as the node's
+    sampler.configure(cfg.estimator.settle, desc.joint_names)
     sup = MonitorSupervisor(dyn, cfg.monitor, cfg.supervisor, frame=desc.payload_frame_name,
                             limit_check=check_payload)
     # the run's view of the monitor: sampling flag, collisions raised while sampling, peak |r| / threshold from
@@ -97,7 +112,8 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
 
     def step(seconds: float) -> None:
         for s in arm.run(seconds):
-            win.append(s.t, s.q, s.dq, s.tau)
+            estimator.add_sample(s.t, s.q, s.dq, s.tau)
+            sampler.joint_state(s.t, s.q, s.dq, s.tau)
             st = sup.update(s.t, s.q, s.dq, s.tau)
             if st.fit is not None and state["count_from"] is None:
                 state["count_from"] = s.t + sup.settle  # the residual has converged to the fit
@@ -108,18 +124,8 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
                 det = sup.mon.detector
                 state["peak"] = max(state["peak"], float(np.max(np.abs(st.monitor.residual) / det.thresholds)))
 
-    buffer: dict[str, list | None] = {"rows": None}  # the estimator's recording of (t, q, dq, tau)
-
-    def advance() -> None:
-        step(arm.dt)
-        if buffer["rows"] is not None:
-            s = arm.state()
-            buffer["rows"].append((s.t, s.q, s.dq, s.tau))
-
-    def drive(run: SamplingRun, commands: list[np.ndarray], reference: MotionRecording | None = None
-              ) -> tuple[Finished, PayloadEstimate | MotionRecording | None]:
-        """Carry out ``run``'s actions until it finishes: (outcome, estimate or stored reference recording)."""
-        captures: list[tuple[np.ndarray, np.ndarray]] = []
+    def drive(run: SamplingRun, commands: list[np.ndarray]) -> tuple[Finished, PayloadEstimate | None]:
+        """Carry out ``run``'s actions until it finishes: (outcome, the estimate the estimator accepted)."""
         result = None
         pending: tuple[str, bool, str] | None = None
         while True:
@@ -127,7 +133,7 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
             if pending is not None:
                 run.answered(pending[0], pending[1], pending[2], s.t)
                 pending = None
-            static = run.wants_static and win.check_static(cfg.settle).static
+            static = run.wants_static and sampler.static()
             obs = Observation(t=s.t, wall=s.t, q=s.q, dq=s.dq, static=static, stream_age=0.0,
                               collision=sup.mon.detector.in_collision, collisions=state["collisions"])
             for act in run.update(obs):
@@ -135,7 +141,7 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
                     state["active"] = act.active
                     sup.set_sampling(act.active)
                 elif isinstance(act, ClearCaptures):
-                    captures.clear()
+                    estimator.clear()
                 elif isinstance(act, PlanMotion):  # inline: the simulated arm waits (no stream to starve)
                     run.planned(act.compute())
                 elif isinstance(act, (Move, Hold)):
@@ -145,53 +151,44 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
                     commands.extend(np.asarray(p[1], float).copy() for p in act.points)
                     arm.set_trajectory([p for p in act.points if p[0] > 0])
                 elif isinstance(act, Record):
-                    buffer["rows"] = []
-                    pending = ("record", True, "recording")
+                    a = estimator.start_recording()
+                    pending = ("record", a.ok, a.message)
                 elif isinstance(act, Capture):
-                    r = win.check_static(cfg.settle)
-                    if r.static:
-                        captures.append((r.q, r.tau))
-                    pending = ("capture", r.static, r.reason)
+                    a = estimator.capture(LOADED, 0.0)
+                    pending = ("capture", a.ok, a.message)
                 elif isinstance(act, Estimate):
-                    result, pending = estimate(run, captures, reference)
+                    result, pending = estimate(run.mode)
                 elif isinstance(act, Finished):
-                    buffer["rows"] = None
                     return act, result
-            advance()
+            step(arm.dt)
 
-    def estimate(run: SamplingRun, captures: list, reference: MotionRecording | None):
-        """What the estimator answers to the run's estimate request: (result, pending answer)."""
-        try:
-            if run.excitation is not None:
-                rec = MotionRecording.from_rows(buffer["rows"])
-                buffer["rows"] = None
-                if run.reference:
-                    return rec, ("estimate", True, "reference stored")
-                est = estimate_payload_dynamic(dyn, rec, reference, cfg.dynamic_fit)
-            else:
-                q = np.array([c[0] for c in captures])
-                tau = np.array([c[1] for c in captures])
-                est = estimate_payload_static(dyn, q, tau, unloaded.q[None], unloaded.tau[None], cfg.fit)
-        except ValueError as e:
-            return None, ("estimate", False, str(e))
-        try:
-            sup.estimate(est, est.frame)  # the monitor's payload from now on, as the node takes a published one
-        except EstimateRefused as e:  # the monitor keeps its provisional payload, as the node does
-            state["refused"] = str(e)
-        return est, ("estimate", True, "estimated")
+    def estimate(mode: RunMode) -> tuple[PayloadEstimate | None, tuple[str, bool, str]]:
+        """The estimator's answer to the run's estimate request (the service of its mode), and the accepted
+        estimate handed to the monitor as the node publishes it: (estimate or None, pending answer)."""
+        if mode is RunMode.RECORD_REFERENCE:
+            a = estimator.store_reference()
+            return None, ("estimate", a.ok, a.message)
+        out = estimator.estimate_motion() if mode is RunMode.DYNAMIC else estimator.estimate()
+        if out.estimate is not None:
+            try:
+                sup.estimate(out.estimate, out.estimate.frame)  # the monitor's payload from now on
+            except EstimateRefused as e:  # the monitor keeps its provisional payload, as the node does
+                state["refused"] = str(e)
+        return out.estimate, ("estimate", out.ok, out.message)
 
     step(1.0)
-    unloaded = win.check_static(replace(cfg.settle, min_average_samples=150, max_window=1.0))
+    anchor = estimator.capture(UNLOADED, 0.0)
+    if not anchor.ok:
+        raise PayloadEstimationError(f"bare run at {np.round(np.degrees(q_pick), 2).tolist()} deg: {anchor.message}")
     commands: list[np.ndarray] = []
-    reference: MotionRecording | None = None
     reference_plan: ExcitationPlan | None = None
     reference_duration: float | None = None
     excitation, reference_error = cfg.excitation, ""
     if cfg.excitation is not None and cfg.reference:
         t_ref = arm.time
-        run = SamplingRun(dyn, cfg.plan, cfg.sequence, cfg.run, arm.time, arm.time, excitation=cfg.excitation,
-                          reference=True)
-        fin, reference = drive(run, commands)
+        run = SamplingRun(dyn, RunSpec(RunMode.RECORD_REFERENCE, cfg.plan, cfg.sequence, cfg.run, cfg.excitation),
+                          arm.time, arm.time)
+        fin, _ = drive(run, commands)
         reference_duration = arm.time - t_ref
         if fin.ok:
             reference_plan = run.excitation_plan
@@ -204,12 +201,12 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
         arm.attach_payload(payload)
     step(cfg.grasp_settle)
     t_start = arm.time
-    run = SamplingRun(dyn, cfg.plan, cfg.sequence, cfg.run, arm.time, arm.time, excitation=excitation,
-                      reference_plan=reference_plan)
-    fin, est = drive(run, commands, reference)
-    return BareRunResult(fin, est if isinstance(est, PayloadEstimate) else None, arm.time - t_start, commands,
-                         state["collisions"], state["peak"], run.q0, reference_duration, run.excitation_plan,
-                         reference_error, state["refused"])
+    mode = RunMode.STATIC if excitation is None else RunMode.DYNAMIC
+    run = SamplingRun(dyn, RunSpec(mode, cfg.plan, cfg.sequence, cfg.run, excitation, reference_plan),
+                      arm.time, arm.time)
+    fin, est = drive(run, commands)
+    return BareRunResult(fin, est, arm.time - t_start, commands, state["collisions"], state["peak"], run.q0,
+                         reference_duration, run.excitation_plan, reference_error, state["refused"])
 
 
 __all__ = ["bare_run", "BareRunConfig", "BareRunResult"]
