@@ -64,6 +64,10 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
     Param("export_dir", "", "directory to write each new estimate into as payload.urdf (<inertial> link), "
           "payload.yaml, payload.kuka.txt (KUKA load data) and payload.franka.yaml (setLoad arguments); "
           "empty: nothing written", applies="next estimate", path="dir"),
+    Param("online_estimation", True,
+          "after ~/grasped, estimate the payload online from whatever motion follows (issue 32: no sampling "
+          "motion) and publish it on payload/estimate at 10 Hz once the motion has excited it (status keys "
+          "online_*); inactive at rest, while payload_sampler runs and after ~/released", applies="next grasp"),
 ])
 
 

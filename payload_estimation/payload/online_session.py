@@ -1,0 +1,205 @@
+"""The payload estimator node's online session: when the online estimate runs and what it publishes (issue 32).
+
+:class:`OnlineSession` holds the node's rules around :class:`.online.OnlinePayloadEstimator`, without ROS:
+
+- it is fed every joint-state sample (:meth:`OnlineSession.add_sample`: the estimator's cheap update; rest
+  before a grasp is learnt as the unloaded anchor) and solved on the node's 10 Hz timer
+  (:meth:`OnlineSession.tick`), never in the sample path;
+- it runs against the node's current unloaded model (the calibrated gravity model when one is loaded, else the
+  nominal description with ``model_uncertainty``); a changed model starts it over (:meth:`OnlineSession.use`);
+- after an announced grasp (:meth:`OnlineSession.grasped`) each tick whose solve is new returns the estimate to
+  publish on ``payload/estimate`` once the arm has moved since the grasp (faster than ``moving_speed``) or the
+  state is converging / converged; at rest after a grasp nothing is published (``not excited``: the collision
+  monitor's own provisional payload learnt at rest is kept). A ``not excited`` estimate during the motion is
+  published with its σ (the monitor widens its thresholds by it): the best estimate so far;
+- a release (:meth:`OnlineSession.released`), a sampling run (:meth:`OnlineSession.set_sampling`) or an
+  estimate from a sampling run or captures (:meth:`OnlineSession.superseded`) ends it: nothing more is
+  published until the next grasp; ``enabled`` False (parameter ``online_estimation``) keeps it idle.
+
+Units: s, rad, rad/s, N m, kg, m. Joint vectors in model order.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..model.dynamics import RigidBodyDynamics
+from .estimate import PayloadEstimate
+from .online import CONVERGED, CONVERGING, IDLE, NOT_EXCITED, OnlineConfig, OnlinePayloadEstimator, OnlineStatus
+from .static import UnloadedModel
+
+PUBLISHED_STATES = (CONVERGING, CONVERGED)
+"""States whose estimate is published (the motion has excited the payload)."""
+
+MOVING_SPEED = 0.05
+"""rad/s: a joint faster than this after the grasp means the arm moves (the online estimate is then published)."""
+
+NEVER = 1e9
+"""s: the estimator's own solve period in the sample path (the session solves on its timer instead)."""
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One timer tick: the ``estimate`` to publish now (None: nothing new), the ``status``, a ``note`` for the log
+    when the state changed ('' otherwise) and the solve's wall time ``solve_ms`` (ms)."""
+
+    estimate: PayloadEstimate | None
+    status: OnlineStatus | None
+    note: str = ""
+    solve_ms: float = 0.0
+
+
+class OnlineSession:
+    """One arm's online payload estimate between an announced grasp and the release (module docstring).
+
+    Thread-safe: :meth:`add_sample` (the joint-state thread) and :meth:`tick` (the timer) take one lock; a
+    solve holds it for its duration (``max_solve_ms`` reports the longest)."""
+
+    def __init__(self, enabled: bool = True, config: OnlineConfig | None = None):
+        self.enabled = enabled
+        self.config = replace(config or OnlineConfig(), solve_period=NEVER)
+        self.estimator: OnlinePayloadEstimator | None = None
+        self.active = False  # a grasp announced and not ended
+        self.sampling = False
+        self.published = 0  # estimates published since the last grasp
+        self.max_solve_ms = 0.0
+        self.last_solve_ms = 0.0
+        self.ended = ""  # why the last session ended ('' while active or never started)
+        self._key: tuple | None = None
+        self._lock = threading.Lock()
+        self._last_t: float | None = None  # status.t of the last published estimate
+        self._last_state = IDLE
+        self.moved = False  # the arm moved since the grasp
+
+    # ------------------------------------------------------------------ configuration
+    def use(self, dyn: RigidBodyDynamics | None, model: UnloadedModel | None,
+            config: OnlineConfig | None = None) -> bool:
+        """The node's robot dynamics and unloaded model (and settings); a change starts the estimator over
+        (the anchor is learnt again; an active session ends). Returns whether it changed."""
+        cfg = self.config if config is None else replace(config, solve_period=NEVER)
+        key = (id(dyn), id(model), cfg)
+        if key == self._key:
+            return False
+        with self._lock:
+            self._key, self.config = key, cfg
+            self.estimator = None if dyn is None else OnlinePayloadEstimator(dyn, cfg, model)
+            self._end("the unloaded model or the online settings changed" if self.active else "")
+        return True
+
+    # ------------------------------------------------------------------ events
+    def grasped(self) -> str:
+        """A payload was grasped: estimate it from the motion that follows; returns a phrase for the answer."""
+        if not self.enabled:
+            return "online estimation off (parameter online_estimation)"
+        if self.estimator is None:
+            return "online estimation waits for a robot model"
+        if self.sampling:
+            return "online estimation not started: a sampling run is active (its estimate will be published)"
+        with self._lock:
+            self.estimator.grasped()
+            self.active, self.published, self.ended, self.moved = True, 0, "", False
+            self._last_t, self._last_state = None, self.estimator.status.state
+            anchored = self.estimator.status.anchored
+        return ("payload estimated online from the next motion (published on payload/estimate once the motion has "
+                "tilted it; state in ~/status online_state)" + ("" if anchored else
+                                                                "; no unloaded rest before the grasp: not anchored"))
+
+    def released(self) -> None:
+        """The payload was released: back to no payload (the anchor is learnt again at rest)."""
+        with self._lock:
+            if self.estimator is not None:
+                self.estimator.reset()
+            self._end("released")
+
+    def superseded(self, why: str) -> None:
+        """Another estimate (a sampling run's, captures') replaced the online one: stop publishing."""
+        with self._lock:
+            if self.active and self.estimator is not None:
+                self.estimator.reset()
+            self._end(why)
+
+    def set_sampling(self, active: bool) -> None:
+        """The payload sampler's active flag: a sampling run ends the online session."""
+        self.sampling = bool(active)
+        if self.sampling and self.active:
+            self.superseded("a sampling run started")
+
+    def set_enabled(self, enabled: bool) -> None:
+        self.enabled = bool(enabled)
+        if not self.enabled and self.active:
+            self.superseded("online_estimation turned off")
+
+    def _end(self, why: str) -> None:
+        if self.active:
+            self.ended = why
+        self.active = False
+        self._last_t, self._last_state = None, IDLE
+
+    # ------------------------------------------------------------------ per sample and per tick
+    def add_sample(self, t: float, q: np.ndarray, dq: np.ndarray | None, tau: np.ndarray) -> None:
+        """One joint-state sample (s, rad, rad/s, N m; without a velocity: skipped). Cheap: no solve here."""
+        if not self.enabled or self.estimator is None or dq is None:
+            return
+        with self._lock:
+            self.estimator.update(t, q, dq, tau)
+            if self.active and not self.moved and float(np.max(np.abs(dq))) > MOVING_SPEED:
+                self.moved = True
+
+    def tick(self) -> Tick:
+        """The timer: solve the accumulated rows (when a grasp is active) and say what to publish."""
+        if not self.active or self.estimator is None:
+            return Tick(None, None if self.estimator is None else self.estimator.status)
+        start = time.perf_counter()
+        with self._lock:
+            if not self.active:
+                return Tick(None, self.estimator.status)
+            st = self.estimator.solve()
+        ms = 1e3 * (time.perf_counter() - start)
+        self.last_solve_ms, self.max_solve_ms = ms, max(self.max_solve_ms, ms)
+        note = ""
+        if st.state != self._last_state:
+            note = f"online payload estimate: {st.state} ({st.reason})"
+            self._last_state = st.state
+        if st.estimate is None or not (self.moved or st.state in PUBLISHED_STATES) or st.t == self._last_t:
+            return Tick(None, st, note, ms)
+        self._last_t = st.t
+        self.published += 1
+        return Tick(st.estimate, st, note, ms)
+
+    # ------------------------------------------------------------------ status
+    def status_values(self) -> dict[str, object]:
+        """Status keys ``online_*`` (kg, mm, ms)."""
+        est = self.estimator
+        st = None if est is None else est.status
+        vals = {"online_estimation": self.enabled, "online_state": IDLE if st is None else st.state,
+                "online_reason": "" if st is None else st.reason, "online_active": self.active,
+                "online_published": self.published, "online_ended": self.ended,
+                "online_solve_ms": round(self.last_solve_ms, 2), "online_max_solve_ms": round(self.max_solve_ms, 2)}
+        if est is not None:
+            vals.update({"online_restarts": est.restarts, "online_rejected": est.rejected,
+                         "online_anchored": st.anchored, "online_rows": st.rows,
+                         "online_seconds": round(st.seconds, 3)})
+        e = None if st is None else st.estimate
+        if e is not None:
+            vals.update({"online_mass": e.mass, "online_mass_std": e.std.get("mass", math.nan),
+                         "online_com_mm": np.round(1e3 * np.asarray(e.com), 1).tolist(),
+                         "online_com_std_mm": [round(1e3 * e.std.get(k, math.nan), 2) for k in ("cx", "cy", "cz")]})
+        return vals
+
+    def uncertainty(self) -> dict | None:
+        """The current estimate's gravity uncertainty for the collision monitor (JSON-ready): mass kg, com m,
+        ``gravity_covariance`` 4 x 4 of (m, m cx, m cy, m cz) (kg, kg m), state and stream time t; None without one."""
+        st = None if self.estimator is None else self.estimator.status
+        if not self.active or st is None or st.estimate is None or st.gravity_covariance is None:
+            return None
+        e = st.estimate
+        return {"state": st.state, "t": st.t, "mass": float(e.mass), "com": [float(c) for c in e.com],
+                "gravity_covariance": np.asarray(st.gravity_covariance, float).tolist()}
+
+
+__all__ = ["NOT_EXCITED", "PUBLISHED_STATES", "OnlineSession", "Tick"]

@@ -1,0 +1,86 @@
+"""The estimator node's online session (payload/online_session.py) on a MuJoCo move, without DDS: published only
+after an announced grasp and once the motion has excited the payload, at the timer's rate, σ covering the error;
+nothing at rest, while sampling, when disabled or after the release. Reference: the payload MuJoCo carries."""
+
+import numpy as np
+import pytest
+
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.parameters import BodyInertia
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.payload.online import CONVERGED, IDLE, NOT_EXCITED, OnlineConfig
+from payload_estimation.payload.online_session import OnlineSession
+from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
+
+Q0 = np.radians([10, 35, -10, -75, 15, 45, 0])
+MOVE = np.radians([40, -15, 20, 25, -30, 30, 20])
+BOX = BodyInertia(2.5, np.array([0.03, -0.02, 0.09]), np.diag([0.012, 0.009, 0.006]))
+TICK = 100  # samples (1 kHz) per timer tick: 10 Hz
+
+
+@pytest.fixture(scope="module")
+def iiwa():
+    return RigidBodyDynamics(load_robot("iiwa14"))
+
+
+def _run(dyn, session, *, move=True, sampling=False, seconds_after=0.2):
+    """Unloaded rest 0.6 s, payload attached + grasp announced, 0.2 s later a 2 s move (or none), then rest; the
+    session fed every sample and ticked every 0.1 s. Returns [(t, tick)]."""
+    arm = SimulatedArm(dyn.desc, SimConfig(seed=3, model_error=0.03,
+                                           sensor=SensorConfig(noise_std=0.1, offset=0.3)))
+    arm.reset(Q0)
+    session.use(dyn, None, OnlineConfig(model_uncertainty=0.03))
+    ticks = []
+    for k in range(800 + round((2.0 + seconds_after) * 1000)):
+        if k == 600:
+            arm.attach_payload(BOX)
+            session.set_sampling(sampling)
+            session.grasped()
+        if k == 800 and move:
+            arm.set_trajectory([(2.0, Q0 + MOVE, None)])
+        arm.step(1)
+        s = arm.state()
+        session.add_sample(s.t, s.q, s.dq, s.tau)
+        if k % TICK == 0:
+            ticks.append((s.t, session.tick()))
+    return ticks
+
+
+def test_published_during_the_move_at_ten_hertz_with_sigma_covering(iiwa):
+    session = OnlineSession()
+    ticks = _run(iiwa, session)
+    grasp, move = ticks[6][0], ticks[8][0]
+    published = [(t, k) for t, k in ticks if k.estimate is not None]
+    assert published and all(t > move for t, _ in published)  # nothing at rest after the grasp: not excited
+    assert any(k.status.state == NOT_EXCITED for t, k in ticks if grasp < t <= move and k.status.estimate)
+    assert len(published) >= 18  # every tick of the 2 s move and after it
+    end = published[-1][1]
+    e = end.estimate
+    err = np.array([e.mass - BOX.mass, *(e.com - BOX.com)])
+    std = np.array([e.std[k] for k in ("mass", "cx", "cy", "cz")])
+    assert abs(err[0]) < 0.03 * BOX.mass and np.linalg.norm(err[1:]) < 0.01, err
+    assert np.all(np.abs(err) <= 3 * std), (err, std)
+    assert end.status.state in (CONVERGED, "converging")
+    v = session.status_values()
+    assert v["online_published"] == len(published) and v["online_state"] == end.status.state
+    assert session.uncertainty()["mass"] == e.mass
+    session.released()
+    assert session.tick().estimate is None and session.status_values()["online_state"] == IDLE
+    assert session.uncertainty() is None and session.ended == "released"
+
+
+def test_nothing_published_while_sampling_or_disabled(iiwa):
+    sampling = OnlineSession()
+    assert not any(k.estimate for _, k in _run(iiwa, sampling, sampling=True))
+    assert "sampling run" in sampling.grasped()
+    off = OnlineSession(enabled=False)
+    assert not any(k.estimate for _, k in _run(iiwa, off))
+    assert off.status_values()["online_state"] == IDLE
+
+
+def test_a_sampling_run_ends_the_session(iiwa):
+    session = OnlineSession()
+    ticks = _run(iiwa, session, seconds_after=0.0)
+    assert any(k.estimate for _, k in ticks)
+    session.set_sampling(True)
+    assert not session.active and session.tick().estimate is None and "sampling" in session.ended
