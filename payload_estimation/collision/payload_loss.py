@@ -49,7 +49,10 @@ class LossConfig:
     filtered acceleration's lag, the CoM-only inertia of a gravity-only estimate); min_fraction: the step must
     reach this fraction of the payload's torque; confirm s: how long the step must match; decide_within s after
     the detection: undecided is a collision; baseline s: the residual this long before the event's onset is the
-    step's zero; accel_cutoff Hz: low-pass of the acceleration estimate."""
+    step's zero; accel_cutoff Hz: low-pass of the acceleration estimate. ``watch``: also look for a loss below
+    the detector's thresholds (no event): every ``watch_period`` s the residual's change over ``watch_window`` s
+    must match at least ``watch_fraction`` of the payload's torque within the tolerance with ``watch_noise`` N m
+    (and exceed k_sigma x watch_noise on some joint) for ``confirm`` s."""
 
     k_sigma: float = 3.0
     noise: float | tuple[float, ...] = 1.0
@@ -59,6 +62,11 @@ class LossConfig:
     decide_within: float = 0.06
     baseline: float = 0.01
     accel_cutoff: float = 20.0
+    watch: bool = False
+    watch_noise: float = 0.3
+    watch_window: float = 0.06
+    watch_period: float = 0.005
+    watch_fraction: float = 0.8
 
     def __post_init__(self):
         for name in ("k_sigma", "confirm", "decide_within", "baseline", "accel_cutoff"):
@@ -138,6 +146,8 @@ class PayloadLossClassifier:
         self._since: float | None = None  # first sample of the current run of matching steps
         self._decided = False
         self.last: LossVerdict | None = None
+        self._watch_since: float | None = None  # first watch check of the current run of matches
+        self._watch_next: float | None = None
 
     def carried(self, body: BodyInertia | None, gravity_std=None, dynamic: bool = True) -> None:
         """The payload the monitor's observer now carries (None or 0 kg: nothing), the uncertainty of its
@@ -153,6 +163,7 @@ class PayloadLossClassifier:
             raise PayloadLossError("the carried payload's gravity uncertainty must be 4 standard deviations >= 0 or a "
                                    f"4 x 4 covariance (m, m cx, m cy, m cz), got {gravity_std}")
         self.body, self.gravity_cov, self.dynamic = body, 0.5 * (cov + cov.T), bool(dynamic)
+        self._watch_since = self._watch_next = None
 
     def update(self, t: float, q: np.ndarray, dq: np.ndarray, r: np.ndarray,
                event: CollisionEvent | None) -> LossVerdict | None:
@@ -161,7 +172,7 @@ class PayloadLossClassifier:
         self._track(t, dq, r)
         if event is None or not event.active:
             self._event = None
-            return None
+            return self._watch(t, q, dq, r) if self.cfg.watch and self.body is not None else None
         if self._event != event.detection_time:
             self._event, self._since, self._decided = event.detection_time, None, False
         if self._decided:
@@ -186,6 +197,34 @@ class PayloadLossClassifier:
         keep = self.cfg.baseline + self.cfg.decide_within + 0.2
         while self.history and self.history[0][0] < t - keep:
             self.history.popleft()
+
+    def _watch(self, t: float, q: np.ndarray, dq: np.ndarray, r: np.ndarray) -> LossVerdict | None:
+        """A loss below the detector's thresholds (``LossConfig.watch``)."""
+        if self._watch_next is not None and t < self._watch_next:
+            return None
+        self._watch_next = t + self.cfg.watch_period - 1e-9
+        if self.history[0][0] > t - self.cfg.watch_window:
+            return None
+        torque, std = self._payload_torque(q, dq)
+        step = r - self._baseline(t - self.cfg.watch_window + self.cfg.baseline)
+        noise = np.full(self.dyn.n, self.cfg.watch_noise)
+        m = match_payload_loss(step, torque, std, noise, self.cfg.k_sigma, self.cfg.relative)
+        big = np.max(np.abs(m.fraction * torque)) >= self.cfg.k_sigma * self.cfg.watch_noise
+        if not (m.mismatch <= 1 and m.fraction >= self.cfg.watch_fraction and big):
+            self._watch_since = None
+            return None
+        self._watch_since = t if self._watch_since is None else self._watch_since
+        if t - self._watch_since < self.cfg.confirm - 1e-9:
+            return None
+        mass = self.body.mass
+        self.body = None  # reported once: the caller goes back to the unloaded arm
+        verdict = LossVerdict(LOST, t, self._watch_since, m.fraction, m.fraction * mass,
+                              f"payload lost: the residual stepped by the carried payload's own torque "
+                              f"({100 * m.fraction:.0f} % of {mass:.2f} kg), below the collision thresholds; check the "
+                              "gripper and the workspace below it, then announce the release "
+                              "(payload_estimator/released)")
+        self.last = verdict
+        return verdict
 
     def _baseline(self, onset: float) -> np.ndarray:
         before = [r for s, r in self.history if s <= onset - self.cfg.baseline]

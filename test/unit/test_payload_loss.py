@@ -32,16 +32,16 @@ def iiwa():
 
 
 def _run(dyn, *, event: str, at: float, move: bool, seed: int = 0, link: str = "link_5",
-         force=(0.0, 40.0, 0.0), seconds: float = 0.2):
+         force=(0.0, 40.0, 0.0), seconds: float = 0.2, body: BodyInertia = BOX, config: LossConfig | None = None):
     """The arm carries BOX (the monitor knows it); at ``at`` s the payload drops or a 40 N contact starts.
     Returns (verdicts, detection times, event time)."""
     arm = SimulatedArm(dyn.desc, SimConfig(seed=seed, model_error=0.03, sensor=SensorConfig(noise_std=0.1)))
-    arm.attach_payload(BOX)
+    arm.attach_payload(body)
     arm.reset(Q0)
     mon = CollisionMonitor(dyn, MonitorConfig(contact=None))
-    mon.set_payload(BOX)
-    loss = PayloadLossClassifier(dyn)
-    loss.carried(BOX, GRAVITY_STD)
+    mon.set_payload(body)
+    loss = PayloadLossClassifier(dyn, config)
+    loss.carried(body, GRAVITY_STD)
     if move:
         arm.set_trajectory([(2.0, Q0 + MOVE, None)])
     verdicts, detections, t_event = [], [], None
@@ -82,6 +82,26 @@ def test_a_contact_while_carrying_is_still_a_collision(iiwa, link, force):
     assert detections and detections[0] > t_contact
     assert [v.verdict for v in verdicts] == [COLLISION]
     assert verdicts[0].time - detections[0] <= 0.06
+
+
+LIGHT = BodyInertia(0.6, np.array([0.01, 0.02, 0.06]), np.diag([0.002, 0.002, 0.001]))
+
+
+@pytest.mark.parametrize("move", [False, True], ids=["at rest", "during a move"])
+def test_a_light_payload_below_the_thresholds_is_reported_lost_by_the_watch(iiwa, move):
+    # 0.6 kg: its torque stays below the monitor's 6 N m, the detector never fires; the watch (opt-in) does
+    verdicts, detections, t_drop = _run(iiwa, event="drop", at=1.2, move=move, body=LIGHT, seconds=0.3)
+    assert detections == [] and verdicts == []  # without the watch: nothing
+    verdicts, detections, t_drop = _run(iiwa, event="drop", at=1.2, move=move, body=LIGHT, seconds=0.3,
+                                        config=LossConfig(watch=True))
+    assert detections == [] and len(verdicts) == 1
+    v = verdicts[0]
+    assert v.lost and t_drop < v.time <= t_drop + 0.1 and 0.8 * LIGHT.mass <= v.lost_mass <= LIGHT.mass
+
+
+def test_the_watch_does_not_call_a_move_or_a_contact_a_loss(iiwa):
+    verdicts, detections, t_contact = _run(iiwa, event="contact", at=1.5, move=True, config=LossConfig(watch=True))
+    assert [v.verdict for v in verdicts] == [COLLISION] and verdicts[0].time > t_contact
 
 
 def test_with_nothing_carried_every_event_is_a_collision(iiwa):
