@@ -335,14 +335,12 @@ class SamplingRun:
     call :meth:`update` with every observation and carry out what it returns."""
 
     def __init__(self, dyn, spec: RunSpec, t: float, wall: float, anchor: PickAnchor | None = None,
-                 joint_names: tuple[str, ...] | None = None, **legacy):
+                 joint_names: tuple[str, ...] | None = None):
         """``spec``: what the run does (:class:`RunSpec`); ``t``, ``wall``: the request's node-clock and
         monotonic times (s); ``anchor``: the pick configuration of an aborted run to keep.
 
         A DYNAMIC run whose excitation cannot be made safe here samples the static poses instead: its
         ``mode`` becomes STATIC and ``fallback`` says why."""
-        if isinstance(spec, PosePlanConfig):  # the 12-argument form (bare_run.py until it passes a RunSpec)
-            spec, t, wall, anchor, joint_names = _legacy_spec(spec, t, wall, anchor, joint_names, **legacy)
         self.dyn = dyn
         self.spec = spec
         self.mode = spec.mode
@@ -789,17 +787,6 @@ class SamplingRun:
         if not self.envelope.contains(target):
             raise SequenceAborted("refusing a command outside the envelope of the pick configuration", hold=True,
                                   code="motion_limit")
-
-
-def _legacy_spec(plan: PosePlanConfig, sequence: SequenceConfig, run: RunConfig, t: float, wall: float,
-                 anchor: PickAnchor | None = None, joint_names: tuple[str, ...] | None = None, sweep: bool = False,
-                 excitation: ExcitationPlanConfig | None = None, reference: bool = False,
-                 reference_plan: ExcitationPlan | None = None) -> tuple:
-    """The old ``SamplingRun(dyn, plan, sequence, run, t, wall, ..., sweep=, excitation=, reference=,
-    reference_plan=)`` call as (spec, t, wall, anchor, joint_names); remove once bare_run.py passes a RunSpec."""
-    mode = (RunMode.SWEEP if sweep else RunMode.RECORD_REFERENCE if reference else
-            RunMode.DYNAMIC if excitation is not None else RunMode.STATIC)
-    return RunSpec(mode, plan, sequence, run, excitation, reference_plan), t, wall, anchor, joint_names
 
 
 def _unknown_mass_std(dyn: RigidBodyDynamics, q0: np.ndarray, mass_limit: float) -> float:
