@@ -24,6 +24,8 @@ from std_msgs.msg import String
 
 from ..errors import PayloadEstimationError
 from ..model import RobotDescription, load_robot, robot_from_description
+from ..payload.estimator import NODE_LIMITS
+from ..signals import SettleConfig
 from ..stream import StampGuard, StampVerdict, StreamWatchdog
 from .messages import JointSample, JointStateConverter
 from .parameters import Param, ParameterError, ParameterTable
@@ -349,31 +351,34 @@ def _text(v) -> str:
 
 
 
+_SETTLE = SettleConfig()  # the core's defaults are the parameters' defaults (one copy)
+
 SETTLE_PARAMS = ParameterTable([
-    Param("window", 0.12, "s of joint_states checked for a static capture", low=0.0, high=5.0, low_open=True,
-          applies="next capture"),
-    Param("max_velocity", 0.005, "rad/s, RMS velocity per joint for 'static'", low=0.0, high=1.0, low_open=True,
-          applies="next capture"),
-    Param("max_position_spread", 5e-4, "rad, max - min per joint over the window", low=0.0, high=0.1,
-          low_open=True, applies="next capture"),
-    Param("max_torque_std", 0.5, "N m, torque standard deviation per joint over the window", low=0.0, high=50.0,
-          low_open=True, applies="next capture"),
-    Param("max_torque_drift", 0.1, "N m, |mean of 2nd half - mean of 1st half| per joint, plus ...", low=0.0,
-          high=50.0, low_open=True, applies="next capture"),
-    Param("torque_drift_relative", 0.005, "... this fraction of |mean torque| of that joint", low=0.0, high=1.0,
-          applies="next capture"),
-    Param("min_average_samples", 30, "fewer samples in the window (a thinned stream): reach back for them ...",
+    Param("window", _SETTLE.window, "s of joint_states checked for a static capture",
+          low=0.0, high=5.0, low_open=True, applies="next capture"),
+    Param("max_velocity", _SETTLE.max_velocity, "rad/s, RMS velocity per joint for 'static'",
+          low=0.0, high=1.0, low_open=True, applies="next capture"),
+    Param("max_position_spread", _SETTLE.max_position_spread, "rad, max - min per joint over the window",
+          low=0.0, high=0.1, low_open=True, applies="next capture"),
+    Param("max_torque_std", _SETTLE.max_torque_std, "N m, torque standard deviation per joint over the window",
+          low=0.0, high=50.0, low_open=True, applies="next capture"),
+    Param("max_torque_drift", _SETTLE.max_torque_drift,
+          "N m, |mean of 2nd half - mean of 1st half| per joint, plus ...",
+          low=0.0, high=50.0, low_open=True, applies="next capture"),
+    Param("torque_drift_relative", _SETTLE.torque_drift_relative, "... this fraction of |mean torque| of that joint",
+          low=0.0, high=1.0, applies="next capture"),
+    Param("min_average_samples", _SETTLE.min_average_samples,
+          "fewer samples in the window (a thinned stream): reach back for them ...",
           low=1, high=100000, applies="next capture"),
-    Param("max_window", 0.4, "... at most this many s (all static tests apply to the longer window)", low=0.0,
-          high=10.0, low_open=True, applies="next capture"),
+    Param("max_window", _SETTLE.max_window, "... at most this many s (all static tests apply to the longer window)",
+          low=0.0, high=10.0, low_open=True, applies="next capture"),
 ])
-"""The static test (motion.settle): the estimator decides, the sampler pre-checks with the same values."""
+"""The static test (signals.settle; defaults from SettleConfig): the estimator decides, the sampler pre-checks
+with the same values."""
 
 
 def settle_config(values: dict):
-    """motion.settle.SettleConfig from the SETTLE_PARAMS values."""
-    from ..signals import SettleConfig
-
+    """signals.settle.SettleConfig from the SETTLE_PARAMS values."""
     return SettleConfig(window=float(values["window"]), max_velocity=float(values["max_velocity"]),
                         max_position_spread=float(values["max_position_spread"]),
                         max_torque_std=float(values["max_torque_std"]),
@@ -383,12 +388,15 @@ def settle_config(values: dict):
 
 
 LIMIT_PARAMS = ParameterTable([
-    Param("max_payload", 15.0, "kg; a heavier estimate is rejected by the estimator and refused by the monitor",
+    Param("max_payload", NODE_LIMITS.max_payload,
+          "kg; a heavier estimate is rejected by the estimator and refused by the monitor",
           low=0.0, high=1000.0, low_open=True, applies="next estimate"),
-    Param("max_com_radius", 0.5, "m, largest CoM distance from the payload frame origin (same rule)", low=0.0,
-          high=10.0, low_open=True, applies="next estimate"),
+    Param("max_com_radius", NODE_LIMITS.max_com_radius,
+          "m, largest CoM distance from the payload frame origin (same rule)",
+          low=0.0, high=10.0, low_open=True, applies="next estimate"),
 ])
-"""What counts as a plausible payload: shared by the estimator (rejects) and the monitor (refuses)."""
+"""What counts as a plausible payload (defaults: payload.estimator.NODE_LIMITS): shared by the estimator
+(rejects) and the monitor (refuses)."""
 
 
 __all__ = ["RobotModelSource", "JointStateInput", "StatusReporter", "ROBOT_PARAMS", "STREAM_PARAMS", "SETTLE_PARAMS",
