@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_dynamic.py [--robots lwr4 iiwa14] [--runs 10] [--seed 0]
 
-Each run is the three nodes' logic on the MuJoCo arm without ROS (``motion.bare_run``) at a random pick
+Each run is the three nodes' logic on the MuJoCo arm without ROS (``sampling.bare_run``) at a random pick
 configuration (``benchlib.pick_configurations``: stretched up, near the limits, random) with a box
 payload of 0.5-5 kg (``benchlib.payload``), 3 % link model error, 0.1 N m torque noise and per-joint
 torque offsets of up to ±0.5 N m. The same grasp is sampled twice on fresh arms: *static* (the shipped

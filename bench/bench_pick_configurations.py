@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_pick_configurations.py [--robots lwr4 iiwa14] [--runs 20] [--seed 0]
 
-Each run is the three nodes' logic on the MuJoCo arm without ROS (``motion.bare_run``): grasp at rest,
+Each run is the three nodes' logic on the MuJoCo arm without ROS (``sampling.bare_run``): grasp at rest,
 then one ``~/sample`` request with the shipped defaults and ``method: differential`` (an unloaded
 capture before the grasp); 3 % link model error, 0.1 N m torque noise. Per run: the outcome, collisions
 the monitor raised while sampling (must be 0), the peak |residual| relative to the monitor's sampling
@@ -70,7 +70,7 @@ def report(rows, args, wall: float) -> str:
         "## Sampling from any pick configuration (issue 14)", "",
         f"`bench/bench_pick_configurations.py --robots {' '.join(args.robots)} --runs {args.runs} --seed {args.seed}`"
         f" — {machine()}, {wall:.0f} s wall.", "",
-        "The three nodes' logic on the MuJoCo arm without ROS (`motion.bare_run`): grasp at rest, then one "
+        "The three nodes' logic on the MuJoCo arm without ROS (`sampling.bare_run`): grasp at rest, then one "
         "`~/sample` with the shipped defaults and `method: differential`; 3 % link model error, 0.1 N m noise. "
         "Payloads 0-5 kg with a random CoM (within 0.12 m of the flange) and box inertia. *peak* = the largest "
         "|r_j| / threshold_j while sampling (the monitor raises a collision at 1); *edge* = the smallest distance "

@@ -6,7 +6,7 @@ configuration), payload_sampler and collision_monitor in one process over real r
 of test_end_to_end.py); an unloaded capture, the grasp of 3 kg with an off-axis CoM, 0.5 s, then
 the sample call. Reports the call's duration on the node clock (= robot time) and wall clock, the
 sampler's phase timings, mass and CoM errors; the same with every node in its own process
-(bringup's process mode); and, for reference, the same pose sequence (motion.sequence) driven
+(bringup's process mode); and, for reference, the same pose sequence (sampling.sequence) driven
 directly on the simulator without ROS (the physics floor).
 Usage: .venv/bin/python bench/bench_sampler.py [--robots lwr4 iiwa14] [--runs 3]  -> docs/bench/sampler.md
 """
@@ -300,7 +300,7 @@ def main() -> int:
         f = _med(fl, "sim_s")
         me = max(abs(r["mass_err_pct"]) for r in fl)
         ce = max(r["com_err_mm"] for r in fl)
-        calls.append([robot, "no ROS: motion.sequence on the bare simulator (floor)", f"{len(fl)}/{len(fl)}",
+        calls.append([robot, "no ROS: sampling.sequence on the bare simulator (floor)", f"{len(fl)}/{len(fl)}",
                       f"{f[0]:.2f} s ({f[1]:.2f}-{f[2]:.2f})", "", f"{me:.2f} %", f"{ce:.1f} mm"])
     lines += format_table(["robot", "set-up", "runs ok", "sample call (robot time): median (range)",
                            "wall: median (range)", "mass error: worst", "CoM error: worst"], calls, "llrrrrr",

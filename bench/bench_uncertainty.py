@@ -8,9 +8,9 @@ joint limits, anywhere), a payload of 0.5-5 kg with a random CoM, per-joint torq
 ±0.5 N m and 0.1 N m torque noise on the simulated arm whose link masses, CoMs and inertias differ from
 the package's model by the model error. The captures are what a settled capture measures (MuJoCo's
 static torque, the offsets and the noise of a 0.12 s mean) at the sampler's ±7° poses. The fit is the
-node's (``identification.static_fit``) with the shipped defaults. Coverage = share of runs with
+node's (``payload.static``) with the shipped defaults. Coverage = share of runs with
 |error| <= 3σ; the goal is >= 97 % for the mass and each CoM component in every cell. ``--sampler-runs``
-repeats a few runs through the whole sampling sequence (``motion.bare_run``: moves, settling, the
+repeats a few runs through the whole sampling sequence (``sampling.bare_run``: moves, settling, the
 monitor) as a check that the idealised captures do not flatter the result.
 
 Motion cells (``--motion-runs`` of the runs, same configurations): the arm runs a 3 s rest-to-rest
@@ -258,7 +258,7 @@ def report(cells: list[dict], sampler: list[dict], args, wall: float) -> str:
         "the model error (uniform draws, `sim.truth`). Captures: the static torque at the sampler's ±7° poses "
         f"with the noise of a {CAPTURE_SAMPLES}-sample mean (`SimulatedArm.static_capture`); unloaded reference: "
         f"{ANCHOR_SAMPLES} samples at the pick configuration before the grasp. Fit: the estimator node's "
-        "(`identification.static_fit`) with the shipped defaults: `model_uncertainty` 0.05, `torque_offset_std` "
+        "(`payload.static`) with the shipped defaults: `model_uncertainty` 0.05, `torque_offset_std` "
         "0.5 N m, `torque_noise` 0.05 N m.", "",
         "*cover* = share of runs with |error| <= 3σ (mass, cx, cy, cz; goal >= 97 % each); *max |e|/σ* the "
         "worst run; mass error in % of the payload, CoM error |Δc| in mm (median / 95th percentile); *σ_m* the "
@@ -288,7 +288,7 @@ def report(cells: list[dict], sampler: list[dict], args, wall: float) -> str:
             "mass error % (med / p95)", "CoM error mm (med / p95)", "σ_m (kg)", "flagged", "≤0.5 %/3 mm"]
     lines += format_table(head, rows, "lrlrllrrrrr", pad=False).splitlines()
     if sampler:
-        lines += ["", f"**Through the whole sampling sequence** (`motion.bare_run`, 5 % model error, "
+        lines += ["", f"**Through the whole sampling sequence** (`sampling.bare_run`, 5 % model error, "
                   f"{args.sampler_runs} pick configurations per robot): moves, settling, captures and the monitor as "
                   "the nodes run them.", ""]
         rows = []

@@ -12,7 +12,7 @@ with torque errors of ``torque_sigma`` (N m, noise *and* the model's own error):
 poses do not excite stays at the prior (0), never a value amplified from noise — at the arm's
 stretched-up pose the mass does not show in the torques at all. :func:`payload_gravity_posterior`
 gives the same covariance from the poses alone; the sampler uses its mass standard deviation to
-slow the moves while the mass is still unknown (:func:`motion.poses.unknown_payload_duration`).
+slow the moves while the mass is still unknown (:func:`sampling.poses.unknown_payload_duration`).
 """
 
 from __future__ import annotations

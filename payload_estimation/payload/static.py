@@ -2,7 +2,7 @@
 
 One call from loaded captures (and the unloaded ones taken before the grasp) to an estimate whose σ
 covers noise *and* the unloaded model's error (:mod:`.model_uncertainty`), plus the verdict whether
-that σ is small enough for its use. ``payload_estimator`` and ``motion.bare_run`` (benches) both call
+that σ is small enough for its use. ``payload_estimator`` and ``sampling.bare_run`` (benches) both call
 :func:`estimate_payload_static`, so a bench measures what the node does.
 """
 

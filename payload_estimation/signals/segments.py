@@ -3,7 +3,7 @@
 This turns a recorded ``joint_states`` stream (e.g. a rosbag of the sampler's ±7° poses on a real
 robot) into the static captures the payload estimator takes live: each maximal run of slow samples
 that lasts at least ``config.window`` s gives the mean (q, tau) of its last window, provided that
-window passes the same settle test the estimator node uses (:func:`motion.settle.check_static`).
+window passes the same settle test the estimator node uses (:func:`signals.settle.check_static`).
 """
 
 from __future__ import annotations

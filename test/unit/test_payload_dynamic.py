@@ -1,6 +1,6 @@
 """Dynamic sampling without ROS (issue 18): the sampler's run, the estimator's fit, MuJoCo truth.
 
-``motion.bare_run`` carries out the nodes' logic on the MuJoCo arm: a reference run before the grasp,
+``sampling.bare_run`` carries out the nodes' logic on the MuJoCo arm: a reference run before the grasp,
 then a dynamic ``~/sample``. Every commanded point stays in the envelope, the call takes under 2.5 s
 of robot time, the estimate meets issue 18's accuracy; what the motion did not excite is reported and
 not guessed; bad recordings are refused with a reason.

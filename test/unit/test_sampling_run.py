@@ -1,4 +1,4 @@
-"""The sampling run (motion.sampling_run) on a kinematic arm: sequence, aborts, return, anchor, envelope.
+"""The sampling run (sampling.sampling_run) on a kinematic arm: sequence, aborts, return, anchor, envelope.
 
 The arm here follows every commanded move with a quintic profile (or stops following when the test
 says it is blocked); the estimator answers at once. The property test draws random pick

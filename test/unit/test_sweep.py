@@ -1,4 +1,4 @@
-"""The calibration sweep (motion.sweep): bounded poses that determine the unloaded gravity model.
+"""The calibration sweep (sampling.sweep): bounded poses that determine the unloaded gravity model.
 
 Checked against MuJoCo truth: a model identified from the planned sweep of an arm 5 % off its model,
 with sensor offsets, predicts that arm's static torques, recovers the offsets and gives the payload
