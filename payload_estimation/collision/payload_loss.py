@@ -52,7 +52,9 @@ class LossConfig:
     step's zero; accel_cutoff Hz: low-pass of the acceleration estimate. ``watch``: also look for a loss below
     the detector's thresholds (no event): every ``watch_period`` s the residual's change over ``watch_window`` s
     must match at least ``watch_fraction`` of the payload's torque within the tolerance with ``watch_noise`` N m
-    (and exceed k_sigma x watch_noise on some joint) for ``confirm`` s."""
+    (and exceed k_sigma x watch_noise on some joint) for ``confirm`` s; a window that starts less than
+    ``decide_within`` s after a noticeable change of the carried payload (the residual re-converging to the
+    new model: the same step as a loss) is not judged."""
 
     k_sigma: float = 3.0
     noise: float | tuple[float, ...] = 1.0
@@ -146,6 +148,8 @@ class PayloadLossClassifier:
         self._since: float | None = None  # first sample of the current run of matching steps
         self._decided = False
         self.last: LossVerdict | None = None
+        self._q: np.ndarray | None = None  # the last pose
+        self._changed_at = -math.inf  # s, when the carried payload last changed noticeably
         self._watch_since: float | None = None  # first watch check of the current run of matches
         self._watch_next: float | None = None
 
@@ -162,14 +166,23 @@ class PayloadLossClassifier:
         if cov.shape != (4, 4) or not np.all(np.isfinite(cov)) or np.any(np.diag(cov) < 0):
             raise PayloadLossError("the carried payload's gravity uncertainty must be 4 standard deviations >= 0 or a "
                                    f"4 x 4 covariance (m, m cx, m cy, m cz), got {gravity_std}")
+        if self._q is not None and self._model_change(self.body, body) > self.cfg.watch_noise:
+            self._changed_at = self._prev[0]  # the residual re-converges to the new model: not a loss
         self.body, self.gravity_cov, self.dynamic = body, 0.5 * (cov + cov.T), bool(dynamic)
         self._watch_since = self._watch_next = None
+
+    def _model_change(self, old: BodyInertia | None, new: BodyInertia | None) -> float:
+        """Largest change (N m) of the carried payload's gravity torque at the last pose."""
+        p = [np.zeros(4) if b is None else np.concatenate([[b.mass], b.mass * np.asarray(b.com, float)])
+             for b in (old, new)]
+        return float(np.max(np.abs(self.dyn.payload_gravity_regressor(self._q) @ (p[1] - p[0]))))
 
     def update(self, t: float, q: np.ndarray, dq: np.ndarray, r: np.ndarray,
                event: CollisionEvent | None) -> LossVerdict | None:
         """One sample after the monitor's step: residual ``r`` (N m) and the detector's current event."""
         q, dq, r = (np.asarray(v, float) for v in (q, dq, r))
         self._track(t, dq, r)
+        self._q = q
         if event is None or not event.active:
             self._event = None
             return self._watch(t, q, dq, r) if self.cfg.watch and self.body is not None else None
@@ -203,8 +216,9 @@ class PayloadLossClassifier:
         if self._watch_next is not None and t < self._watch_next:
             return None
         self._watch_next = t + self.cfg.watch_period - 1e-9
-        if self.history[0][0] > t - self.cfg.watch_window:
-            return None
+        start = t - self.cfg.watch_window
+        if self.history[0][0] > start or start < self._changed_at + self.cfg.decide_within:
+            return None  # not enough history, or the window holds the residual's convergence to a new model
         torque, std = self._payload_torque(q, dq)
         step = r - self._baseline(t - self.cfg.watch_window + self.cfg.baseline)
         noise = np.full(self.dyn.n, self.cfg.watch_noise)

@@ -104,6 +104,26 @@ def test_the_watch_does_not_call_a_move_or_a_contact_a_loss(iiwa):
     assert [v.verdict for v in verdicts] == [COLLISION] and verdicts[0].time > t_contact
 
 
+def test_the_watch_ignores_the_residual_converging_to_a_newly_carried_payload(iiwa):
+    # the monitor learns the payload it already holds (an estimate arrives): its residual steps back by the
+    # payload's torque over 5/K_I, exactly like a loss; the watch must not call that a loss
+    arm = SimulatedArm(iiwa.desc, SimConfig(seed=3, model_error=0.03, sensor=SensorConfig(noise_std=0.1)))
+    arm.attach_payload(LIGHT)
+    arm.reset(Q0)
+    mon = CollisionMonitor(iiwa, MonitorConfig(contact=None))
+    loss = PayloadLossClassifier(iiwa, LossConfig(watch=True))
+    verdicts = []
+    for k in range(700):
+        if k == 300:
+            mon.set_payload(LIGHT)
+            loss.carried(LIGHT, GRAVITY_STD)
+        arm.step(1)
+        s = arm.state()
+        step = mon.update(s.t, s.q, s.dq, s.tau)
+        verdicts.append(loss.update(s.t, s.q, s.dq, step.residual, mon.detector.current))
+    assert [v for v in verdicts if v is not None] == []
+
+
 def test_with_nothing_carried_every_event_is_a_collision(iiwa):
     loss = PayloadLossClassifier(iiwa)
     loss.carried(BodyInertia(0.0, np.zeros(3), np.zeros((3, 3))))
