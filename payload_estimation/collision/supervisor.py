@@ -19,6 +19,15 @@ between them, so the ROS node (``ros/monitor_node.py``) only translates messages
   remainder of the last commanded trajectory is kept (not while sampling: the sampler commands its own next
   move) and resumed after the release; a newer command (:meth:`~MonitorSupervisor.commanded`) supersedes
   it: resuming the old remainder would drive the arm to a stale target.
+- **An estimate's σ** (:meth:`~MonitorSupervisor.uncertainty`): an estimate published with the covariance of
+  its gravity parameters (the online estimate, issue 32) widens the thresholds by k_sigma x the torque σ of
+  its gravity at the current pose (recomputed every ``SIGMA_PERIOD`` s), so they narrow as σ shrinks.
+- **Payload lost** (:class:`.payload_loss.PayloadLossClassifier`): while an estimated payload is carried (a
+  published estimate; not a provisional one learnt at rest, whose unannounced change stays a collision), each
+  detected event is classified: a residual step matching the payload's own torque is ``payload lost`` (the
+  observer goes back to the unloaded arm, :attr:`~MonitorSupervisor.lost` holds the verdict); the reaction
+  waits for the verdict (at most ``LossConfig.decide_within``) and stops only for a collision, or for a loss
+  too with ``payload_lost_stop``.
 - **Parameter changes at safe points** (:meth:`~MonitorSupervisor.configure`): monitor settings apply when
   no collision is reported, the reaction's when the arm is moving (not stopped or resuming).
 
@@ -42,8 +51,12 @@ from .detector import CollisionEvent
 from .monitor import CollisionMonitor, MonitorConfig, MonitorStep
 from .observer import JointFriction
 from .payload_change import GRASP, KINDS, RELEASE, PayloadWatch, WatchConfig
+from .payload_loss import LossVerdict, PayloadLossClassifier
 from .provisional import ProvisionalFit
 from .reaction import Action, ReactionState, ReactionStateMachine
+
+SIGMA_PERIOD = 0.01
+"""s between updates of the thresholds widened by an estimate's σ (a gravity regressor each)."""
 
 
 class EstimateRefused(PayloadEstimationError):
@@ -74,7 +87,7 @@ class SupervisorConfig:
     max_com_radius m (what counts as a payload), sampling_threshold_factor, payload_event_window s,
     payload_as_point_mass (a gravity-only estimate also enters M and C), policy and resume_delay s (the reaction),
     hold_time s and stop_deceleration rad/s² (the stop), resume_velocity_scale and resume_min_duration s (the
-    first segment of a resumed trajectory)."""
+    first segment of a resumed trajectory), payload_lost_stop (a payload loss stops the arm as a collision does)."""
 
     max_payload: float = 15.0
     max_com_radius: float = 0.5
@@ -87,6 +100,7 @@ class SupervisorConfig:
     stop_deceleration: float = 10.0
     resume_velocity_scale: float = 0.5
     resume_min_duration: float = 0.5
+    payload_lost_stop: bool = False
 
     def watch(self) -> WatchConfig:
         """The payload watch's settings."""
@@ -97,12 +111,14 @@ class SupervisorConfig:
 @dataclass(frozen=True)
 class SupervisorStep:
     """One sample's outcome: the monitor's step, the reaction's action to command now, the new provisional
-    payload learnt at this sample (or None) and the lines worth a log entry (payload model changes, windows)."""
+    payload learnt at this sample (or None), the lines worth a log entry (payload model changes, windows) and
+    the payload-loss check's verdict on a detected event decided at this sample (or None)."""
 
     monitor: MonitorStep
     action: Action
     fit: ProvisionalFit | None
     notes: tuple[Note, ...]
+    loss: LossVerdict | None = None
 
 
 class MonitorSupervisor:
@@ -123,6 +139,14 @@ class MonitorSupervisor:
         self.reaction = ReactionStateMachine(self.cfg.policy, self.cfg.resume_delay)
         self.watch = PayloadWatch(dyn, _base(monitor, dyn.n), self.cfg.watch())
         self.watch.set_sampling(sampling)
+        self.loss = PayloadLossClassifier(dyn)
+        self.lost: LossVerdict | None = None  # the last payload loss
+        self.losses = 0
+        self._verdict: LossVerdict | None = None  # the current event's verdict
+        self._sigma: dict | None = None  # the last uncertainty record (mass, com, gravity_covariance)
+        self._payload_cov: np.ndarray | None = None  # 4 x 4 gravity covariance of the carried estimate
+        self._sigma_t: float | None = None
+        self._lost_block = False  # after a loss: estimates refused until 0 kg, an announcement or a sampling run
         self.mon = self._new_monitor(monitor)
         self._pending_monitor: MonitorConfig | None = None
         self._pending_reaction = False
@@ -192,6 +216,7 @@ class MonitorSupervisor:
         if step.contact is not None:
             self.contact = step.contact
         ev = self.mon.detector.current
+        verdict = self._classify(t, q, dq, step.residual, ev)
         w = self.watch.update(t, q, dq, tau, settle=self.settle,
                               detected=None if ev is None else ev.detection_time)
         if w.fit is not None and self.watch.learning:
@@ -202,8 +227,35 @@ class MonitorSupervisor:
             self.mon.detector.scale_thresholds(w.scale)
         if w.note:
             notes.append(("info", w.note))
-        action = self.reaction.update(t, self.mon.detector.in_collision)
-        return SupervisorStep(step, action, w.fit, tuple(notes))
+        if verdict is not None and verdict.lost:
+            notes += self._on_lost(verdict)
+        self._widen(t, q)
+        action = self.reaction.update(t, self._stopping(ev))
+        return SupervisorStep(step, action, w.fit, tuple(notes), verdict)
+
+    def _classify(self, t, q, dq, r, ev: CollisionEvent | None) -> LossVerdict | None:
+        if ev is None or not ev.active:
+            self._verdict = None
+        verdict = self.loss.update(t, q, dq, r, ev)
+        if verdict is not None:
+            self._verdict = verdict
+        return verdict
+
+    def _stopping(self, ev: CollisionEvent | None) -> bool:
+        """The reaction's collision flag: with an estimated payload carried it waits for the loss check's verdict
+        (a loss stops only with ``payload_lost_stop``)."""
+        if not self.mon.detector.in_collision:
+            return False
+        v = self._verdict
+        if v is None:
+            return self.loss.body is None or ev is None
+        return not v.lost or self.cfg.payload_lost_stop
+
+    def _on_lost(self, v: LossVerdict) -> list[Note]:
+        self.lost, self.losses, self._lost_block = v, self.losses + 1, True
+        stop = "; stopping (payload_lost_stop)" if self.cfg.payload_lost_stop else "; the arm is not stopped"
+        notes = [("warning", f"{v.reason} (at t={v.time:.3f} s){stop}")]
+        return notes + self._set_payload(None, "payload lost")
 
     @property
     def settle(self) -> float:
@@ -235,6 +287,7 @@ class MonitorSupervisor:
         """A published estimate in ``frame``: the observer's payload from now on; returns what to log. Raises
         :class:`EstimateRefused` (the previous payload is kept) for another frame or an implausible payload."""
         if est.mass == 0.0:
+            self._lost_block = False
             notes = []
             if self.payload is not None and self.payload.mass > 0 and self.watch.announced is None:
                 notes.append(("info", f"0 kg estimate while carrying a payload: {self.watch.announce(RELEASE)}"))
@@ -242,6 +295,9 @@ class MonitorSupervisor:
             elif self.watch.estimate(0.0):
                 self.mon.detector.scale_thresholds(self.watch.scale())
             return notes + self._set_payload(None, "estimate")
+        if self._lost_block:
+            raise EstimateRefused("the payload was lost: an estimate of it is not used (announce "
+                                  "payload_estimator/released, or grasped for a new object)")
         if frame != self.frame:
             raise EstimateRefused(f"frame '{frame}' is not this model's payload frame '{self.frame}'")
         if self.limit_check is not None:
@@ -252,11 +308,53 @@ class MonitorSupervisor:
                 raise EstimateRefused(str(e)) from e
         self.watch.estimate(est.mass)  # an estimate replaces the provisional payload
         self.mon.detector.scale_thresholds(self.watch.scale())
-        return self._set_payload(est, "estimate")
+        self._payload_cov = None  # the new estimate's σ: matched below
+        notes = self._set_payload(est, "estimate")
+        self._match_sigma()
+        return notes
+
+    def uncertainty(self, mass: float, com, gravity_covariance) -> None:
+        """The covariance (4 x 4 of m, m cx, m cy, m cz; kg, kg m) of the estimate of ``mass`` kg with CoM ``com``
+        m, published with it (before or after it): the thresholds widen by the torque it allows at each pose."""
+        cov = np.asarray(gravity_covariance, float)
+        if cov.shape != (4, 4) or not np.all(np.isfinite(cov)) or np.any(np.diag(cov) < 0):
+            raise EstimateRefused(f"an estimate's gravity covariance must be 4 x 4 and finite, got {cov.shape}")
+        self._sigma = {"mass": float(mass), "com": np.asarray(com, float), "cov": 0.5 * (cov + cov.T)}
+        self._match_sigma()
+
+    def _match_sigma(self) -> None:
+        p, s = self.payload, self._sigma
+        match = (p is not None and s is not None and not isinstance(p, ProvisionalFit) and p.mass == s["mass"]
+                 and np.array_equal(np.asarray(p.com, float), s["com"]))
+        self._payload_cov = s["cov"] if match else None
+        self._sigma_t = None
+        if match:
+            self.loss.carried(self.loss.body, self._payload_cov, self.loss.dynamic)
+
+    def _widen(self, t: float, q: np.ndarray) -> None:
+        """Thresholds widened by k_sigma x the carried estimate's gravity torque σ at ``q`` (every SIGMA_PERIOD)."""
+        cov = self._payload_cov
+        if cov is None or self.watch.learning or (self._sigma_t is not None and 0 <= t - self._sigma_t < SIGMA_PERIOD):
+            return
+        self._sigma_t = t
+        y = self.dyn.payload_gravity_regressor(q)
+        std = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", y, cov, y), 0.0))
+        self.mon.detector.scale_thresholds(self.watch.scale() + self.watch.cfg.k_sigma * std / self.watch.base)
+
+    @property
+    def sigma_in_use(self) -> bool:
+        """Whether the thresholds are widened by the carried estimate's σ."""
+        return self._payload_cov is not None
+
+    @property
+    def widening(self) -> float:
+        """The largest threshold scale in use (1: the configured thresholds)."""
+        return float(np.max(np.atleast_1d(self.mon.detector._scale)))
 
     def set_sampling(self, active: bool) -> None:
         """The payload sampler's active flag: while active the load is learnt at rest, with wider thresholds."""
         scale = self.watch.set_sampling(active)
+        self._lost_block = self._lost_block and not active
         if scale is not None:
             self.mon.detector.scale_thresholds(scale)
 
@@ -267,7 +365,7 @@ class MonitorSupervisor:
     def announce(self, kind: str) -> str:
         """An announced grasp or release (:data:`.payload_change.KINDS`); returns the log line."""
         text = self.watch.announce(kind)
-        self._logged_mass = None
+        self._logged_mass, self._lost_block = None, False
         self.mon.detector.scale_thresholds(self.watch.scale())
         return text
 
@@ -294,8 +392,18 @@ class MonitorSupervisor:
         est, point_mass = self.payload, self.cfg.payload_as_point_mass
         if isinstance(est, ProvisionalFit):
             self.mon.set_payload(*self.watch.observer_model(est, point_mass))
-        else:
-            self.mon.set_payload(*(est.observer_model(point_mass) if est is not None else (None, False)))
+            self.loss.carried(None)  # a provisional payload: an unannounced change stays a collision
+            return
+        body, gravity_only = est.observer_model(point_mass) if est is not None else (None, False)
+        self.mon.set_payload(body, gravity_only)
+        if body is None:
+            self.loss.carried(None)
+            self._payload_cov = None
+            return
+        std = getattr(est, "std", None) or {}
+        g = np.array([std.get("mass", 0.0), *(est.mass * std.get(k, 0.0) for k in ("cx", "cy", "cz"))])
+        cov = self._payload_cov if self._payload_cov is not None else np.diag(g ** 2)
+        self.loss.carried(body, cov, dynamic=not gravity_only)
 
     # ------------------------------------------------------------------ stop and resume
     def commanded(self, now: float, t: np.ndarray, q: np.ndarray) -> bool:

@@ -7,11 +7,11 @@
   (:meth:`OnlineSession.tick`), never in the sample path;
 - it runs against the node's current unloaded model (the calibrated gravity model when one is loaded, else the
   nominal description with ``model_uncertainty``); a changed model starts it over (:meth:`OnlineSession.use`);
-- after an announced grasp (:meth:`OnlineSession.grasped`) each tick whose solve is new returns the estimate to
-  publish on ``payload/estimate`` once the arm has moved since the grasp (faster than ``moving_speed``) or the
-  state is converging / converged; at rest after a grasp nothing is published (``not excited``: the collision
-  monitor's own provisional payload learnt at rest is kept). A ``not excited`` estimate during the motion is
-  published with its σ (the monitor widens its thresholds by it): the best estimate so far;
+- after an announced grasp (:meth:`OnlineSession.grasped`) each tick with a new estimate of a positive mass
+  returns it to publish on ``payload/estimate`` once the arm has moved since the grasp (a joint by ``MOVED``);
+  at rest after a grasp nothing is published (the collision monitor's own provisional payload learnt at rest is
+  kept; a 0 kg estimate would read as a release). A ``not excited`` estimate during the motion is published
+  with its σ (the monitor widens its thresholds by it): the best estimate so far;
 - a release (:meth:`OnlineSession.released`), a sampling run (:meth:`OnlineSession.set_sampling`) or an
   estimate from a sampling run or captures (:meth:`OnlineSession.superseded`) ends it: nothing more is
   published until the next grasp; ``enabled`` False (parameter ``online_estimation``) keeps it idle.
@@ -30,14 +30,12 @@ import numpy as np
 
 from ..model.dynamics import RigidBodyDynamics
 from .estimate import PayloadEstimate
-from .online import CONVERGED, CONVERGING, IDLE, NOT_EXCITED, OnlineConfig, OnlinePayloadEstimator, OnlineStatus
+from .online import IDLE, OnlineConfig, OnlinePayloadEstimator, OnlineStatus
 from .static import UnloadedModel
 
-PUBLISHED_STATES = (CONVERGING, CONVERGED)
-"""States whose estimate is published (the motion has excited the payload)."""
-
-MOVING_SPEED = 0.05
-"""rad/s: a joint faster than this after the grasp means the arm moves (the online estimate is then published)."""
+MOVED = 0.035
+"""rad (2 deg): a joint this far from where it was at the grasp means the arm moves (the estimate is then published;
+a sag of the arm when the load is taken, or velocity noise, does not count)."""
 
 NEVER = 1e9
 """s: the estimator's own solve period in the sample path (the session solves on its timer instead)."""
@@ -71,10 +69,12 @@ class OnlineSession:
         self.last_solve_ms = 0.0
         self.ended = ""  # why the last session ended ('' while active or never started)
         self._key: tuple | None = None
+        self._model: tuple = (None, None)  # (dyn, unloaded model) the estimator runs against
         self._lock = threading.Lock()
-        self._last_t: float | None = None  # status.t of the last published estimate
+        self._last_est: PayloadEstimate | None = None  # the last published estimate
         self._last_state = IDLE
         self.moved = False  # the arm moved since the grasp
+        self._q_grasp: np.ndarray | None = None  # rad, where the arm was at the grasp
 
     # ------------------------------------------------------------------ configuration
     def use(self, dyn: RigidBodyDynamics | None, model: UnloadedModel | None,
@@ -86,7 +86,7 @@ class OnlineSession:
         if key == self._key:
             return False
         with self._lock:
-            self._key, self.config = key, cfg
+            self._key, self.config, self._model = key, cfg, (dyn, model)
             self.estimator = None if dyn is None else OnlinePayloadEstimator(dyn, cfg, model)
             self._end("the unloaded model or the online settings changed" if self.active else "")
         return True
@@ -102,25 +102,24 @@ class OnlineSession:
             return "online estimation not started: a sampling run is active (its estimate will be published)"
         with self._lock:
             self.estimator.grasped()
-            self.active, self.published, self.ended, self.moved = True, 0, "", False
-            self._last_t, self._last_state = None, self.estimator.status.state
+            self.active, self.published, self.ended, self.moved, self._q_grasp = True, 0, "", False, None
+            self._last_est, self._last_state = None, self.estimator.status.state
             anchored = self.estimator.status.anchored
-        return ("payload estimated online from the next motion (published on payload/estimate once the motion has "
-                "tilted it; state in ~/status online_state)" + ("" if anchored else
+        return ("payload estimated online from the next motion (published on payload/estimate once the arm "
+                "moves; state in ~/status online_state)" + ("" if anchored else
                                                                 "; no unloaded rest before the grasp: not anchored"))
 
     def released(self) -> None:
         """The payload was released: back to no payload (the anchor is learnt again at rest)."""
         with self._lock:
-            if self.estimator is not None:
-                self.estimator.reset()
+            self._fresh()
             self._end("released")
 
     def superseded(self, why: str) -> None:
         """Another estimate (a sampling run's, captures') replaced the online one: stop publishing."""
         with self._lock:
-            if self.active and self.estimator is not None:
-                self.estimator.reset()
+            if self.active:
+                self._fresh()
             self._end(why)
 
     def set_sampling(self, active: bool) -> None:
@@ -134,11 +133,18 @@ class OnlineSession:
         if not self.enabled and self.active:
             self.superseded("online_estimation turned off")
 
+    def _fresh(self) -> None:
+        """Back to the unloaded arm: a new estimator (as ``OnlinePayloadEstimator.reset``, whose rest bookkeeping
+        failed on the next sample at rest), the anchor learnt again at rest."""
+        dyn, model = self._model
+        if dyn is not None:
+            self.estimator = OnlinePayloadEstimator(dyn, self.config, model)
+
     def _end(self, why: str) -> None:
         if self.active:
             self.ended = why
         self.active = False
-        self._last_t, self._last_state = None, IDLE
+        self._last_est, self._last_state = None, IDLE
 
     # ------------------------------------------------------------------ per sample and per tick
     def add_sample(self, t: float, q: np.ndarray, dq: np.ndarray | None, tau: np.ndarray) -> None:
@@ -147,8 +153,10 @@ class OnlineSession:
             return
         with self._lock:
             self.estimator.update(t, q, dq, tau)
-            if self.active and not self.moved and float(np.max(np.abs(dq))) > MOVING_SPEED:
-                self.moved = True
+            if self.active and not self.moved:
+                if self._q_grasp is None:
+                    self._q_grasp = np.array(q, float)
+                self.moved = float(np.max(np.abs(np.asarray(q, float) - self._q_grasp))) > MOVED
 
     def tick(self) -> Tick:
         """The timer: solve the accumulated rows (when a grasp is active) and say what to publish."""
@@ -165,9 +173,10 @@ class OnlineSession:
         if st.state != self._last_state:
             note = f"online payload estimate: {st.state} ({st.reason})"
             self._last_state = st.state
-        if st.estimate is None or not (self.moved or st.state in PUBLISHED_STATES) or st.t == self._last_t:
+        e = st.estimate
+        if e is None or not self.moved or e.mass <= 0 or e is self._last_est:
             return Tick(None, st, note, ms)
-        self._last_t = st.t
+        self._last_est = e
         self.published += 1
         return Tick(st.estimate, st, note, ms)
 
@@ -202,4 +211,4 @@ class OnlineSession:
                 "gravity_covariance": np.asarray(st.gravity_covariance, float).tolist()}
 
 
-__all__ = ["NOT_EXCITED", "PUBLISHED_STATES", "OnlineSession", "Tick"]
+__all__ = ["MOVED", "OnlineSession", "Tick"]

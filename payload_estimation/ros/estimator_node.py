@@ -19,7 +19,13 @@ Interface (names relative to the node namespace, all remappable):
   and loaded as ``gravity_model``);
 - publishes ``payload/estimate`` (geometry_msgs/InertiaStamped, reliable + transient local;
   frame_id = payload frame; inertia about the CoM, 0 when only gravity parameters are estimated),
-  ``~/status`` and ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, on events and every second).
+  ``~/status`` and ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, on events and every second);
+- online estimate (issue 32, parameter ``online_estimation``): after ``~/grasped`` the payload is estimated from
+  whatever motion follows (:class:`payload.online_session.OnlineSession`: fed in the joint_states thread, solved
+  on a 10 Hz timer, 1-3 ms per solve) and published on ``payload/estimate`` at 10 Hz once the arm moves, its
+  gravity uncertainty on ``~/online_estimate`` (std_msgs/String JSON, latched: the collision monitor widens its
+  thresholds by it); ``payload_sampler/active`` (std_msgs/Bool) ends it while a sampling run is active, the
+  monitor's ``collision_monitor/payload_lost`` (std_msgs/String) ends it and publishes 0 kg.
 
 The node is thin: every rule (captures, recordings, the reference run, the unloaded model, the fits) is
 :class:`payload.estimator.PayloadEstimator`; this node turns messages, services and parameters
@@ -32,6 +38,7 @@ runs. A capture is refused when joint_states are stale — judged on the wall cl
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 
@@ -40,7 +47,7 @@ from geometry_msgs.msg import InertiaStamped
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
+from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
 from ..errors import PayloadEstimationError
@@ -58,7 +65,10 @@ from ..payload.estimator import (
     PayloadEstimator,
     format_estimate,
 )
+from ..payload.online import OnlineConfig
+from ..payload.online_session import OnlineSession
 from ..payload.recordings import CURRENT_WARNING
+from ..signals.torque_gains import effort_to_torque
 from ..stream import StampVerdict
 from .dedicated_subscription import create_dedicated_subscription
 from .estimator_params import PARAMS, estimator_config
@@ -70,9 +80,13 @@ from .node_support import (
     RobotModelSource,
     StatusReporter,
     joint_names_for,
+    steady_timer,
 )
 from .parameters import ParameterError
 from .qos import EVENT_QOS, LATCHED_QOS, SENSOR_QOS
+
+ONLINE_PERIOD = 0.1
+"""s between solves of the online estimate (10 Hz; on the wall clock: a solve takes 1-3 ms)."""
 
 
 class PayloadEstimatorNode(Node):
@@ -83,6 +97,8 @@ class PayloadEstimatorNode(Node):
         self.core: PayloadEstimator | None = None  # _check_params runs while the parameters are declared
         self.values = PARAMS.declare(self, check=self._check_params, on_change=self._on_params)
         self.core = PayloadEstimator(estimator_config(self.values))
+        self.online = OnlineSession(bool(self.values["online_estimation"]))
+        self._online_errors = 0
         self.input: JointStateInput | None = None
         self._export_failures = 0
         self._export_error = ""  # why the newest failed export failed
@@ -109,6 +125,10 @@ class PayloadEstimatorNode(Node):
         for name, callback in services.items():
             self.create_service(Trigger, f"~/{name}", callback)
         self.pub_event = self.create_publisher(String, "~/payload_event", EVENT_QOS)
+        self.pub_online = self.create_publisher(String, "~/online_estimate", LATCHED_QOS)
+        self.create_subscription(Bool, "payload_sampler/active", self._on_sampling, LATCHED_QOS)
+        self.create_subscription(String, "collision_monitor/payload_lost", self._on_payload_lost, LATCHED_QOS)
+        steady_timer(self, ONLINE_PERIOD, self._online_tick)
         # a changed robot_description while a dynamic run is recorded is taken when the recording ends
         self.model = RobotModelSource(self, self.values, self._on_model, busy=lambda: core.recording)
         # No estimate is published at start: a late-joining latched "0 kg" would overwrite a payload
@@ -143,6 +163,7 @@ class PayloadEstimatorNode(Node):
             raise ParameterError(f"torque_gain: {e}") from e
         self._warn_gain()
         self._log_model(choice)
+        self._use_online_model()
         with self._input_lock:
             self.input = JointStateInput(self, names, self.values, require_velocity=False)
         self.status.hardware_id = desc.name
@@ -159,6 +180,9 @@ class PayloadEstimatorNode(Node):
         if self.dyn is not None and "gravity_model" in names:  # also the same name: the file may be new
             self._log_model(self.core.load_model())
             self.status.publish()
+        if "online_estimation" in names:
+            self.online.set_enabled(bool(self.values["online_estimation"]))
+        self._use_online_model()
         self.get_logger().info(f"parameters changed: {sorted(names)}")
 
     # ------------------------------------------------------------------ input
@@ -170,6 +194,12 @@ class PayloadEstimatorNode(Node):
         if verdict is StampVerdict.RESTART:
             self.core.restart()
         self.core.add_sample(t, s.q, s.dq, s.tau)
+        try:  # cheap: no solve here; a failure must not cost the captures and recordings above
+            self.online.add_sample(t, s.q, s.dq, effort_to_torque(s.tau, self.core.gain))
+        except (PayloadEstimationError, ValueError, TypeError, ArithmeticError) as e:
+            self._online_errors += 1
+            self.get_logger().error(f"online estimate: sample not taken ({type(e).__name__}: {e}); counted in "
+                                    "status online_errors", throttle_duration_sec=THROTTLE_S)
 
     # ------------------------------------------------------------------ services
     def _unavailable(self) -> str | None:
@@ -234,6 +264,7 @@ class PayloadEstimatorNode(Node):
             self.get_logger().warning(f"payload estimate is imprecise: {out.imprecise}; {format_estimate(est)}")
         else:
             self._publish(est, DiagnosticStatus.OK, "payload estimated")
+        self.online.superseded("an estimate from captures or a sampling run was published")
         failures = self._export_failures
         response.message += self._export(est)
         if self._export_failures > failures:  # published, but not where the user expects it: WARN, not OK
@@ -258,6 +289,7 @@ class PayloadEstimatorNode(Node):
 
     def _srv_reset(self, request, response):
         self.core.reset()
+        self.online.released()
         if self.dyn is None:
             return self._no_model("reset", response)
         self._publish(NO_PAYLOAD, DiagnosticStatus.OK, "reset: unloaded")
@@ -276,9 +308,13 @@ class PayloadEstimatorNode(Node):
     def _srv_grasped(self, request, response):
         """An object was grasped: its payload is unknown until estimated; the monitor learns it provisionally."""
         earlier = self.core.grasped()
+        self._use_online_model()
+        online = self.online.grasped()
         response.success = True
-        response.message = ("grasp announced: payload being learned by the collision monitor; call "
-                            "payload_sampler/sample for an estimate" + self._announce("grasped") + earlier)
+        response.message = ("grasp announced: payload being learned by the collision monitor; "
+                            + (f"{online}; or call payload_sampler/sample" if self.online.active else
+                               f"call payload_sampler/sample for an estimate ({online})")
+                            + self._announce("grasped") + earlier)
         self._last = (DiagnosticStatus.OK, "grasp announced: payload unknown until estimated")
         self.get_logger().info(response.message)
         self.status.publish()
@@ -297,6 +333,52 @@ class PayloadEstimatorNode(Node):
         else:
             response.message = f"release announced to the collision monitor, but {response.message}{listening}"
         return response
+
+    # ------------------------------------------------------------------ online estimate
+    def _online_config(self) -> OnlineConfig:
+        v = self.values
+        limits = self.core.config.fit.limits
+        return OnlineConfig(model_uncertainty=float(v["model_uncertainty"]),
+                            torque_offset_std=float(v["torque_offset_std"]), limits=limits)
+
+    def _use_online_model(self) -> None:
+        """The online estimate runs against the core's unloaded model (calibrated gravity model or nominal)."""
+        if self.online.use(self.core.dyn, self.core.gravity_model, self._online_config()) and self.dyn is not None:
+            which = "nominal" if self.core.gravity_model is None else self.core.gravity_model.uncertainty.source
+            self.get_logger().info(f"online estimate uses the unloaded model: {which}")
+
+    def _on_sampling(self, msg: Bool) -> None:
+        self.online.set_sampling(bool(msg.data))
+
+    def _on_payload_lost(self, msg: String) -> None:
+        """The collision monitor reports the carried payload lost: the online estimate ends, 0 kg is published."""
+        if not self.online.active:  # e.g. the latched report of an earlier loss
+            return
+        self.online.superseded("payload lost (collision_monitor/payload_lost)")
+        self.core.reset()
+        self._publish(NO_PAYLOAD, DiagnosticStatus.WARN, "payload lost (collision monitor): unloaded; announce "
+                      "~/released, then ~/grasped when a new object is held")
+        self.get_logger().warning("payload lost (collision_monitor): online estimate ended, 0 kg published")
+
+    def _online_tick(self) -> None:
+        """10 Hz: solve the online estimate; publish it (and its gravity uncertainty for the monitor) when new."""
+        if self.dyn is None:
+            return
+        self._use_online_model()
+        tick = self.online.tick()
+        if tick.note:
+            self.get_logger().info(tick.note)
+        if tick.estimate is None:
+            if tick.note:
+                self.status.publish()
+            return
+        unc = self.online.uncertainty()
+        if unc is not None:  # first: the monitor matches it with the estimate that follows
+            self.pub_online.publish(String(data=json.dumps(unc)))
+        self.pub_estimate.publish(estimate_to_msg(tick.estimate, self.get_clock().now().to_msg(), self.core.frame))
+        self._last = (DiagnosticStatus.OK, f"online estimate {tick.status.state}: {format_estimate(tick.estimate)}")
+        if tick.note:
+            self.status.publish()
 
     # ------------------------------------------------------------------ output
     def _export(self, est: PayloadEstimate) -> str:
@@ -341,7 +423,8 @@ class PayloadEstimatorNode(Node):
                 "undetermined": ", ".join(est.undetermined),
                 "model": core.model_label(self.values["robot"] or "robot_description"),
                 "export_failures": self._export_failures, "last_export_error": self._export_error,
-                **{f"std_{k}": v for k, v in (est.std or {}).items()}}
+                **{f"std_{k}": v for k, v in (est.std or {}).items()}, **self.online.status_values(),
+                "online_errors": self._online_errors}
         return level, text, vals | (self.input.counters() if self.input is not None else {})
 
     def destroy_node(self) -> None:

@@ -66,8 +66,9 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           "empty: nothing written", applies="next estimate", path="dir"),
     Param("online_estimation", True,
           "after ~/grasped, estimate the payload online from whatever motion follows (issue 32: no sampling "
-          "motion) and publish it on payload/estimate at 10 Hz once the motion has excited it (status keys "
-          "online_*); inactive at rest, while payload_sampler runs and after ~/released", applies="next grasp"),
+          "motion) and publish it on payload/estimate at 10 Hz once the arm moves, its gravity uncertainty on "
+          "~/online_estimate (status keys online_*); nothing is published at rest, while payload_sampler runs or "
+          "after ~/released", applies="next grasp"),
 ])
 
 

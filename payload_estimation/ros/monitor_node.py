@@ -5,7 +5,9 @@ after a stop), ``payload_sampler/active``, ``payload_estimator/payload_event`` a
 parameter, ``robot_description``; publishes ``~/residual``, ``~/collision``, ``~/status`` and ``/diagnostics``,
 the stop and the resumed remainder on ``joint_trajectory``, and after each detection the contact estimate on
 ``~/contact`` (JSON: link, probability, force and its range), ``~/contact_wrench`` and ``~/contact_marker``
-(docs/ros_interface.md has every topic with its type, QoS and meaning).
+(docs/ros_interface.md has every topic with its type, QoS and meaning). ``payload_estimator/online_estimate``
+(JSON) gives the online estimate's σ (thresholds widened by it); a payload loss is reported on the latched
+``~/payload_lost`` (JSON), not as a collision.
 
 The rules are the core's (:class:`collision.supervisor.MonitorSupervisor`, configured by
 :func:`ros.monitor_params.monitor_configs`); this node translates messages and reports. Never silently blind:
@@ -17,6 +19,7 @@ logged and shown in the status.
 from __future__ import annotations
 
 import functools
+import json
 import sys
 import threading
 from array import array
@@ -105,17 +108,20 @@ class CollisionMonitorNode(Node):
         self._last_refusal = ""
         self._blind_logged = False
         self._joint_states = None
+        self._deferred = None  # a detection waiting for the payload-loss check's verdict
         self.pub_residual = self.create_publisher(JointState, "~/residual", EVENT_QOS)
         self.pub_collision = self.create_publisher(Bool, "~/collision", LATCHED_QOS)
         self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
         self.pub_wrench = self.create_publisher(WrenchStamped, "~/contact_wrench", EVENT_QOS)
         self.pub_marker = self.create_publisher(Marker, "~/contact_marker", EVENT_QOS)
         self.pub_contact = self.create_publisher(String, "~/contact", LATCHED_QOS)
+        self.pub_lost = self.create_publisher(String, "~/payload_lost", LATCHED_QOS)
         self.status = StatusReporter(self, "collision", self._snapshot)
         self.create_subscription(InertiaStamped, "payload/estimate", self._on_estimate, LATCHED_QOS)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
         self.create_subscription(Bool, "payload_sampler/active", self._on_sampling, LATCHED_QOS)
         self.create_subscription(String, "payload_estimator/payload_event", self._on_payload_event, EVENT_QOS)
+        self.create_subscription(String, "payload_estimator/online_estimate", self._on_online, LATCHED_QOS)
         self.pub_collision.publish(Bool(data=False))
         self.model = RobotModelSource(self, self.values, self._on_model)
         steady_timer(self, WATCHDOG_PERIOD, self._watchdog)
@@ -198,6 +204,17 @@ class CollisionMonitorNode(Node):
             self._restart()
         step = self.sup.update(t, s.q, s.dq, s.tau)
         self._log(step.notes)
+        ev = step.monitor.event
+        if ev is not None and ev.active and self.sup.loss.body is not None and step.loss is None:
+            self._deferred = ev  # an estimated payload is carried: a collision or a payload loss? (<= 60 ms)
+        elif ev is not None:
+            self._on_event(ev)
+        if step.loss is not None:
+            deferred, self._deferred = self._deferred, None
+            if step.loss.lost:
+                self._on_lost(step.loss)
+            elif deferred is not None:
+                self._on_event(deferred)
         r = step.monitor.residual
         self._count += 1
         if self._count % int(self.values["residual_decimation"]) == 0:
@@ -205,8 +222,6 @@ class CollisionMonitorNode(Node):
             out.header.stamp = msg.header.stamp
             out.effort = array("d", r)  # array.array skips the generated setter's per-element checks
             self.pub_residual.publish(out)
-        if step.monitor.event is not None:
-            self._on_event(step.monitor.event)
         if step.monitor.contact is not None:
             self._on_contact(step.monitor.contact, msg.header.stamp)
         if step.action is Action.HOLD_POSITION:
@@ -245,6 +260,13 @@ class CollisionMonitorNode(Node):
         if w is not None:  # else no link explains the torque: nothing to show
             self.pub_wrench.publish(w)
             self.pub_marker.publish(contact_marker(c, stamp))
+        self.status.publish()
+
+    def _on_lost(self, v) -> None:
+        """A payload loss (the core logged it): ~/payload_lost (JSON, latched) and the status."""
+        self.pub_lost.publish(String(data=json.dumps({
+            "verdict": v.verdict, "time": v.time, "detection_time": v.detection_time, "fraction": v.fraction,
+            "lost_mass": v.lost_mass, "reason": v.reason, "stopped": bool(self.sup.cfg.payload_lost_stop)})))
         self.status.publish()
 
     def _hold(self, q: np.ndarray, dq: np.ndarray, lead: float) -> None:
@@ -299,6 +321,20 @@ class CollisionMonitorNode(Node):
             self.status.publish()
 
     @_locked
+    def _on_online(self, msg: String) -> None:
+        """The online estimate's gravity covariance (payload_estimator/online_estimate): thresholds widened by it."""
+        try:
+            if self.sup is None:
+                raise ParameterError("no robot model yet")
+            d = json.loads(msg.data)
+            self.sup.uncertainty(float(d["mass"]), d["com"], d["gravity_covariance"])
+        except (PayloadEstimationError, ValueError, KeyError, TypeError) as e:
+            self._refused["estimates"] += 1
+            self._last_refusal = f"online estimate uncertainty: {e}"
+            self.get_logger().warning(f"ignoring payload_estimator/online_estimate: {e}; thresholds not widened by "
+                                      "its σ", throttle_duration_sec=THROTTLE_S)
+
+    @_locked
     def _on_sampling(self, msg: Bool) -> None:
         active = bool(msg.data)
         if active != self._sampling:
@@ -344,6 +380,10 @@ class CollisionMonitorNode(Node):
                     "sampling": self._sampling, "estimates_refused": self._refused["estimates"],
                     "last_refusal": self._last_refusal, "payload_events_refused": self._refused["events"],
                     "pending_parameters": ",".join(sorted(self._pending())), "dynamic_model": self._dynamic_note}
+            if sup is not None:
+                lost = sup.lost
+                vals.update({"threshold_scale": round(sup.widening, 3), "payload_sigma": sup.sigma_in_use,
+                             "payload_losses": sup.losses, "payload_lost": "" if lost is None else lost.reason})
             if sup is None:
                 level, text = DiagnosticStatus.ERROR, f"not monitoring: no robot model ({self.model.error})"
             elif self.input.age() is None:

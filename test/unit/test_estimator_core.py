@@ -96,7 +96,7 @@ def test_every_parameter_default_maps_to_the_core_config_and_a_changed_value_arr
               "min_average_samples": lambda c: c.settle.min_average_samples,
               "max_window": lambda c: c.settle.max_window}
     node_only = {"robot", "base_link", "tip_link", "joint_names", "joint_state_timeout", "max_stamp_jump",
-                 "restart_samples", "export_dir"}
+                 "restart_samples", "export_dir", "online_estimation"}
     assert set(fields) | node_only == set(DEFAULTS) and not set(fields) & node_only
     defaults = config()
     for name, get in fields.items():

@@ -67,6 +67,10 @@ def test_published_during_the_move_at_ten_hertz_with_sigma_covering(iiwa):
     session.released()
     assert session.tick().estimate is None and session.status_values()["online_state"] == IDLE
     assert session.uncertainty() is None and session.ended == "released"
+    q = Q0 + MOVE
+    for k in range(700):  # the arm at rest after the release: the anchor is learnt again (no error)
+        session.add_sample(10.0 + k / 1000, q, np.zeros(7), iiwa.gravity(q))
+    assert session.grasped() and session.status_values()["online_anchored"]
 
 
 def test_nothing_published_while_sampling_or_disabled(iiwa):
