@@ -306,16 +306,19 @@ class MonitorSupervisor:
                                  self.cfg.max_payload, self.cfg.max_com_radius)
             except PayloadEstimationError as e:
                 raise EstimateRefused(str(e)) from e
+        if self.mon.detector.in_collision and self.loss.body is not None:
+            raise EstimateRefused("an event is being classified (collision or payload lost): the carried payload "
+                                  "model is kept until it is decided; the next estimate is taken")
         self.watch.estimate(est.mass)  # an estimate replaces the provisional payload
         self.mon.detector.scale_thresholds(self.watch.scale())
-        self._payload_cov = None  # the new estimate's σ: matched below
         notes = self._set_payload(est, "estimate")
         self._match_sigma()
         return notes
 
     def uncertainty(self, mass: float, com, gravity_covariance) -> None:
         """The covariance (4 x 4 of m, m cx, m cy, m cz; kg, kg m) of the estimate of ``mass`` kg with CoM ``com``
-        m, published with it (before or after it): the thresholds widen by the torque it allows at each pose."""
+        m, published with it (before or after it): the thresholds widen by the torque it allows at each pose. A
+        newer estimate keeps the previous one's σ until its own arrives."""
         cov = np.asarray(gravity_covariance, float)
         if cov.shape != (4, 4) or not np.all(np.isfinite(cov)) or np.any(np.diag(cov) < 0):
             raise EstimateRefused(f"an estimate's gravity covariance must be 4 x 4 and finite, got {cov.shape}")
@@ -326,7 +329,11 @@ class MonitorSupervisor:
         p, s = self.payload, self._sigma
         match = (p is not None and s is not None and not isinstance(p, ProvisionalFit) and p.mass == s["mass"]
                  and np.array_equal(np.asarray(p.com, float), s["com"]))
-        self._payload_cov = s["cov"] if match else None
+        if match:
+            self._payload_cov = s["cov"]
+        elif p is None or isinstance(p, ProvisionalFit):
+            self._payload_cov = None
+        # else: the previous estimate's σ stays until this one's arrives (its message may come second)
         self._sigma_t = None
         if match:
             self.loss.carried(self.loss.body, self._payload_cov, self.loss.dynamic)
@@ -354,6 +361,8 @@ class MonitorSupervisor:
     def set_sampling(self, active: bool) -> None:
         """The payload sampler's active flag: while active the load is learnt at rest, with wider thresholds."""
         scale = self.watch.set_sampling(active)
+        if active:
+            self._payload_cov = self._sigma = None
         self._lost_block = self._lost_block and not active
         if scale is not None:
             self.mon.detector.scale_thresholds(scale)

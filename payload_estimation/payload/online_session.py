@@ -10,7 +10,9 @@
 - after an announced grasp (:meth:`OnlineSession.grasped`) each tick with a new estimate of a positive mass
   returns it to publish on ``payload/estimate`` once the arm has moved since the grasp (a joint by ``MOVED``);
   at rest after a grasp nothing is published (the collision monitor's own provisional payload learnt at rest is
-  kept; a 0 kg estimate would read as a release). A ``not excited`` estimate during the motion is published
+  kept; a 0 kg estimate would read as a release), and after the move only while the arm keeps moving (a joint
+  by ``STILL`` between ticks): at rest the rows add little, and a payload dropped at rest must not be fitted
+  into the estimate the monitor compares the drop with. A ``not excited`` estimate during the motion is published
   with its σ (the monitor widens its thresholds by it): the best estimate so far;
 - a release (:meth:`OnlineSession.released`), a sampling run (:meth:`OnlineSession.set_sampling`) or an
   estimate from a sampling run or captures (:meth:`OnlineSession.superseded`) ends it: nothing more is
@@ -36,6 +38,9 @@ from .static import UnloadedModel
 MOVED = 0.035
 """rad (2 deg): a joint this far from where it was at the grasp means the arm moves (the estimate is then published;
 a sag of the arm when the load is taken, or velocity noise, does not count)."""
+
+STILL = 0.003
+"""rad: the arm moved less than this (every joint) since the last tick: no new estimate is published."""
 
 NEVER = 1e9
 """s: the estimator's own solve period in the sample path (the session solves on its timer instead)."""
@@ -75,6 +80,8 @@ class OnlineSession:
         self._last_state = IDLE
         self.moved = False  # the arm moved since the grasp
         self._q_grasp: np.ndarray | None = None  # rad, where the arm was at the grasp
+        self._q: np.ndarray | None = None  # rad, the newest sample's position
+        self._q_tick: np.ndarray | None = None  # rad, the position at the last publish
 
     # ------------------------------------------------------------------ configuration
     def use(self, dyn: RigidBodyDynamics | None, model: UnloadedModel | None,
@@ -103,6 +110,7 @@ class OnlineSession:
         with self._lock:
             self.estimator.grasped()
             self.active, self.published, self.ended, self.moved, self._q_grasp = True, 0, "", False, None
+            self._q_tick = None
             self._last_est, self._last_state = None, self.estimator.status.state
             anchored = self.estimator.status.anchored
         return ("payload estimated online from the next motion (published on payload/estimate once the arm "
@@ -157,6 +165,7 @@ class OnlineSession:
                 if self._q_grasp is None:
                     self._q_grasp = np.array(q, float)
                 self.moved = float(np.max(np.abs(np.asarray(q, float) - self._q_grasp))) > MOVED
+            self._q = np.asarray(q, float)
 
     def tick(self) -> Tick:
         """The timer: solve the accumulated rows (when a grasp is active) and say what to publish."""
@@ -173,10 +182,12 @@ class OnlineSession:
         if st.state != self._last_state:
             note = f"online payload estimate: {st.state} ({st.reason})"
             self._last_state = st.state
-        e = st.estimate
-        if e is None or not self.moved or e.mass <= 0 or e is self._last_est:
+        e, q = st.estimate, self._q
+        still = (self._q_tick is not None and q is not None
+                 and float(np.max(np.abs(q - self._q_tick))) < STILL)
+        if e is None or not self.moved or e.mass <= 0 or e is self._last_est or still:
             return Tick(None, st, note, ms)
-        self._last_est = e
+        self._last_est, self._q_tick = e, q
         self.published += 1
         return Tick(st.estimate, st, note, ms)
 
@@ -211,4 +222,4 @@ class OnlineSession:
                 "gravity_covariance": np.asarray(st.gravity_covariance, float).tolist()}
 
 
-__all__ = ["MOVED", "OnlineSession", "Tick"]
+__all__ = ["MOVED", "STILL", "OnlineSession", "Tick"]

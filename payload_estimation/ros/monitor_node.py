@@ -187,8 +187,11 @@ class CollisionMonitorNode(Node):
         return self._changed
 
     def _log(self, notes) -> None:
-        for level, text in notes:
-            getattr(self.get_logger(), level)(text)
+        for level, text in notes:  # one call site per severity: rclpy refuses a call site that changes it
+            if level == "warning":
+                self.get_logger().warning(text)
+            else:
+                self.get_logger().info(text)
         if notes:
             self.status.publish()
 
