@@ -3,8 +3,8 @@ driven for 60 s per seed by a seeded random schedule of description re-publicati
 service calls, parameter sets, grasp/release and joint_states faults; invariants checked from outside
 after every step, then a clean estimate within 1 % / 5 mm. The driver and the invariants: chaos_driver.py.
 
-Seeds: ``PE_CHAOS_SEEDS`` (comma-separated, default ``1,2``; empty: the chaos runs are skipped, e.g. in a
-second CI suite); ``PE_CHAOS_DURATION`` (s, default 60). One seed takes about 110 s of wall time:
+Seeds: ``PE_CHAOS_SEEDS`` (comma-separated, default ``1``; CI runs seed 1 on Kilted and seed 2 on Jazzy;
+empty: the chaos runs are skipped); ``PE_CHAOS_DURATION`` (s, default 60). One seed takes about 110 s of wall time:
 start-up, the 60 s schedule, the drain and the clean estimate.
 A failure prints its seed, the step, the event, the invariant and the node's last log lines; rerun one
 seed with ``PE_CHAOS_SEEDS=<seed> .venv/bin/python -m pytest test/integration/test_chaos.py`` or
@@ -34,7 +34,7 @@ from payload_estimation.ros.bringup import ros_args, start_processes, stop_proce
 from payload_estimation.ros.qos import LATCHED_QOS
 from payload_estimation.ros.spin_thread import SpinThread
 
-SEEDS = [int(s) for s in os.environ.get("PE_CHAOS_SEEDS", "1,2").split(",") if s.strip()]
+SEEDS = [int(s) for s in os.environ.get("PE_CHAOS_SEEDS", "1").split(",") if s.strip()]
 DURATION = float(os.environ.get("PE_CHAOS_DURATION", "60"))
 FINAL = os.environ.get("PE_CHAOS_FINAL", "static")
 
