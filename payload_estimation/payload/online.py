@@ -291,6 +291,7 @@ class OnlinePayloadEstimator:
         self._last_q = None
 
     def _forget_anchor(self) -> None:
+        self._rest_since = None  # a rest in progress starts over with empty sums
         self._rest_sum = None
         self._rest_n = 0
         self._rest_q = None

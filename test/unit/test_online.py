@@ -141,3 +141,23 @@ def test_updates_at_ten_hertz_and_no_estimate_without_a_grasp(iiwa):
 def test_config_is_checked():
     with pytest.raises(PayloadDataError, match="solve_period"):
         OnlineConfig(solve_period=0.0)
+
+
+def test_a_release_at_rest_relearns_the_anchor_from_the_rest_that_follows(iiwa):
+    """reset() while the arm stands still: the rest window starts over (it kept the old window's start with its
+    sums emptied, so the next sample at rest raised TypeError in the node), and the anchor is learnt again."""
+    arm = SimulatedArm(iiwa.desc, SimConfig(seed=0))
+    arm.reset(Q0)
+    est = OnlinePayloadEstimator(iiwa)
+
+    def rest(seconds: float):
+        for _ in range(round(1000 * seconds)):
+            arm.step(1)
+            s = arm.state()
+            est.update(s.t, s.q, s.dq, s.tau)
+
+    rest(1.0)
+    est.reset()
+    rest(1.5)
+    est.grasped()
+    assert est.status.anchored
