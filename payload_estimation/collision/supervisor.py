@@ -22,8 +22,10 @@ between them, so the ROS node (``ros/monitor_node.py``) only translates messages
 - **An estimate's σ** (:meth:`~MonitorSupervisor.uncertainty`): an estimate published with the covariance of
   its gravity parameters (the online estimate, issue 32) widens the thresholds by k_sigma x the torque σ of
   its gravity at the current pose (recomputed every ``SIGMA_PERIOD`` s), so they narrow as σ shrinks.
-- **Payload lost** (:class:`.payload_loss.PayloadLossClassifier`): while an estimated payload is carried (a
-  published estimate; not a provisional one learnt at rest, whose unannounced change stays a collision), each
+- **Payload lost** (:class:`.payload_loss.PayloadLossClassifier`): while an estimated payload is carried after
+  an announced grasp (``payload_estimator/grasped``, until ``released`` or a loss; a payload nobody announced,
+  or a provisional one learnt at rest, changes only as a collision: joint torques cannot tell a push near the
+  wrist from a dropped object, and a contact taken for a loss would not stop the arm), each
   detected event is classified: a residual step matching the payload's own torque is ``payload lost`` (the
   observer goes back to the unloaded arm, :attr:`~MonitorSupervisor.lost` holds the verdict); the reaction
   waits for the verdict (at most ``LossConfig.decide_within``) and stops only for a collision, or for a loss
@@ -147,6 +149,7 @@ class MonitorSupervisor:
         self._payload_cov: np.ndarray | None = None  # 4 x 4 gravity covariance of the carried estimate
         self._sigma_t: float | None = None
         self._lost_block = False  # after a loss: estimates refused until 0 kg, an announcement or a sampling run
+        self._grasp_announced = False  # a grasp was announced (and no release or loss since): losses are judged
         self.mon = self._new_monitor(monitor)
         self._pending_monitor: MonitorConfig | None = None
         self._pending_reaction = False
@@ -253,6 +256,7 @@ class MonitorSupervisor:
 
     def _on_lost(self, v: LossVerdict) -> list[Note]:
         self.lost, self.losses, self._lost_block = v, self.losses + 1, True
+        self._grasp_announced = False
         stop = "; stopping (payload_lost_stop)" if self.cfg.payload_lost_stop else "; the arm is not stopped"
         notes = [("warning", f"{v.reason} (at t={v.time:.3f} s){stop}")]
         return notes + self._set_payload(None, "payload lost")
@@ -375,6 +379,8 @@ class MonitorSupervisor:
         """An announced grasp or release (:data:`.payload_change.KINDS`); returns the log line."""
         text = self.watch.announce(kind)
         self._logged_mass, self._lost_block = None, False
+        self._grasp_announced = kind == GRASP
+        self._arm_loss_check()
         self.mon.detector.scale_thresholds(self.watch.scale())
         return text
 
@@ -408,6 +414,18 @@ class MonitorSupervisor:
         if body is None:
             self.loss.carried(None)
             self._payload_cov = None
+            return
+        self._arm_loss_check()
+
+    def _arm_loss_check(self) -> None:
+        """Losses are judged for an estimated payload carried after an announced grasp (module docstring)."""
+        est = self.payload
+        if est is None or isinstance(est, ProvisionalFit) or not self._grasp_announced:
+            self.loss.carried(None)
+            return
+        body, gravity_only = est.observer_model(self.cfg.payload_as_point_mass)
+        if body is None:
+            self.loss.carried(None)
             return
         std = getattr(est, "std", None) or {}
         g = np.array([std.get("mass", 0.0), *(est.mass * std.get(k, 0.0) for k in ("cx", "cy", "cz"))])

@@ -13,8 +13,9 @@ from ..collision.contact import ContactEstimate
 
 
 def contact_json(c: ContactEstimate, stamp: float) -> str:
-    """~/contact: :meth:`ContactEstimate.to_dict` with ``stamp`` (s, the joint_states sample it was made at);
-    a value that is not finite (an unbounded force range, an unobservable point) is null."""
+    """~/contact: :meth:`ContactEstimate.to_dict` with ``stamp`` (s, the joint_states sample it was made at)
+    and ``summary`` (the one line the node logs); a value that is not finite (an unbounded force range, an
+    unobservable point) is null."""
 
     def finite(v):
         if isinstance(v, float):
@@ -23,7 +24,7 @@ def contact_json(c: ContactEstimate, stamp: float) -> str:
             return [finite(x) for x in v]
         return v
 
-    return json.dumps({"stamp": stamp, **{k: finite(v) for k, v in c.to_dict().items()}})
+    return json.dumps({"stamp": stamp, "summary": c.summary(), **{k: finite(v) for k, v in c.to_dict().items()}})
 
 
 def contact_marker(c: ContactEstimate, stamp, scale: float = 0.01) -> Marker:

@@ -7,6 +7,7 @@ It is what a user's task code would do, over the public interface only: ``joint_
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,7 +23,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
@@ -85,6 +86,8 @@ class MissionClient(Node):
         self.states = {"q": Trace(), "dq": Trace(), "tau": Trace()}
         self.residuals = {m: Trace() for m in monitors}
         self.collisions: dict[str, list[tuple[float, bool]]] = {m: [] for m in monitors}
+        self.contacts: dict[str, list[dict]] = {m: [] for m in monitors}
+        """each monitor's ~/contact answers (JSON: stamp, summary, link, probability, force range, ...)."""
         self.estimate = None
         self.estimates = 0
         """payload/estimate messages received so far (to wait for the next one)."""
@@ -96,6 +99,7 @@ class MissionClient(Node):
                                      SENSOR_QOS)
             self.create_subscription(Bool, f"{m}/collision", lambda msg, m=m: self._on_collision(m, msg),
                                      LATCHED_QOS)
+            self.create_subscription(String, f"{m}/contact", lambda msg, m=m: self._on_contact(m, msg), LATCHED_QOS)
         self.create_subscription(DiagnosticArray, "payload_estimator/status", self._on_estimator_status, LATCHED_QOS)
         # every node's status level (a node without its robot model yet reports ERROR)
         self.levels: dict[str, int] = {}
@@ -137,6 +141,10 @@ class MissionClient(Node):
 
     def _on_collision(self, monitor: str, msg: Bool) -> None:
         self.collisions[monitor].append((self.now(), bool(msg.data)))
+
+    def _on_contact(self, monitor: str, msg: String) -> None:
+        with self._lock:
+            self.contacts[monitor].append(json.loads(msg.data))
 
     def _on_estimate(self, msg: InertiaStamped) -> None:
         self.estimate = estimate_from_msg(msg)
