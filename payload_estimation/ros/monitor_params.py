@@ -68,9 +68,10 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
           low_open=True),
     Param("payload_as_point_mass", True, "a gravity-only estimate also enters M and C as a point mass at its CoM "
           "(false: paper 000 eq. 48, gravity only)", applies="next estimate"),
-    Param("payload_lost_stop", False, "while an estimated payload is carried, a residual step matching its own "
-          "torque is reported as payload lost (WARN, ~/payload_lost, status), the observer goes back to the unloaded "
-          "arm and the arm is not stopped; true: a payload loss stops the arm as a collision does",
+    Param("payload_lost_stop", False, "while an estimated payload is carried after an announced grasp "
+          "(payload_estimator/grasped), a residual step matching its own torque is reported as payload lost (WARN, "
+          "~/payload_lost, status), the observer goes back to the unloaded arm and the arm is not stopped; true: a "
+          "payload loss stops the arm as a collision does",
           applies="next payload loss"),
 ])
 MONITOR_KEYS = {"gains", "thresholds", "release_fraction", "confirm_samples", "threshold_margin", "threshold_speed",
