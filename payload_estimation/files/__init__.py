@@ -6,7 +6,7 @@ writes files and returns their paths (``save_csv`` writes a :class:`~..signals.S
 a trajectory's samples; ``render`` returns one export format as text).
 """
 
-from importlib import import_module
+from ..lazy_api import lazy_api
 
 # module -> the names it gives this folder's API (imported on first use: exports pull in PyYAML,
 # trajectory files the excitation design)
@@ -18,19 +18,4 @@ _API = {
     "robot_writer": ("write_identified_robot",),
     "trajectory_file": ("read_trajectory_file", "write_csv", "write_trajectory_file"),
 }
-_MODULE = {name: module for module, names in _API.items() for name in names}
-__all__ = sorted(_MODULE)
-
-
-def __getattr__(name: str) -> object:
-    """Import an API name from its module on first use (PEP 562): importing one module of the folder
-    loads only what that module needs."""
-    if name not in _MODULE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_api(__name__, globals(), _API)

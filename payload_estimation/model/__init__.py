@@ -4,7 +4,7 @@
 Naming: ``load_*`` reads a robot; :class:`RigidBodyDynamics` is the numeric model every fit takes.
 """
 
-from importlib import import_module
+from ..lazy_api import lazy_api
 
 # module -> the names it gives this folder's API (imported on first use: a description and its file
 # need neither pinocchio nor sympy)
@@ -20,19 +20,4 @@ _API = {
     "symbolic": ("SymbolicCoefficients", "derive", "group_terms"),
     "urdf": ("load_urdf", "to_urdf"),
 }
-_MODULE = {name: module for module, names in _API.items() for name in names}
-__all__ = sorted(_MODULE)
-
-
-def __getattr__(name: str) -> object:
-    """Import an API name from its module on first use (PEP 562): importing one module of the folder
-    loads only what that module needs."""
-    if name not in _MODULE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_api(__name__, globals(), _API)

@@ -6,7 +6,7 @@ sampler node's core around the runs (the node translates).
 The bare run is ``sampling.bare_run.bare_run`` (the function shares its module's name).
 """
 
-from importlib import import_module
+from ..lazy_api import lazy_api
 
 # module -> the names it gives this folder's API (imported on first use: the planners pull in pinocchio
 # and scipy, the bare run MuJoCo)
@@ -20,19 +20,4 @@ _API = {
     "sampler": ("Sampler", "SamplerRefused", "run_spec"),
     "bare_run": ("BareRunConfig", "BareRunResult"),
 }
-_MODULE = {name: module for module, names in _API.items() for name in names}
-__all__ = sorted(_MODULE)
-
-
-def __getattr__(name: str) -> object:
-    """Import an API name from its module on first use (PEP 562): importing one module of the folder
-    loads only what that module needs."""
-    if name not in _MODULE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_api(__name__, globals(), _API)

@@ -7,7 +7,7 @@ window of stamped samples (:mod:`.settle`), not :func:`.samples.check_static` on
 function is ``signals.torque_gains.torque_gains``: it shares its module's name, which an API name cannot.
 """
 
-from importlib import import_module
+from ..lazy_api import lazy_api
 
 # module -> the names it gives this folder's API (imported on first use: the filters pull in scipy)
 _API = {
@@ -22,19 +22,4 @@ _API = {
     "segments": ("StaticCapture", "match_captures", "static_captures"),
     "torque_gains": ("apply_torque_gain", "effort_to_torque"),
 }
-_MODULE = {name: module for module, names in _API.items() for name in names}
-__all__ = sorted(_MODULE)
-
-
-def __getattr__(name: str) -> object:
-    """Import an API name from its module on first use (PEP 562): importing one module of the folder
-    loads only what that module needs."""
-    if name not in _MODULE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_api(__name__, globals(), _API)

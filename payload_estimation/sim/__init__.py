@@ -5,7 +5,7 @@ Naming: ``record_*`` runs the arm and returns :class:`~..signals.Samples`; link 
 reports come from :func:`link_names` (one naming for the simulator, the monitor and the demo).
 """
 
-from importlib import import_module
+from ..lazy_api import lazy_api
 
 # module -> the names it gives this folder's API (imported on first use: the arm pulls in MuJoCo and
 # pinocchio, the link names and settings do not)
@@ -19,19 +19,4 @@ _API = {
     "recorders": ("record_static_poses", "record_trajectory"),
     "truth": ("perturb_body", "true_description", "true_links"),
 }
-_MODULE = {name: module for module, names in _API.items() for name in names}
-__all__ = sorted(_MODULE)
-
-
-def __getattr__(name: str) -> object:
-    """Import an API name from its module on first use (PEP 562): importing one module of the folder
-    loads only what that module needs."""
-    if name not in _MODULE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_MODULE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_api(__name__, globals(), _API)
