@@ -24,13 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .payload_excitation import ExcitationPlan
+from .payload_excitation import POINT_RATE, ExcitationPlan
 from .poses import MotionLimitError
 from .sequence import Done, Estimate, PhaseTimings, SequenceAborted, SequenceConfig, Wait
 
-POINT_RATE = 100.0
-"""Hz: points of the commanded excitation (with velocities; a controller's cubic interpolation
-between them is within 0.01° of the planned series)."""
 TAIL = 0.1
 """s at rest at q0 after the excitation before the estimate (5 time constants of the fit's 8 Hz filter)."""
 
@@ -95,8 +92,10 @@ class ExcitationSequence:
         self.timings.estimate = t - self._t_estimate
 
     # ------------------------------------------------------------------ the machine
-    def update(self, t: float, q: np.ndarray, static: bool = False, clear_to_move: bool = True):
-        """Next action at ``t`` s with measured ``q`` rad: Record, Excite, Estimate, Wait or Done."""
+    def update(self, t: float, q: np.ndarray, static: bool = False, clear_to_move: bool = True,
+               dq: np.ndarray | None = None):
+        """Next action at ``t`` s with measured ``q`` rad: Record, Excite, Estimate, Wait or Done (``dq``:
+        as :meth:`.sequence.SamplingSequence.update`; the excitation starts at rest and ignores it)."""
         q = np.asarray(q, dtype=float)
         if self._t0 is None:
             self._t0 = t

@@ -29,12 +29,14 @@ import numpy as np
 from ..errors import PayloadEstimationError
 from ..identification.excitation import FourierTrajectory, constraint_nullspace
 from ..model.dynamics import RigidBodyDynamics
-from .poses import Envelope, MotionLimitError, make_envelope
+from .poses import VELOCITY_MARGIN, Envelope, MotionLimitError, check_executed, executed_path, make_envelope
 
 CHECK_SAMPLES = 400  # per period: where the limits are checked
 FIT_SAMPLES = 40  # per period: where the payload regressor is evaluated for the condition number
 TORQUE_SAMPLES = 80  # per period: where the unseen payload's torque is bounded
 BUDGET_MARGIN = 0.9  # plan to this fraction of the torque budget (the run re-checks at its own q0)
+POINT_RATE = 100.0
+"""Hz: points of the commanded excitation (with velocities; the controller interpolates between them)."""
 
 
 class UnsafeExcitation(MotionLimitError):
@@ -223,13 +225,39 @@ def plan_payload_excitation(dyn: RigidBodyDynamics, q0: np.ndarray, config: Exci
             f"would have to shrink to {100 * smallest:.0f} % or less (at least {100 * unknown.min_scale:.0f} % "
             f"is useful) to keep {unknown.k_sigma:g} σ of its torque within {unknown.torque_budget:g} N m")
     cond, traj, fraction, torque = best
+    traj = within_executed(desc, traj, vmax)
     peak_q, peak_v, peak_a = _peaks(traj)
     return ExcitationPlan(traj, env, peak_q, peak_v, peak_a, cond, vmax, fraction, torque)
 
 
+def executed_peak_velocity(desc, traj: FourierTrajectory, rate: float = POINT_RATE) -> np.ndarray:
+    """Peak |dq| per joint (rad/s) of the controller's path through ``traj``'s points at ``rate`` Hz from
+    rest at q0 (:func:`.poses.executed_path`: quintic segments with zero waypoint accelerations, whose
+    ripple between the points exceeds the series' own peak by up to a few tenths of a percent)."""
+    t, q, dq, _ = traj.sample(rate)
+    points = [(float(t[k]), q[k], dq[k]) for k in range(len(t)) if t[k] > 0]
+    _, path_dq = executed_path(traj.q0, None, points)
+    return np.max(np.abs(path_dq), axis=0)
+
+
+def within_executed(desc, traj: FourierTrajectory, vmax: np.ndarray, rate: float = POINT_RATE) -> FourierTrajectory:
+    """``traj`` with every joint whose executed path (:func:`executed_peak_velocity`) needs more than
+    ``vmax`` or (1 - VELOCITY_MARGIN) of its velocity limit scaled down to it: the path is linear in
+    the series' coefficients, so the scaled joint meets its budget exactly (the period, and with it the
+    run's robot time, is kept; a joint's amplitude shrinks by as much as its path overshot)."""
+    budget = np.minimum(np.asarray(vmax, float), (1.0 - VELOCITY_MARGIN) * np.asarray(desc.limits.velocity, float))
+    ratio = executed_peak_velocity(desc, traj, rate) / budget
+    if np.all(ratio <= 1.0):
+        return traj
+    scale = np.where(ratio > 1.0, 0.999 / np.maximum(ratio, 1e-300), 1.0)[:, None]
+    return FourierTrajectory(traj.q0, traj.a * scale, traj.b * scale, traj.f0, traj.joint_names)
+
+
 def check_excitation(plan: ExcitationPlan, desc, rate: float = 1000.0) -> None:
     """Raise MotionLimitError unless every point of the plan at ``rate`` Hz is inside its envelope and
-    the joint limits and no joint exceeds its velocity limit (what the commanded points must obey)."""
+    the joint limits, no joint exceeds its velocity limit (what the commanded points must obey), and
+    the controller's path between the commanded points (:data:`POINT_RATE` Hz, from rest at q0) stays
+    within (1 - VELOCITY_MARGIN) of the velocity limits (:func:`.poses.check_executed`)."""
     t, q, dq, _ = plan.trajectory.sample(rate)
     lim = desc.limits.position
     for k in range(len(t)):
@@ -242,7 +270,9 @@ def check_excitation(plan: ExcitationPlan, desc, rate: float = 1000.0) -> None:
             j = int(np.argmax(over))
             raise MotionLimitError(f"excitation point at {t[k]:.3f} s exceeds the velocity limit of joint "
                                    f"{desc.joint_names[j]} ({dq[k][j]:.3f} rad/s)")
+    check_executed(desc, plan.trajectory.q0, None, [p for p in plan.points(POINT_RATE) if p[0] > 0], "excitation")
 
 
-__all__ = ["ExcitationPlan", "ExcitationPlanConfig", "UnknownPayload", "UnsafeExcitation", "check_excitation",
-           "plan_payload_excitation", "scaled_condition", "unknown_payload_torque"]
+__all__ = ["ExcitationPlan", "ExcitationPlanConfig", "POINT_RATE", "UnknownPayload", "UnsafeExcitation",
+           "check_excitation", "executed_peak_velocity", "plan_payload_excitation", "scaled_condition",
+           "unknown_payload_torque", "within_executed"]

@@ -21,12 +21,21 @@ import numpy as np
 
 from ..errors import PayloadEstimationError
 from ..model.description import RobotDescription
+from ..sim.trajectory import JointTrajectory, TrajectoryPoint
 
 QUINTIC_PEAK = 1.875
 """Peak speed / average speed of a rest-to-rest quintic (cubic: 1.5, linear: 1.0)."""
 
 QUINTIC_ACCEL_PEAK = 10.0 / np.sqrt(3.0)
 """Peak |acceleration| x duration² / distance of a rest-to-rest quintic."""
+
+
+VELOCITY_MARGIN = 0.005
+"""Fraction of every velocity limit a commanded trajectory keeps free along the executor's interpolated
+path (the controller starts from its state when the command arrives, a few ms after the planner's)."""
+
+EXECUTED_SAMPLES = 32
+"""Points per segment where the executor's interpolated path is checked."""
 
 
 class MotionLimitError(PayloadEstimationError):
@@ -198,15 +207,84 @@ def stop_point(desc: RobotDescription, q: np.ndarray, dq: np.ndarray | None, dec
     return desc.limits.clip_position(q_stop), t
 
 
+def executed_path(q_from: np.ndarray, dq_from: np.ndarray | None, points, samples: int = EXECUTED_SAMPLES
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(q, dq), each (S, n) rad and rad/s: the path a controller follows for ``points`` =
+    [(time_from_start s, q rad, dq rad/s | None)] from the state (``q_from``, ``dq_from``; None: at rest)
+    -- the simulator's interpolation (:class:`sim.trajectory.JointTrajectory`: quintic segments with
+    zero waypoint accelerations), at ``samples`` points per segment. The waypoints may respect every
+    limit while the interpolation between them does not (a segment that starts moving, or ripple
+    between an excitation's points)."""
+    q_from = np.asarray(q_from, dtype=float)
+    dq_from = np.zeros_like(q_from) if dq_from is None else np.asarray(dq_from, dtype=float)
+    zero = np.zeros_like(q_from)
+    pts = [TrajectoryPoint(float(t), np.asarray(q, float), zero if dq is None else np.asarray(dq, float))
+           for t, q, dq in points]
+    traj = JointTrajectory(0.0, q_from, dq_from, pts)
+    times = np.concatenate([np.linspace(a, b, samples, endpoint=False)[1:]
+                            for a, b in zip(traj.times[:-1], traj.times[1:])] + [traj.times[1:]])
+    out = [traj.sample(t) for t in np.sort(times)]
+    return np.array([o[0] for o in out]), np.array([o[1] for o in out])
+
+
+def executed_velocity_excess(desc: RobotDescription, q_from: np.ndarray, dq_from: np.ndarray | None, points,
+                             margin: float = VELOCITY_MARGIN) -> np.ndarray:
+    """Per joint, the peak |dq| along :func:`executed_path` over (1 - ``margin``) x its velocity limit
+    (<= 1: within)."""
+    _, dq = executed_path(q_from, dq_from, points)
+    return np.max(np.abs(dq), axis=0) / ((1.0 - margin) * np.asarray(desc.limits.velocity, float))
+
+
+def check_executed(desc: RobotDescription, q_from: np.ndarray, dq_from: np.ndarray | None, points,
+                   what: str = "trajectory", margin: float = VELOCITY_MARGIN) -> None:
+    """Raise :class:`MotionLimitError` when the executor's interpolated path of ``points`` from
+    (``q_from``, ``dq_from``) leaves the position limits or needs more than (1 - ``margin``) of a
+    velocity limit (:func:`executed_path`)."""
+    q, dq = executed_path(q_from, dq_from, points)
+    lim = desc.limits.position
+    out = (q < lim[:, 0] - 1e-9) | (q > lim[:, 1] + 1e-9)
+    if np.any(out):
+        j = int(np.argwhere(out)[0][1])
+        raise MotionLimitError(f"the {what} between its points leaves the limits of joint {desc.joint_names[j]}")
+    vmax = (1.0 - margin) * np.asarray(desc.limits.velocity, float)
+    over = np.max(np.abs(dq), axis=0) > vmax
+    if np.any(over):
+        j = int(np.argmax(np.max(np.abs(dq), axis=0) / vmax))
+        raise MotionLimitError(f"the {what} needs {np.max(np.abs(dq[:, j])):.3f} rad/s of joint "
+                               f"{desc.joint_names[j]} between its points, above {100 * (1 - margin):g} % of its "
+                               f"velocity limit {desc.limits.velocity[j]:.3f} rad/s")
+
+
+def executed_duration(desc: RobotDescription, q_from: np.ndarray, dq_from: np.ndarray | None, target: np.ndarray,
+                      duration: float, margin: float = VELOCITY_MARGIN, stretch: float = 1.02,
+                      max_duration: float = 30.0) -> float:
+    """The shortest of ``duration`` x ``stretch``^k (s) for which the executor's move from (``q_from``,
+    ``dq_from``) to rest at ``target`` stays within the position limits and (1 - ``margin``) of the
+    velocity limits (:func:`check_executed`); raises :class:`MotionLimitError` when none up to
+    ``max_duration`` does (a start velocity beyond the limits themselves)."""
+    while True:
+        try:
+            check_executed(desc, q_from, dq_from, [(duration, target, None)], "move", margin)
+            return float(duration)
+        except MotionLimitError:
+            if duration * stretch > max_duration:
+                raise
+            duration *= stretch
+
+
 def checked_move(q: np.ndarray, target: np.ndarray, envelope: Envelope, desc: RobotDescription,
-                 velocity_scale: float, min_duration: float, names: Sequence[str] | None = None) -> float:
-    """Duration (s) of a rest-to-rest move from the measured ``q`` to ``target`` (rad) after checking
-    the target against ``envelope`` and the limits and the move against the velocity limits
-    (raises :class:`MotionLimitError`). Every move a sampling run commands goes through here."""
+                 velocity_scale: float, min_duration: float, names: Sequence[str] | None = None,
+                 dq: np.ndarray | None = None) -> float:
+    """Duration (s) of a rest-to-rest move from the measured ``q`` (and velocity ``dq`` rad/s; None:
+    at rest) to ``target`` (rad) after checking the target against ``envelope`` and the limits and
+    the move against the velocity limits (raises :class:`MotionLimitError`): the quintic's peak within
+    ``velocity_scale`` of the limits, and the executor's path from the measured state within
+    (1 - :data:`VELOCITY_MARGIN`) of them (:func:`executed_duration` stretches the time where it is
+    not). Every move a sampling run commands goes through here."""
     check_command(target, envelope, desc)
     duration = move_duration(q, target, desc.limits.velocity, velocity_scale, min_duration)
     check_move(q, target, duration, desc.limits.velocity, names or desc.joint_names)
-    return duration
+    return executed_duration(desc, q, dq, target, duration)
 
 
 def unknown_payload_duration(dyn, q_from: np.ndarray, q_to: np.ndarray, covariance: np.ndarray,
@@ -384,5 +462,6 @@ __all__ = [
     "MotionLimitError", "PosePlanConfig", "Envelope", "PosePlan", "make_envelope", "move_duration",
     "check_command", "check_move", "checked_move", "plan_poses", "unknown_payload_duration",
     "QUINTIC_ACCEL_PEAK", "validate_plan", "shortest_tour", "QUINTIC_PEAK", "stop_point", "tour_plan",
-    "greedy_d_optimal",
+    "greedy_d_optimal", "VELOCITY_MARGIN", "executed_path", "executed_velocity_excess", "check_executed",
+    "executed_duration",
 ]

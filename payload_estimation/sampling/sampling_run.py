@@ -653,7 +653,7 @@ class SamplingRun:
         if self._pending is not None and self._pending[0] in ("capture", "record"):
             return
         clear = self._armed and obs.t - self._t_active >= self.cfg.monitor_fit_delay
-        act = seq.update(obs.t, obs.q, seq.wants_static and obs.static, clear_to_move=clear)
+        act = seq.update(obs.t, obs.q, seq.wants_static and obs.static, clear_to_move=clear, dq=obs.dq)
         if isinstance(act, Move):
             self._check(act.target)
             out.append(act)
@@ -664,7 +664,7 @@ class SamplingRun:
             self._pending = (kind, obs.wall)
             out.append(act)
             if isinstance(act, Estimate) and self.excitation is None:  # the return move is commanded at once
-                ret = seq.update(obs.t, obs.q, False, clear_to_move=True)
+                ret = seq.update(obs.t, obs.q, False, clear_to_move=True, dq=obs.dq)
                 if isinstance(ret, Move):
                     self._check(ret.target)
                     out.append(ret)
@@ -754,7 +754,7 @@ class SamplingRun:
             return []
         try:
             duration = checked_move(q, self.q0, self.envelope, self.desc, self.seq_config.velocity_scale,
-                                    self.seq_config.min_duration, self.names)
+                                    self.seq_config.min_duration, self.names, obs.dq)
         except MotionLimitError as e:
             raise SequenceAborted(f"refusing to command the return: {e}", code="motion_limit") from e
         self._return = (self.q0.copy(), duration, obs.t)

@@ -203,6 +203,7 @@ class SamplingSequence:
         self._return_commanded = False
         self._returned = False
         self._t_back: float | None = None
+        self._dq: np.ndarray | None = None
 
     @property
     def pose(self) -> int:
@@ -251,9 +252,12 @@ class SamplingSequence:
         self.timings.estimate = t - self._t_estimate
 
     # ------------------------------------------------------------------ the machine
-    def update(self, t: float, q: np.ndarray, static: bool = False, clear_to_move: bool = True) -> Action:
-        """Next action given time ``t`` (s), measured ``q`` (rad, model order) and ``static``."""
+    def update(self, t: float, q: np.ndarray, static: bool = False, clear_to_move: bool = True,
+               dq: np.ndarray | None = None) -> Action:
+        """Next action given time ``t`` (s), measured ``q`` (rad, model order), ``static`` and, when known,
+        the measured velocity ``dq`` (rad/s: a move starts from it, :func:`.poses.checked_move`)."""
         q = np.asarray(q, dtype=float)
+        self._dq = None if dq is None else np.asarray(dq, dtype=float)
         if self._t0 is None:
             self._t0 = t
             self._phase = "next"
@@ -307,7 +311,7 @@ class SamplingSequence:
             if self.duration_floor is not None:
                 floor = max(floor, float(self.duration_floor(q, target, self._k)))
             duration = checked_move(q, target, self.plan.envelope, self.desc, self.cfg.velocity_scale, floor,
-                                    self.names)
+                                    self.names, self._dq)
         except MotionLimitError as e:
             raise SequenceAborted(f"refusing to command {label}: {e}", code="motion_limit") from e
         self._target, self._duration, self._t_cmd = np.array(target, dtype=float), duration, t
