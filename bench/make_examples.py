@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from payload_estimation.files import save_csv
+from payload_estimation.files import write_samples_csv
 from payload_estimation.model import BodyInertia, RigidBodyDynamics, load_robot
 from payload_estimation.sampling import plan_poses
 from payload_estimation.signals import Samples
@@ -66,7 +66,7 @@ def main() -> None:
         arm.reset(q0)
         s = record(arm, plan.poses, plan.durations[:-1])
         s = replace(s, joint_names=desc.joint_names)
-        save_csv(s, OUT / f"lwr4_{name}_samples.csv", precision=9)
+        write_samples_csv(s, OUT / f"lwr4_{name}_samples.csv", precision=9)
         out[name] = s
     truth = {"mass": TRUTH.mass, "com": TRUTH.com.tolist(), "inertia_com_diag": [0.015, 0.016, 0.004],
              "model_error": MODEL_ERROR, "noise_std": NOISE, "offset": list(OFFSET), "settle_s": SETTLE}

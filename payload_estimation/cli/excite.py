@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from pathlib import Path
 
-    from ..files import write_csv, write_trajectory_file
+    from ..files import write_trajectory_csv, write_trajectory_file
     from ..identification import ExcitationConfig, ExcitationDesigner, check_limits
 
     desc = robot_from_args(args)
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if problems:
         raise CommandError("designed trajectory violates limits: " + "; ".join(problems))
     out = Path(args.out)
-    write_csv(out, res.trajectory, args.rate, periods)
+    write_trajectory_csv(out, res.trajectory, args.rate, periods)
     traj_path = out.with_suffix(f".trajectory.{args.trajectory_format}")
     write_trajectory_file(traj_path, res.trajectory, args.points_rate, periods, cond=res.cond)
     print(f"robot {desc.name}: L = {cfg.harmonics}, f0 = {cfg.f0} Hz (period {cfg.period:g} s), {periods} period(s)")

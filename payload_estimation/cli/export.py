@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..files import FORMATS, ExportError, read_estimate, render, urdf_flange, write_exports
+    from ..files import FORMATS, ExportError, export_text, read_estimate, urdf_flange, write_exports
 
     text = sys.stdin.read() if str(args.estimate) == "-" else args.estimate.read_text()
     est, model = read_estimate(text, str(args.estimate))
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                             str(args.robot))
     if args.out is None:
         for fmt in formats:
-            print(render(est, fmt, args.model, args.parent, robot))
+            print(export_text(est, fmt, args.model, args.parent, robot))
         return 0
     for path in write_exports(est, args.out, formats, args.model, args.parent, robot=robot):
         print(f"wrote {path}")

@@ -24,13 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..files import load_recording, save_csv
+    from ..files import load_recording, write_samples_csv
     from ..model import load_robot
 
     desc = load_robot(args.robot, args.base_link, args.tip_link) if args.robot else None
     rec = load_recording(args.data, desc, args.topic)
     print("\n".join(rec.report.lines()))
     s = rec.samples
-    save_csv(s, args.out)
+    write_samples_csv(s, args.out)
     print(f"wrote {args.out}: {s.n_samples} samples of {s.n_joints} joints ({', '.join(s.joint_names)})")
     return 0

@@ -290,7 +290,7 @@ def write_table(path: str | Path, header: Sequence[str], table, precision: int =
     return path
 
 
-def save_csv(samples: Samples, path: str | Path, precision: int = 10) -> Path:
+def write_samples_csv(samples: Samples, path: str | Path, precision: int = 10) -> Path:
     """Write ``samples`` in the CSV format read by :func:`load_csv`."""
     n = samples.n_joints
     header: list[str] = []
@@ -306,4 +306,5 @@ def save_csv(samples: Samples, path: str | Path, precision: int = 10) -> Path:
     return write_table(path, header, np.hstack(cols), precision, time_column=samples.t is not None)
 
 
-__all__ = ["Cleaning", "Rows", "binary_kind", "clean_rows", "load_csv", "read_csv_rows", "save_csv", "write_table"]
+__all__ = ["Cleaning", "Rows", "binary_kind", "clean_rows", "load_csv", "read_csv_rows", "write_samples_csv",
+           "write_table"]

@@ -371,7 +371,7 @@ def franka_yaml(est: PayloadEstimate, robot: RobotDescription | Flange) -> str:
             f"load_inertia: [{', '.join(f'{yaml_float(x)}' for x in d['load_inertia'])}]{note}\n")
 
 
-def render(est: PayloadEstimate, fmt: str, model: str = "", parent: str | None = None,
+def export_text(est: PayloadEstimate, fmt: str, model: str = "", parent: str | None = None,
            robot: RobotDescription | Flange | None = None) -> str:
     """The text of one format (``urdf``, ``yaml``, ``kuka``, ``franka``). ``robot`` places the flange for
     the vendor formats (default: :func:`resolve_robot` from ``model`` or the estimate's frame)."""
@@ -399,7 +399,7 @@ def write_exports(est: PayloadEstimate, directory: str | Path, formats: tuple[st
     for fmt in formats:
         path = out / f"{stem}.{EXTENSIONS[fmt]}"
         try:
-            text = render(est, fmt, model, parent, robot)
+            text = export_text(est, fmt, model, parent, robot)
         except ExportError as exc:
             failed.append(f"{path.name}: {exc}")
             continue

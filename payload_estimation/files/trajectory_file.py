@@ -12,7 +12,7 @@ from ..identification.excitation import ExcitationError, FourierTrajectory, traj
 from .csv_samples import write_table
 
 
-def write_csv(path: str | Path, traj: FourierTrajectory, rate: float = 100.0, periods: int = 1) -> Path:
+def write_trajectory_csv(path: str | Path, traj: FourierTrajectory, rate: float = 100.0, periods: int = 1) -> Path:
     """CSV with columns t, q1..qn, dq1..dqn, ddq1..ddqn (s, rad, rad/s, rad/s^2; model joint order,
     the column scheme of :mod:`payload_estimation.signals.samples`)."""
     t, q, dq, ddq = traj.sample(rate, periods)

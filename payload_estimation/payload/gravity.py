@@ -37,7 +37,7 @@ from ..identification.least_squares import (
 )
 from ..model.base_parameters import BaseParameters, compute_base_parameters, payload_jacobian
 from ..model.dynamics import RigidBodyDynamics
-from ..signals.samples import Samples, check_static
+from ..signals.samples import Samples, require_static
 from .estimate import PayloadEstimate
 from .model_uncertainty import ModelUncertainty, error_covariance, generalized_fit
 from .result import (
@@ -271,7 +271,8 @@ def estimate_payload_gravity(
     n_s = q.shape[0]
     tau_l = sample_array(tau_loaded, "tau_loaded", n, n_s)
     if dq is not None:
-        check_static(Samples(q, tau_l, dq=sample_array(dq, "dq", n, n_s), joint_names=dyn.desc.joint_names), max_speed)
+        require_static(Samples(q, tau_l, dq=sample_array(dq, "dq", n, n_s), joint_names=dyn.desc.joint_names),
+                       max_speed)
     if method is None:
         method = "one-shot" if tau_unloaded is None else "differential"
     if method not in METHODS:

@@ -30,9 +30,9 @@ from ..signals.samples import (
     STREAM_MAX_STEP,
     SampleDataError,
     Samples,
-    check_static,
     near_zero_velocity_mask,
     position_speeds,
+    require_static,
 )
 from .estimate import PayloadEstimate
 from .gravity import PayloadLimits, estimate_payload_gravity
@@ -258,9 +258,9 @@ def _reference_uncertainty(dyn: RigidBodyDynamics, model, opt: PayloadOptions, l
 
 
 def _static(dyn, loaded: Samples, unloaded: Samples | None, model, opt: PayloadOptions, ref: str) -> PayloadResult:
-    check_static(loaded, opt.max_speed)
+    require_static(loaded, opt.max_speed)
     if unloaded is not None:
-        check_static(unloaded, opt.max_speed)
+        require_static(unloaded, opt.max_speed)
     lines = [f"static captures: every joint slower than {opt.max_speed:g} rad/s in {loaded.n_samples} samples"]
     if unloaded is not None:
         if unloaded.n_samples != loaded.n_samples:

@@ -2,8 +2,8 @@
 alignment of two recordings, settling (is the arm at rest?), static captures, effort to torque.
 
 Filters have distinct names: :func:`zero_phase_lowpass` (offline, Butterworth forward-backward) and
-:func:`causal_lowpass` (online, irregular stamps). ``check_static`` here is the settle check over a
-window of stamped samples (:mod:`.settle`), not :func:`.samples.check_static` on a record. The gains
+:func:`causal_lowpass` (online, irregular stamps). ``check_static`` is the settle check over a window of
+stamped samples (:mod:`.settle`); :func:`.samples.require_static` refuses a record that moves. The gains
 function is ``signals.torque_gains.torque_gains``: it shares its module's name, which an API name cannot.
 """
 

@@ -193,7 +193,7 @@ def select_static(samples: Samples, max_speed: float = 0.01) -> Samples:
     return samples.subset(mask)
 
 
-def check_static(samples: Samples, max_speed: float = 0.01) -> Samples:
+def require_static(samples: Samples, max_speed: float = 0.01) -> Samples:
     """Raise :class:`NotStaticError` naming the first moving sample and joint; return ``samples``.
 
     Speeds are the recorded dq, else position differences within a stream (:func:`position_speeds`:
@@ -201,7 +201,7 @@ def check_static(samples: Samples, max_speed: float = 0.01) -> Samples:
     """
     if samples.dq is None and samples.t is None:
         return samples
-    dq = _speeds(samples, "check_static")
+    dq = _speeds(samples, "require_static")
     bad = dq > max_speed
     if bad.any():
         k, j = np.argwhere(bad)[0]
@@ -234,6 +234,6 @@ def discard_near_zero_velocity(samples: Samples, min_speed: float = 0.02,
 
 
 __all__ = [
-    "STREAM_MAX_STEP", "NotStaticError", "SampleDataError", "Samples", "check_static",
+    "STREAM_MAX_STEP", "NotStaticError", "SampleDataError", "Samples", "require_static",
     "discard_near_zero_velocity", "near_zero_velocity_mask", "position_speeds", "select_static", "static_mask",
 ]

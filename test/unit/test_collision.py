@@ -577,10 +577,10 @@ def test_stop_policy_waits_for_clear_and_none_policy_never_acts():
 
 # ---------------------------------------------------------------------------------------- CLI
 def _save_run(run: Run, path):
-    from payload_estimation.files.csv_samples import save_csv
+    from payload_estimation.files.csv_samples import write_samples_csv
     from payload_estimation.signals.samples import Samples
 
-    return save_csv(Samples(run.q, run.tau, dq=run.dq, t=run.t), path)
+    return write_samples_csv(Samples(run.q, run.tau, dq=run.dq, t=run.t), path)
 
 
 def test_residual_command(lwr4, tmp_path, capsys):
@@ -615,10 +615,10 @@ def test_residual_command(lwr4, tmp_path, capsys):
     assert "--threshold: expected 1 or 7 values" in capsys.readouterr().err
     assert main(base + ["--payload", "3,0.1"]) == 1
     assert "--payload" in capsys.readouterr().err
-    from payload_estimation.files.csv_samples import save_csv
+    from payload_estimation.files.csv_samples import write_samples_csv
     from payload_estimation.signals.samples import Samples
 
-    static = save_csv(Samples(run.q[:10], run.tau[:10]), tmp_path / "static.csv")  # no t, no dq
+    static = write_samples_csv(Samples(run.q[:10], run.tau[:10]), tmp_path / "static.csv")  # no t, no dq
     assert main(["residual", "--robot", "lwr4", "--data", str(static)]) == 1
     assert "static.csv: velocities cannot be derived without time stamps" in capsys.readouterr().err
 

@@ -238,7 +238,7 @@ def test_residual_command_reports_link_force_and_point(lwr4, tmp_path, capsys):
     import json
 
     from payload_estimation.cli import main
-    from payload_estimation.files.csv_samples import save_csv
+    from payload_estimation.files.csv_samples import write_samples_csv
     from payload_estimation.signals.samples import Samples
 
     arm = _arm(lwr4.desc)
@@ -250,7 +250,7 @@ def test_residual_command_reports_link_force_and_point(lwr4, tmp_path, capsys):
     arm.apply_contact("link_7", f, p, duration=0.2)
     rec += list(arm.run(0.5))
     t = np.array([s.t for s in rec])
-    data = save_csv(Samples(np.array([s.q for s in rec]), np.array([s.tau for s in rec]),
+    data = write_samples_csv(Samples(np.array([s.q for s in rec]), np.array([s.tau for s in rec]),
                             dq=np.array([s.dq for s in rec]), t=t), tmp_path / "run.csv")
     m, c = PAYLOAD.mass, PAYLOAD.com
     assert main(["residual", "--robot", "lwr4", "--data", str(data), "--json",

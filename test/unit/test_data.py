@@ -7,7 +7,7 @@ import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from payload_estimation.files.csv_samples import load_csv, save_csv
+from payload_estimation.files.csv_samples import load_csv, write_samples_csv
 from payload_estimation.files.rosbag import load_rosbag
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.signals.filters import (
@@ -22,8 +22,8 @@ from payload_estimation.signals.samples import (
     NotStaticError,
     SampleDataError,
     Samples,
-    check_static,
     discard_near_zero_velocity,
+    require_static,
     select_static,
 )
 
@@ -52,7 +52,7 @@ def _write_csv(path, header, rows):
 
 def test_csv_round_trip(tmp_path, lwr):
     s = _samples()
-    back = load_csv(save_csv(s, tmp_path / "s.csv"), lwr)
+    back = load_csv(write_samples_csv(s, tmp_path / "s.csv"), lwr)
     for name in ("q", "tau", "dq", "t"):
         np.testing.assert_allclose(getattr(back, name), getattr(s, name), rtol=1e-9)
     assert back.ddq is None and back.joint_names == lwr.joint_names
@@ -175,16 +175,16 @@ def test_select_and_check_static():
     moving = Samples(s.q, s.tau, dq=dq, t=s.t)
     assert select_static(moving, 0.01).n_samples == 5
     with pytest.raises(NotStaticError, match="sample 2 is not static: joint joint5 moves at 0.2 rad/s"):
-        check_static(moving, 0.01)
-    assert check_static(s, 0.01) is s
+        require_static(moving, 0.01)
+    assert require_static(s, 0.01) is s
     # without dq, speed comes from the positions of a stream (100 Hz: 5 rad/s here) ...
     q = np.zeros((4, 1))
     q[2:] = 0.05
     with pytest.raises(NotStaticError, match="moves at 2.5 rad/s \\(from positions and time stamps"):
-        check_static(Samples(q, np.zeros((4, 1)), t=[0, 0.01, 0.02, 0.03]), 0.01)
+        require_static(Samples(q, np.zeros((4, 1)), t=[0, 0.01, 0.02, 0.03]), 0.01)
     # ... but rows seconds apart are separate captures, not motion (issue 14: static CSV without dq)
     captures = Samples(q, np.zeros((4, 1)), t=[0, 1, 2, 3.0])
-    assert check_static(captures, 0.01) is captures
+    assert require_static(captures, 0.01) is captures
     assert select_static(captures, 0.01).n_samples == 4
     with pytest.raises(NotStaticError, match="none of the 6 samples"):
         select_static(moving, 1e-9)

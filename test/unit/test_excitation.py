@@ -11,7 +11,7 @@ import csv
 import numpy as np
 import pytest
 
-from payload_estimation.files.trajectory_file import read_trajectory_file, write_csv, write_trajectory_file
+from payload_estimation.files.trajectory_file import read_trajectory_file, write_trajectory_csv, write_trajectory_file
 from payload_estimation.identification.excitation import (
     ExcitationConfig,
     ExcitationDesigner,
@@ -96,7 +96,7 @@ def test_exports_roundtrip_and_run_on_simulator(tmp_path, iiwa, designer):
     from payload_estimation.sim import SimConfig, SimulatedArm
 
     tr = designer.trajectory(np.random.default_rng(6).normal(size=designer.n_free))
-    path = write_csv(tmp_path / "traj.csv", tr, rate=50.0, periods=2)
+    path = write_trajectory_csv(tmp_path / "traj.csv", tr, rate=50.0, periods=2)
     rows = list(csv.reader(path.open()))
     assert rows[0][:2] == ["t", "q1"] and rows[0][-1] == "ddq7"
     assert len(rows) == 1 + 2 * 5 * 50 + 1

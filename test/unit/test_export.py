@@ -28,10 +28,10 @@ from data_paths import urdf
 
 from payload_estimation.files.exports import (
     ExportError,
+    export_text,
     franka_set_load,
     kuka_load_data,
     principal_axes,
-    render,
     urdf_snippet,
     write_exports,
     yaml_float,
@@ -180,12 +180,12 @@ def test_franka_with_the_hand_exports_at_franka_s_flange_link8(tmp_path):
 
 def test_vendor_files_name_the_flange_and_need_the_robot(tmp_path):
     est = random_estimate(np.random.default_rng(1), LWR.payload_frame_name)
-    kuka = render(est, "kuka")  # the shipped robot is found from the estimate's frame
+    kuka = export_text(est, "kuka")  # the shipped robot is found from the estimate's frame
     assert "flange frame: lwr4 flange (origin [0, 0, 78] mm in lwr4_dh_frame_7)" in kuka
-    assert "flange frame: lbr_link_ee" in render(replace(est, frame="lbr_link_ee"), "franka")
+    assert "flange frame: lbr_link_ee" in export_text(replace(est, frame="lbr_link_ee"), "franka")
     unknown = replace(est, frame="tool0")
     with pytest.raises(ExportError, match="flange frame.*export --robot"):
-        render(unknown, "kuka")
+        export_text(unknown, "kuka")
     with pytest.raises(ExportError, match=r"wrote payload.urdf, payload.yaml .*not written: payload.kuka.txt"):
         write_exports(unknown, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["payload.urdf", "payload.yaml"]
@@ -307,7 +307,7 @@ def test_export_command_takes_the_nodes_payload_yaml(tmp_path):
                          capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     back = read_kuka((tmp_path / "out" / "payload.kuka.txt").read_text())
-    direct = read_kuka(render(est, "kuka", robot=LWR))
+    direct = read_kuka(export_text(est, "kuka", robot=LWR))
     assert back.mass == pytest.approx(direct.mass, abs=1e-4)
     np.testing.assert_allclose(back.lever, direct.lever, atol=1e-5)
     np.testing.assert_allclose(back.inertia, direct.inertia, atol=1e-5)

@@ -518,7 +518,7 @@ def test_cli_table_says_no_payload_and_gives_each_offset_with_its_sigma(capsys):
 
 def test_cli_rejects_moving_capture(tmp_path, capsys):
     from payload_estimation.cli import main
-    from payload_estimation.files.csv_samples import save_csv
+    from payload_estimation.files.csv_samples import write_samples_csv
     from payload_estimation.signals.samples import Samples
 
     dyn = RigidBodyDynamics(load_robot("lwr4"))
@@ -526,7 +526,7 @@ def test_cli_rejects_moving_capture(tmp_path, capsys):
     dq = np.zeros_like(q)
     dq[4, 2] = 0.3
     tau = _static(dyn.with_payload(TRUE_PAYLOAD), q, 0.05, np.random.default_rng(12))
-    save_csv(Samples(q, tau, dq=dq), tmp_path / "moving.csv")
+    write_samples_csv(Samples(q, tau, dq=dq), tmp_path / "moving.csv")
     assert main(["estimate", "--robot", "lwr4", "--samples", str(tmp_path / "moving.csv")]) == 1
     assert "sample 4 is not static" in capsys.readouterr().err
 
@@ -565,7 +565,7 @@ def test_cli_full_from_dynamic_csv(tmp_path, capsys):
     import json
 
     from payload_estimation.cli import main
-    from payload_estimation.files.csv_samples import save_csv
+    from payload_estimation.files.csv_samples import write_samples_csv
     from payload_estimation.signals.samples import Samples
 
     dyn = RigidBodyDynamics(load_robot("lwr4"))
@@ -574,14 +574,14 @@ def test_cli_full_from_dynamic_csv(tmp_path, capsys):
     q, dq, ddq = _sinusoids(300, [1.2, 0.6, 1.0, 0.8, 1.2, 1.0, 1.5], [0.11, 0.17, 0.23, 0.19, 0.29, 0.31, 0.37],
                             rng.uniform(0, np.pi, 7), dt=0.05)
     q = q + PICK
-    save_csv(Samples(q, _torques(loaded, q, dq, ddq, 0.02, rng), dq, ddq), tmp_path / "l.csv")
-    save_csv(Samples(q, _torques(dyn, q, dq, ddq, 0.02, rng), dq, ddq), tmp_path / "u.csv")
+    write_samples_csv(Samples(q, _torques(loaded, q, dq, ddq, 0.02, rng), dq, ddq), tmp_path / "l.csv")
+    write_samples_csv(Samples(q, _torques(dyn, q, dq, ddq, 0.02, rng), dq, ddq), tmp_path / "u.csv")
     assert main(["estimate", "--robot", "lwr4", "--samples", str(tmp_path / "l.csv"), "--unloaded",
                  str(tmp_path / "u.csv"), "--full", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["method"] == "motion differential" and d["inertia"] is not None and d["kind"] == "motion"
     np.testing.assert_allclose(d["inertia"], [0.02, 0, 0, 0.021, 0, 0.006], atol=4 * max(d["std"]["Ixx"], 1e-4))
-    save_csv(Samples(q, _torques(loaded, q, dq, ddq, 0.02, rng)), tmp_path / "static_only.csv")
+    write_samples_csv(Samples(q, _torques(loaded, q, dq, ddq, 0.02, rng)), tmp_path / "static_only.csv")
     assert main(["estimate", "--robot", "lwr4", "--samples", str(tmp_path / "static_only.csv"), "--full"]) == 1
     assert "a motion needs time stamps" in capsys.readouterr().err
 

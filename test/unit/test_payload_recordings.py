@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from payload_estimation.cli import main as cli_main
-from payload_estimation.files.csv_samples import save_csv
+from payload_estimation.files.csv_samples import write_samples_csv
 from payload_estimation.identification.least_squares import RankDeficientError  # noqa: E402
 from payload_estimation.model.dynamics import RigidBodyDynamics  # noqa: E402
 from payload_estimation.model.parameters import BodyInertia  # noqa: E402
@@ -90,7 +90,7 @@ def _log(clean: Samples, start: float, clock: float, seed: int, gaps=((3.0, 0.04
 
 
 def _csv(tmp_path, name, samples) -> str:
-    return str(save_csv(samples, tmp_path / f"{name}.csv", precision=12))
+    return str(write_samples_csv(samples, tmp_path / f"{name}.csv", precision=12))
 
 
 def _errors(d) -> tuple[float, float]:

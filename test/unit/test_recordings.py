@@ -16,7 +16,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 from rosbags.typesys import Stores, get_typestore  # noqa: E402
 
 from payload_estimation.cli import main as cli_main
-from payload_estimation.files.csv_samples import Rows, clean_rows, load_csv, read_csv_rows, save_csv
+from payload_estimation.files.csv_samples import Rows, clean_rows, load_csv, read_csv_rows, write_samples_csv
 from payload_estimation.files.recording import load_recording
 from payload_estimation.identification.robot_identification import (  # noqa: E402
     IdentificationError,
@@ -114,8 +114,8 @@ def test_derived_velocity_and_static_captures_without_dq(tmp_path, capsys):
     unl = load_csv(EXAMPLES / "lwr4_unloaded_samples.csv")
     outs = []
     for name, dq in (("with", True), ("without", False)):
-        lo = save_csv(Samples(src.q, src.tau, src.dq if dq else None, None, src.t), tmp_path / f"l_{name}.csv")
-        un = save_csv(Samples(unl.q, unl.tau, unl.dq if dq else None, None, unl.t), tmp_path / f"u_{name}.csv")
+        lo = write_samples_csv(Samples(src.q, src.tau, src.dq if dq else None, None, src.t), tmp_path / f"l_{name}.csv")
+        un = write_samples_csv(Samples(unl.q, unl.tau, unl.dq if dq else None, None, unl.t), tmp_path / f"u_{name}.csv")
         assert cli_main(["estimate", "--robot", "lwr4", "--samples", str(lo), "--unloaded", str(un), "--json"]) == 0
         outs.append(capsys.readouterr().out)
     import json
@@ -222,7 +222,7 @@ def logged_run(tmp_path_factory):
     again = np.flatnonzero(np.diff(rows) == 0) + 1         # the repeat gets a stamp of its own
     t[again] = 0.5 * (t[again - 1] + t[np.minimum(again + 1, rows.size - 1)])
     log = Samples(clean.q[rows], clean.tau[rows], clean.dq[rows], None, t)
-    path = save_csv(log, tmp_path_factory.mktemp("log") / "logged.csv", precision=12)
+    path = write_samples_csv(log, tmp_path_factory.mktemp("log") / "logged.csv", precision=12)
     return desc, truth, clean, path, int(dup.size), traj.period
 
 
@@ -313,7 +313,7 @@ def test_identify_answers_in_user_words(logged_run, tmp_path, capsys):
         (clean.subset(slice(0, None, 100)), "rate, 10 Hz, is too low for a 6 Hz torque filter"),
     ]
     for k, (s, msg) in enumerate(cases):
-        p = save_csv(s, tmp_path / f"bad{k}.csv")
+        p = write_samples_csv(s, tmp_path / f"bad{k}.csv")
         assert cli_main(["identify", "--robot", "lwr4", "--data", str(p), "--out", str(tmp_path / "x.yaml")]) == 1
         err = capsys.readouterr().err
         assert f"bad{k}.csv: " in err and msg in err and "fs/2" not in err and "lowpass" not in err

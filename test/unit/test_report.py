@@ -9,7 +9,7 @@ import pytest
 
 from payload_estimation.cli import main
 from payload_estimation.collision.scoring import score_detections, time_above
-from payload_estimation.files.csv_samples import save_csv
+from payload_estimation.files.csv_samples import write_samples_csv
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
@@ -46,7 +46,7 @@ def recording(tmp_path_factory):
     arm.set_trajectory([(3.0, q0 + np.radians([20, -10, 0, 10, 0, 0, 0]), None)])
     run(3.6)
     t, q, dq, tau = (np.array(x) for x in zip(*rows))
-    path = save_csv(Samples(q, tau, dq=dq, t=t), tmp_path_factory.mktemp("rec") / "run.csv")
+    path = write_samples_csv(Samples(q, tau, dq=dq, t=t), tmp_path_factory.mktemp("rec") / "run.csv")
     return desc, path, len(plan.moves())
 
 

@@ -18,7 +18,7 @@ from data_paths import dataset  # noqa: E402
 
 from payload_estimation.cli import main as cli_main
 from payload_estimation.collision import MomentumObserver, make_friction  # noqa: E402
-from payload_estimation.files.csv_samples import save_csv
+from payload_estimation.files.csv_samples import write_samples_csv
 from payload_estimation.files.robot_writer import write_identified_robot
 from payload_estimation.identification.dynamic_model import load_dynamic_model  # noqa: E402
 from payload_estimation.identification.identified_model import IdentifiedModel  # noqa: E402
@@ -71,7 +71,7 @@ def friction_arm(tmp_path_factory):
     folder = tmp_path_factory.mktemp("friction_arm")
     model = identify_robot(desc, record(2), IdentificationOptions(friction="viscous+offset", velocity="recorded"))
     params = model.save(folder / "params.yaml")
-    data = save_csv(record(3), folder / "other_motion.csv", precision=12)
+    data = write_samples_csv(record(3), folder / "other_motion.csv", precision=12)
     return desc, params, data
 
 

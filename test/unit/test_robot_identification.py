@@ -12,7 +12,7 @@ import pytest
 from data_paths import dataset
 
 from payload_estimation.cli import main as cli_main
-from payload_estimation.files.csv_samples import save_csv
+from payload_estimation.files.csv_samples import write_samples_csv
 from payload_estimation.identification.excitation import ExcitationConfig, ExcitationDesigner, trajectory_points
 from payload_estimation.identification.identified_model import base_regressor_rows
 from payload_estimation.identification.robot_identification import (
@@ -153,7 +153,7 @@ def test_gravity_only_from_static_poses(tmp_path, capsys):
     assert err.total_rms < 0.05
     # the same through the command line
     params = tmp_path / "grav.yaml"
-    assert cli_main(["identify", "--robot", "lwr4", "--data", str(save_csv(static, tmp_path / "static.csv")),
+    assert cli_main(["identify", "--robot", "lwr4", "--data", str(write_samples_csv(static, tmp_path / "static.csv")),
                      "--gravity-only", "--out", str(params)]) == 0
     # the command fits a torque offset per joint by default (a torque sensor's bias)
     with_offsets = identify_gravity(desc, static, offset=True)
@@ -165,7 +165,7 @@ def test_gravity_only_from_static_poses(tmp_path, capsys):
     assert IdentifiedModel.load(params).info[FINGERPRINT_KEY] == kinematics_fingerprint(desc)
     assert kinematics_fingerprint(load_robot("iiwa14")) != kinematics_fingerprint(desc)
     assert cli_main(["validate", "--robot", "lwr4", "--params", str(params), "--data",
-                     str(save_csv(val, tmp_path / "val.csv"))]) == 0
+                     str(write_samples_csv(val, tmp_path / "val.csv"))]) == 0
     assert any(line.startswith("| all ") for line in capsys.readouterr().out.splitlines())
 
 
@@ -186,7 +186,7 @@ def test_commands_excite_identify_validate(tmp_path, capsys):
     run_pts = trajectory_points(four, 100.0, 3)
     rec = record_trajectory(arm, [(0.0, four.q0, np.zeros(7))] + [(t + 0.4, q, dq, a) for t, q, dq, a in run_pts],
                             500.0)
-    data = save_csv(rec, tmp_path / "run.csv")
+    data = write_samples_csv(rec, tmp_path / "run.csv")
     params = tmp_path / "params.yaml"
     assert cli_main(["identify", "--robot", "iiwa14", "--data", str(data), "--trajectory", str(traj_file),
                      "--essential", "--physical", "--starts", "1", "--out", str(params)]) == 0
@@ -195,7 +195,7 @@ def test_commands_excite_identify_validate(tmp_path, capsys):
     robot_yaml = tmp_path / "params_robot.yaml"
     ident = load_robot(robot_yaml)
     assert ident.n == 7 and (tmp_path / "params_robot.urdf").exists()
-    val = save_csv(record_trajectory(arm, cosine_trajectory(desc, omega=1.0, duration=3.0), 500.0,
+    val = write_samples_csv(record_trajectory(arm, cosine_trajectory(desc, omega=1.0, duration=3.0), 500.0,
                                      q_start=cosine_trajectory(desc)[0][1], discard=0.5), tmp_path / "val.csv")
     for p in (str(params), str(robot_yaml), "nominal"):
         assert cli_main(["validate", "--robot", "iiwa14", "--params", p, "--data", str(val)]) == 0
