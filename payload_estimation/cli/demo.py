@@ -78,6 +78,10 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=7, help="simulator seed: noise and model error (default 7)")
     p.add_argument("--domain-id", type=int, default=None,
                    help="ROS_DOMAIN_ID for the demo's nodes (default: a free one, localhost only)")
+    p.add_argument("--online", action="store_true",
+                   help="pick and place with the online estimate instead (no sampling motion): the estimate and "
+                        "its σ converging during the move, the monitor's thresholds narrowing, a push caught as a "
+                        "collision, a drop reported as payload lost; writes online_estimate.png")
 
 
 def _say(step: str, text: str) -> None:
@@ -105,6 +109,10 @@ def node_link_names(desc) -> tuple[str, ...]:
 
 
 def run(args) -> int:
+    if getattr(args, "online", False):
+        from .demo_online import run as run_online
+
+        return run_online(args)
     from ..ros.domain import isolate
 
     isolate(args.domain_id)

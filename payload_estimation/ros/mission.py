@@ -1,7 +1,8 @@
 """A client node for scripted missions (the demo): records topics, calls services, injects contacts.
 
 It is what a user's task code would do, over the public interface only: ``joint_states``,
-``collision_monitor/*``, ``payload/estimate``, the Trigger services and the simulator's
+``collision_monitor/*`` (residual, collision, contact, payload_lost, status), ``payload/estimate``,
+``payload_estimator/online_estimate`` and ``payload_estimator/status``, the Trigger services and the simulator's
 ``sim_node/apply_wrench``. Times are node-clock seconds (sim time with ``use_sim_time``).
 """
 
@@ -18,15 +19,16 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
-from rcl_interfaces.srv import SetParameters
+from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.parameter import Parameter
+from rclpy.parameter import Parameter, parameter_value_to_python
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from ..payload.estimate import PayloadEstimate
 from .messages import clock_seconds, diagnostic_level, estimate_from_msg, sec_to_time, time_to_sec, trajectory_msg
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from .spin_thread import SpinThread
@@ -88,10 +90,20 @@ class MissionClient(Node):
         self.collisions: dict[str, list[tuple[float, bool]]] = {m: [] for m in monitors}
         self.contacts: dict[str, list[dict]] = {m: [] for m in monitors}
         """each monitor's ~/contact answers (JSON: stamp, summary, link, probability, force range, ...)."""
+        self.lost: dict[str, list[dict]] = {m: [] for m in monitors}
+        """each monitor's ~/payload_lost reports (JSON: verdict, time, detection_time, lost_mass, reason, ...)."""
         self.estimate = None
         self.estimates = 0
         """payload/estimate messages received so far (to wait for the next one)."""
+        self.estimate_log: list[tuple[float, PayloadEstimate]] = []
+        """every payload/estimate as (header stamp s, estimate)."""
+        self.online: list[dict] = []
+        """every payload_estimator/online_estimate (JSON: state, t, mass, com, gravity_covariance)."""
+        self.truth: list[tuple[float, PayloadEstimate]] = []
+        """sim_node/true_payload (MuJoCo's payload; mass 0 = none) as (header stamp s, payload): the reference."""
         self.estimator_status: dict[str, str] = {}
+        self.status_log: dict[str, list[tuple[float, str, dict[str, str]]]] = {}
+        """per node, every ~/status as (header stamp s, message, key -> value)."""
         self.create_subscription(JointState, "joint_states", self._on_js, SENSOR_QOS)
         self.create_subscription(InertiaStamped, "payload/estimate", self._on_estimate, LATCHED_QOS)
         for m in monitors:
@@ -100,7 +112,10 @@ class MissionClient(Node):
             self.create_subscription(Bool, f"{m}/collision", lambda msg, m=m: self._on_collision(m, msg),
                                      LATCHED_QOS)
             self.create_subscription(String, f"{m}/contact", lambda msg, m=m: self._on_contact(m, msg), LATCHED_QOS)
+            self.create_subscription(String, f"{m}/payload_lost", lambda msg, m=m: self._on_lost(m, msg), LATCHED_QOS)
         self.create_subscription(DiagnosticArray, "payload_estimator/status", self._on_estimator_status, LATCHED_QOS)
+        self.create_subscription(String, "payload_estimator/online_estimate", self._on_online, LATCHED_QOS)
+        self.create_subscription(InertiaStamped, "sim_node/true_payload", self._on_truth, LATCHED_QOS)
         # every node's status level (a node without its robot model yet reports ERROR)
         self.levels: dict[str, int] = {}
         for node in ("payload_estimator", "payload_sampler", *monitors):
@@ -146,9 +161,23 @@ class MissionClient(Node):
         with self._lock:
             self.contacts[monitor].append(json.loads(msg.data))
 
+    def _on_lost(self, monitor: str, msg: String) -> None:
+        with self._lock:
+            self.lost[monitor].append(json.loads(msg.data))
+
     def _on_estimate(self, msg: InertiaStamped) -> None:
         self.estimate = estimate_from_msg(msg)
         self.estimates += 1
+        with self._lock:
+            self.estimate_log.append((time_to_sec(msg.header.stamp), self.estimate))
+
+    def _on_truth(self, msg: InertiaStamped) -> None:
+        with self._lock:
+            self.truth.append((time_to_sec(msg.header.stamp), estimate_from_msg(msg)))
+
+    def _on_online(self, msg: String) -> None:
+        with self._lock:
+            self.online.append(json.loads(msg.data))
 
     def _on_estimator_status(self, msg: DiagnosticArray) -> None:
         if msg.status:
@@ -156,7 +185,11 @@ class MissionClient(Node):
 
     def _on_status(self, node: str, msg: DiagnosticArray) -> None:
         if msg.status:
-            self.levels[node] = diagnostic_level(msg.status[0].level)
+            st = msg.status[0]
+            self.levels[node] = diagnostic_level(st.level)
+            with self._lock:
+                self.status_log.setdefault(node, []).append(
+                    (time_to_sec(msg.header.stamp), st.message, {kv.key: kv.value for kv in st.values}))
 
     def nodes_ready(self, nodes: Sequence[str]) -> bool:
         """Every node in ``nodes`` has published a status below ERROR (robot model loaded, stream seen)."""
@@ -199,6 +232,13 @@ class MissionClient(Node):
         for name, r in zip(values, res.results):
             if not r.successful:
                 raise MissionError(f"{node} refused {name} = {values[name]!r}: {r.reason}")
+
+    def get_parameters(self, node: str, names: Sequence[str], timeout: float = 15.0) -> dict[str, object]:
+        """Parameters of ``node`` as ``ros2 param get`` reads them (name -> Python value)."""
+        res = self._request(GetParameters, f"{node}/get_parameters", GetParameters.Request(names=list(names)), timeout)
+        if len(res.values) != len(names):
+            raise MissionError(f"{node} answered {len(res.values)} of the parameters {list(names)}")
+        return {n: parameter_value_to_python(v) for n, v in zip(names, res.values)}
 
     def call_until_success(self, service: str, timeout: float = 15.0) -> Trigger.Response:
         """Call ``service`` until it succeeds (e.g. a node still waiting for its first message)."""

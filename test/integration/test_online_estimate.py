@@ -4,8 +4,9 @@ The payload is attached in sim after ``payload_estimator/grasped`` (announced fi
 so the monitor does not take the attach for a collision) and the grasp announced again once the gripper holds it;
 then a point-to-point move is commanded on ``joint_trajectory`` (sim_node follows it). Observed from outside:
 ``payload/estimate`` converges during the move (reference: the payload sim_node carries, MuJoCo), its σ covers the
-error, the monitor raises no collision and does not stop; an unannounced drop at rest is reported on
-``collision_monitor/payload_lost``, not as a collision. The core rules without DDS: test_online_session.py.
+error, the monitor raises no collision and does not stop; an unannounced drop at rest, and one while the arm moves,
+is reported on ``collision_monitor/payload_lost``, not as a collision, and the estimate goes back to 0 kg. The core
+rules without DDS: test_online_session.py.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from ros_helpers import call_trigger, sim_stack, wait_for
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, String
 from trajectory_msgs.msg import JointTrajectory
 
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.ros.messages import trajectory_msg
 from payload_estimation.ros.monitor_node import HOLD_MARK
-from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS
+from payload_estimation.ros.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from payload_estimation.ros.spin_thread import SpinThread
 
 pytestmark = pytest.mark.flaky(reruns=1, reruns_delay=2)
@@ -53,6 +55,9 @@ class Probe(Node):
         self.lost: list[dict] = []
         self.status: dict[str, dict[str, str]] = {}
         self.scales: list[float] = []  # the monitor's threshold_scale as reported
+        self.q: np.ndarray | None = None  # the latest joint positions (rad, joint_states order)
+        self.joint_names: list[str] = []
+        self.create_subscription(JointState, "joint_states", self._joint_states, SENSOR_QOS)
         self.create_subscription(InertiaStamped, "payload/estimate", self._estimate, LATCHED_QOS)
         self.create_subscription(Bool, "collision_monitor/collision", self._collision, LATCHED_QOS)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._traj, COMMAND_QOS)
@@ -65,6 +70,9 @@ class Probe(Node):
     def _estimate(self, msg):
         c = msg.inertia.com
         self.estimates.append((self.now(), msg.inertia.m, np.array([c.x, c.y, c.z])))
+
+    def _joint_states(self, msg):
+        self.joint_names, self.q = list(msg.name), np.asarray(msg.position, float)
 
     def _collision(self, msg):
         self.collisions += int(msg.data)
@@ -163,3 +171,47 @@ def test_estimate_converges_during_the_move_and_a_drop_is_payload_lost(probe):
     assert call_trigger(probe, "payload_estimator/released", 10.0).success
     assert wait_for(lambda: probe.est().get("online_state") == "idle", 5.0), probe.est()
     time.sleep(0.2)
+
+
+def test_a_drop_during_the_move_is_payload_lost_and_the_estimate_goes_back_to_unloaded(probe):
+    """The box slips out 1.0 s into a 2.5 s move: payload lost (not a collision), the arm not stopped (it reaches
+    the move's end), payload/estimate back to 0 kg. The estimator keeps fitting until the monitor's verdict (the
+    drop's rows enter the online fit), so the verdict must not depend on estimates published after the drop."""
+    call_trigger(probe, "sim_node/detach_payload", 10.0)  # a rerun, or the test before, left any state
+    assert call_trigger(probe, "payload_estimator/released", 10.0).success
+    _settle(probe, 1.0)
+    names = load_robot(ROBOT).joint_names
+    assert wait_for(lambda: probe.q is not None, 10.0)
+    order = [probe.joint_names.index(n) for n in names]
+    q_now = probe.q[order]
+    target = Q0 if np.max(np.abs(q_now - Q0)) > np.max(np.abs(q_now - (Q0 + MOVE))) else Q0 + MOVE
+    probe.estimates.clear()
+    probe.lost.clear()
+    probe.collisions = probe.holds = 0
+    assert call_trigger(probe, "payload_estimator/grasped", 10.0).success
+    assert call_trigger(probe, "sim_node/attach_payload", 10.0).success
+    assert call_trigger(probe, "payload_estimator/grasped", 10.0).success
+    _settle(probe, 0.5)
+    start = probe.now()
+    probe.pub_traj.publish(trajectory_msg(names, [target], [DURATION]))
+    _settle(probe, 1.0)
+    carried = [e for e in probe.estimates if e[1] > 0]
+    assert carried and abs(carried[-1][1] - MASS) < 0.05 * MASS, (carried[-3:], probe.est())  # carried, estimated
+    losses = int(probe.mon().get("payload_losses", "0"))
+    t_call = probe.now()
+    assert call_trigger(probe, "sim_node/detach_payload", 10.0).success
+    t_drop = probe.now()
+    assert wait_for(lambda: len(probe.lost) == 1, 10.0), (probe.mon(), probe.collisions)
+    lost = probe.lost[0]
+    print("drop during the move:", lost, "dropped at", t_drop - start, "s into the move")
+    assert lost["verdict"] == "payload lost" and not lost["stopped"], lost
+    assert lost["lost_mass"] > 0.6 * MASS, lost
+    assert t_call - 0.01 <= lost["detection_time"] <= t_drop + 0.1, (lost, t_call, t_drop)  # within 100 ms
+    assert wait_for(lambda: probe.estimates and probe.estimates[-1][1] == 0.0, 5.0), probe.estimates[-3:]
+    assert wait_for(lambda: probe.now() > start + DURATION + 1.0, 20.0)
+    assert probe.collisions == 0 and probe.holds == 0, (probe.collisions, probe.holds, probe.mon())
+    assert np.max(np.abs(probe.q[order] - target)) < np.radians(0.5), np.degrees(probe.q[order] - target)
+    assert wait_for(lambda: probe.mon().get("payload_source") == "none"
+                    and probe.mon().get("payload_losses") == str(losses + 1), 5.0), probe.mon()
+    assert call_trigger(probe, "payload_estimator/released", 10.0).success
+    assert wait_for(lambda: probe.est().get("online_state") == "idle", 5.0), probe.est()
