@@ -8,6 +8,12 @@ form of :mod:`.filtered` (no differentiated velocities): with F(s) = λ / (s + �
 tau_ref the unloaded model's torque (the nominal description's dynamics, the calibrated gravity model's
 gravity and offsets where one is given), p_L the payload's 10 parameters. The torque is filtered at every
 sample; the rows every ``row_period`` s, each a handful of pinocchio calls, so :meth:`update` stays cheap.
+Both with the first-order hold (exact for inputs linear between samples: the same delay on both grids).
+At the first row that counts (``settle`` s after the grasp) every filter starts from zero together: F applied
+from that instant on obeys the equation exactly, so neither the payload's torque step at the grasp (the
+unloaded model has no payload before it) nor the motion before it leaves a transient in the rows (filters
+started in steady state left 0.7 % of the payload's torque step 0.1 s later: a CoM bias of 3-5 mm 1.0 s into a
+move, noise-free and with the exact model).
 The rows are accumulated as normal equations (information matrix YᵀY, Yᵀr, rᵀr) and the sensitivity to the
 model's error YᵀE (E: the same filtered rows of the model's error regressor, :mod:`.model_uncertainty`), so a
 solve (every ``solve_period`` s, ≥ 10 Hz) costs a 10 x 10 system whatever the length of the motion.
@@ -19,8 +25,9 @@ parameters and offsets, as :func:`.model_uncertainty.propagated_covariance`). A 
 not yet separated every parameter; the state then says ``not excited`` and why.
 
 Anchor: while no payload is announced, the estimator learns the unloaded model's filtered error at rest (the
-last ≥ ``anchor_rest`` s of standing still). After the grasp the fit subtracts it: the sensor offsets cancel
-and near the anchor pose the model's gravity error nearly does (the static fit's anchored method).
+last ≥ ``anchor_rest`` s of standing still). After the grasp the fit subtracts it (times the zero-state filter's
+unit-step response): the sensor offsets cancel and near the anchor pose the model's gravity error nearly does
+(the static fit's anchored method). Optionally a :class:`ComPrior` from the gripper's geometry.
 
 Units: s, rad, rad/s, N m, kg, m. Joint vectors in model order.
 """
@@ -62,8 +69,9 @@ _COM = ("x", "y", "z")
 @dataclass(frozen=True)
 class OnlineConfig:
     """``cutoff`` Hz: the low-pass of the filtered form; ``row_period`` s between rows; ``solve_period`` s
-    between solves; ``settle`` s after the grasp before rows count (the filters forget the unloaded stretch,
-    5 time constants at 8 Hz = 0.1 s); ``torque_noise`` N m: per-sample sensor noise std (σ's floor);
+    between solves; ``settle`` s after the grasp before rows count (the grasp's own transient: the gripper
+    closing, the load taken over; the filters then start from zero); ``torque_noise`` N m: per-sample sensor
+    noise std (σ's floor);
     ``model_uncertainty``: declared relative 1-σ error of the nominal links (mass, CoM, inertia);
     ``torque_offset_std`` N m: sensor offsets no model contains (not anchored, no calibrated offsets);
     ``anchor``: learn the unloaded model's error at rest before the grasp; ``anchor_rest`` s of rest it
@@ -71,7 +79,10 @@ class OnlineConfig:
     converged when 3σ of the mass ≤ ``converged_mass`` x mass + ``converged_mass_abs`` kg and 3σ of
     every CoM component ≤ ``converged_com`` m; ``min_tilt_deg``: the payload's orientation must have spread
     by this much since the grasp (else ``not excited``: the CoM along the vertical is not separable from the
-    mass); ``inertia_prior`` kg m² per kg: 1-σ of each
+    mass; the tool's acceleration turns the effective gravity too, but what it shows of the CoM along the
+    vertical, m c × a with a = α × r, is the torque of the payload's unknown products of inertia, J α, so it
+    separates that component only as far as the inertia prior allows: tilting is what separates it);
+    ``inertia_prior`` kg m² per kg: 1-σ of each
     inertia component about the CoM before the motion determines it (0.01: a 0.35 m box; 0 = no prior);
     ``limits``: plausibility and the weak prior on mass and CoM."""
 
@@ -108,6 +119,26 @@ class OnlineConfig:
 
 
 @dataclass(frozen=True)
+class ComPrior:
+    """What the gripper knows of the grasped payload's CoM before any motion: ``com`` (3, m, payload frame; e.g.
+    the grasp point plus half the part's height along the flange axis) with an isotropic 1-σ ``std`` (m). Optional
+    (:meth:`OnlinePayloadEstimator.grasped`); its σ must be honest (how far the true CoM may be from ``com``): a
+    too small one makes the estimate and its σ wrong while the motion has not yet separated the CoM."""
+
+    com: tuple[float, float, float]
+    std: float
+
+    def __post_init__(self):
+        c = np.asarray(self.com, float)
+        if c.shape != (3,) or not np.all(np.isfinite(c)):
+            raise PayloadDataError(f"online estimator: the CoM prior must be 3 finite numbers (m, payload frame), got "
+                                   f"{self.com}")
+        if not (math.isfinite(self.std) and self.std > 0):
+            raise PayloadDataError(f"online estimator: the CoM prior's std must be a finite number > 0 m, got "
+                                   f"{self.std}")
+
+
+@dataclass(frozen=True)
 class OnlineStatus:
     """What the estimator knows at ``t`` (s): ``state`` (one of STATES), ``reason`` (one line, the user's
     terms), the current ``estimate`` (None before the first solve after a grasp), ``rows`` accumulated,
@@ -135,17 +166,43 @@ class OnlineStatus:
         return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", y, self.gravity_covariance, y), 0.0))
 
 
+def _hold(a: float, x: float) -> tuple[float, float]:
+    """(b0, b1) of the first-order low-pass exp(-x) = a per step, x = 2π f_c dt, exact for an input linear
+    between samples: y_k = a y_(k-1) + b0 u_k + b1 u_(k-1). The same delay at any step, so the torque filtered
+    at the stream's rate and the rows filtered on their coarser grid stay aligned (the trapezoid lags by
+    ~x²/12 steps more on the coarse grid: 0.2 ms at 5 ms rows)."""
+    if x < 1e-6:
+        return 0.5 * (1 - a), 0.5 * (1 - a)
+    c = (1 - a) / x
+    return 1 - c, c - a
+
+
+def _noise_power(a: float, x: float) -> float:
+    """Variance of the filter's output per unit variance of a white input sampled at its step."""
+    b0, b1 = _hold(a, x)
+    h1 = a * b0 + b1
+    return b0 * b0 + h1 * h1 / (1 - a * a)
+
+
 class _Filter:
-    """F[W2] + F[d/dt W1] of one row family on the row grid (first order, trapezoidal W2 input)."""
+    """F[W2] + F[d/dt W1] of one row family on the row grid (first order; W2 linear between rows, W1 too so its
+    derivative is constant between rows). :meth:`start` begins from rest at zero (the zero-state filter): the
+    filtered torque started at the same instant obeys the filtered equation exactly from then on, whatever
+    the arm did before (no transient of an earlier state to wait for)."""
 
     def __init__(self):
         self.out2 = self.out1 = self.prev1 = self.prev2 = None
 
-    def step(self, w1: np.ndarray, w2: np.ndarray, a: float, dt: float) -> np.ndarray:
+    def start(self, w1: np.ndarray, w2: np.ndarray) -> None:
+        self.out2, self.out1 = np.zeros_like(w2), np.zeros_like(w1)
+        self.prev1, self.prev2 = w1, w2
+
+    def step(self, w1: np.ndarray, w2: np.ndarray, a: float, dt: float, x: float) -> np.ndarray:
         if self.out2 is None:
             self.out2, self.out1 = w2.copy(), np.zeros_like(w1)
         else:
-            self.out2 = a * self.out2 + (1 - a) * 0.5 * (w2 + self.prev2)
+            b0, b1 = _hold(a, x)
+            self.out2 = a * self.out2 + b0 * w2 + b1 * self.prev2
             self.out1 = a * self.out1 + (1 - a) * (w1 - self.prev1) / dt
         self.prev1, self.prev2 = w1, w2
         return self.out1 + self.out2
@@ -227,10 +284,13 @@ class OnlinePayloadEstimator:
         self._clear()
 
     # ------------------------------------------------------------------ events
-    def grasped(self) -> None:
-        """A payload was grasped (the gripper closed): from the next sample + ``settle`` the rows count."""
+    def grasped(self, prior: ComPrior | None = None) -> None:
+        """A payload was grasped (the gripper closed): from the next sample + ``settle`` the rows count.
+        ``prior``: what the gripper knows of the payload's CoM (:class:`ComPrior`; None: only the weak prior of
+        ``limits``)."""
         self._clear()
         self._grasped = True
+        self._com_prior = prior
         self._anchor = self._anchor_candidate() if self.cfg.anchor else None
         self._status = OnlineStatus(CONVERGING, "grasp announced: waiting for the first rows", None,
                                     self._status.t, grasped=True, anchored=self._anchor is not None)
@@ -260,8 +320,10 @@ class OnlinePayloadEstimator:
         if self._t is None:
             self._tau_f = tau.copy()
         else:
-            a = math.exp(-2 * math.pi * self.cfg.cutoff * (t - self._t))
-            self._tau_f = a * self._tau_f + (1 - a) * 0.5 * (tau + self._tau_prev)
+            x = 2 * math.pi * self.cfg.cutoff * (t - self._t)
+            a = math.exp(-x)
+            b0, b1 = _hold(a, x)
+            self._tau_f = a * self._tau_f + b0 * tau + b1 * self._tau_prev
         if self._t is not None:
             self._dt = 0.99 * self._dt + 0.01 * (t - self._t) if self._dt else t - self._t
         self._t, self._tau_prev = t, tau
@@ -287,6 +349,8 @@ class OnlinePayloadEstimator:
         self._tau_f = self._tau_prev = None
         self._f_pay, self._f_ref, self._f_err = _Filter(), _Filter(), _Filter()
         self._since = None  # stream time from which rows count (after a grasp and each restart: + settle)
+        self._started = False  # the filters restarted from zero at the first row that counts
+        self._unit = 0.0
         self._rest_since = None
         self._last_q = None
 
@@ -307,35 +371,42 @@ class OnlinePayloadEstimator:
         self._rr = 0.0
         self._e = np.zeros((k, p))
         self._tilt = np.zeros((3, 3))  # sum of u uᵀ, u the vertical in the payload frame at each row
+        self._com_prior: ComPrior | None = None
         self._count = 0
         self._first = None
         self._t_solve = -math.inf
         self._since = None
+        self._started = False
         self._error_cov = None
         t = self._t if self._t is not None else 0.0
         self._status = OnlineStatus(IDLE, "no payload announced (call grasped after the gripper closes)", None, t)
 
     def _row(self, t: float, q: np.ndarray, dq: np.ndarray) -> None:
         dt = 0.0 if self._t_row is None else t - self._t_row
-        a = math.exp(-2 * math.pi * self.cfg.cutoff * dt)
+        x = 2 * math.pi * self.cfg.cutoff * dt
+        a = math.exp(-x)
         self._t_row = t
         self._last_q = q
         pay, ref, err = self._rows(q, dq)
-        y = self._f_pay.step(*pay, a, dt)
-        ref_f = self._f_ref.step(*ref, a, dt)
-        e = self._f_err.step(*err, a, dt)
+        if self._grasped and self._since is None:
+            self._since = t + self.cfg.settle
+        if self._grasped and not self._started and t >= self._since - 1e-9:
+            self._start(pay, ref, err)  # the rows count from here: every filter from zero, together
+            return
+        y = self._f_pay.step(*pay, a, dt, x)
+        ref_f = self._f_ref.step(*ref, a, dt, x)
+        e = self._f_err.step(*err, a, dt, x)
         r = self._tau_f - ref_f
         if not self._grasped:
             self._learn_anchor(t, q, dq, r, e)
             return
-        if self._since is None:
-            self._since = t + self.cfg.settle
-        if t < self._since:
+        if not self._started:
             return
+        self._unit = a * self._unit + (1 - a)  # the zero-state filter's response to a constant 1
         if self._anchor is not None:  # the offsets' columns stay: what the anchor leaves of them is its noise
-            r = r - self._anchor[0]
+            r = r - self._unit * self._anchor[0]
             e = e.copy()
-            e[:, :-self.dyn.n] -= self._anchor[1][:, :-self.dyn.n]
+            e[:, :-self.dyn.n] -= self._unit * self._anchor[1][:, :-self.dyn.n]
         self._a += y.T @ y
         self._b += y.T @ r
         self._rr += float(r @ r)
@@ -345,6 +416,16 @@ class OnlinePayloadEstimator:
         self._count += 1
         if self._first is None:
             self._first = t
+
+    def _start(self, pay, ref, err) -> None:
+        """Zero-state start of the torque filter and the row filters at this row (see :class:`_Filter`): the
+        payload's torque (it was not carried before the grasp) and the arm's motion before this instant leave no
+        transient in the rows; a constant (an offset, the anchor) enters as the filter's unit-step response."""
+        self._tau_f = np.zeros_like(self._tau_f)
+        for f, w in ((self._f_pay, pay), (self._f_ref, ref), (self._f_err, err)):
+            f.start(*w)
+        self._unit = 0.0
+        self._started = True
 
     def _learn_anchor(self, t: float, q: np.ndarray, dq: np.ndarray, r: np.ndarray, e: np.ndarray) -> None:
         if np.max(np.abs(dq)) > self.cfg.rest_speed:
@@ -383,8 +464,8 @@ class OnlinePayloadEstimator:
 
     def _noise_gain(self) -> float:
         """Std of the filtered torque per unit of per-sample noise std (first order at the stream's rate)."""
-        a = math.exp(-2 * math.pi * self.cfg.cutoff * self._sample_period())
-        return math.sqrt((1 - a) / (1 + a))
+        x = 2 * math.pi * self.cfg.cutoff * self._sample_period()
+        return math.sqrt(_noise_power(math.exp(-x), x))
 
     def _correlation(self) -> float:
         a = math.exp(-2 * math.pi * self.cfg.cutoff * self.cfg.row_period)
@@ -392,11 +473,16 @@ class OnlinePayloadEstimator:
 
     def _prior(self, p: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(mean, variance) of the weak prior: mass and first moments within the limits; the inertia about the
-        frame origin that of a point mass at the CoM of ``p`` (the last solution) plus ``inertia_prior`` per kg."""
+        frame origin that of a point mass at the CoM of ``p`` (the last solution) plus ``inertia_prior`` per kg;
+        with a :class:`ComPrior` and a solution, the first moments m c_prior ± m σ_prior (m from ``p``)."""
         lim = self.cfg.limits
         m, r = lim.max_payload, lim.max_com_radius
         mean = np.zeros(10)
         var = np.array([m, m * r, m * r, m * r] + [m * r * r] * 6) ** 2
+        if p is not None and self._com_prior is not None:
+            mass = max(float(p[0]), 0.05)
+            mean[1:4] = mass * np.asarray(self._com_prior.com, float)
+            var[1:4] = (mass * self._com_prior.std) ** 2
         if p is not None and self.cfg.inertia_prior > 0:
             mass = max(float(p[0]), 0.05)
             h = p[1:4]
@@ -508,5 +594,5 @@ class OnlinePayloadEstimator:
         return self._last_q if self._last_q is not None else np.zeros(self.dyn.n)
 
 
-__all__ = ["CONVERGED", "CONVERGING", "IDLE", "NOT_EXCITED", "STATES", "OnlineConfig", "OnlinePayloadEstimator",
-           "OnlineStatus"]
+__all__ = ["CONVERGED", "CONVERGING", "IDLE", "NOT_EXCITED", "STATES", "ComPrior", "OnlineConfig",
+           "OnlinePayloadEstimator", "OnlineStatus"]
