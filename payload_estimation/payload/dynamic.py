@@ -81,7 +81,8 @@ class DynamicFitConfig:
     stream allowed missing; ``inertia_rsd``: an
     inertia component counts as determined when its std is at most this fraction of the largest
     moment; ``model_uncertainty`` (relative) and ``torque_offset_std`` (N m): the model's error in σ
-    of a fit without reference; ``limits``: plausibility checks."""
+    of a fit without reference; ``limits``: plausibility checks; ``estimate_skew``: estimate and compensate
+    a time skew between torques and joint states (:func:`.filtered.estimate_torque_skew`)."""
 
     fit_rate: float = 250.0
     cutoff: float = DEFAULT_CUTOFF
@@ -90,6 +91,7 @@ class DynamicFitConfig:
     model_uncertainty: float = 0.05
     torque_offset_std: float = 0.5
     limits: PayloadLimits | None = None
+    estimate_skew: bool = True
 
 
 def _interp(t_new: np.ndarray, t: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -196,7 +198,7 @@ def estimate_payload_dynamic(dyn: RigidBodyDynamics, loaded: MotionRecording, re
     t = np.arange(t0, t1, step)
     q, dq, tau = (_box(t, step, loaded.t, getattr(loaded, k)) for k in ("q", "dq", "tau"))
     common = dict(cutoff=cfg.cutoff, limits=cfg.limits, inertia_rsd=cfg.inertia_rsd, own_scale=False, project=True,
-                  inertia_advice=DYNAMIC_INERTIA_ADVICE)
+                  inertia_advice=DYNAMIC_INERTIA_ADVICE, estimate_skew=cfg.estimate_skew)
     tr = t - t[0]
     if reference is not None:
         ts = np.clip(t + shift, reference.t[0], reference.t[-1])

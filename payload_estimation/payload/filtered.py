@@ -24,6 +24,7 @@ Units: t s, q rad, dq rad/s, torques N m; ``cutoff`` Hz. Payload parameters as
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -110,7 +111,8 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
                               model_uncertainty: ModelUncertainty | None = None,
                               limits: PayloadLimits | None = None, inertia_rsd: float = INERTIA_RSD,
                               correlated: bool = True, own_scale: bool = True,
-                              project: bool = False, inertia_advice: str = INERTIA_ADVICE) -> PayloadEstimate:
+                              project: bool = False, inertia_advice: str = INERTIA_ADVICE,
+                              estimate_skew: bool = False) -> PayloadEstimate:
     """Mass, CoM and, where the motion determines it, the inertia of the payload from a motion that
     starts at rest: samples at times ``t`` (N,) with positions ``q``, velocities ``dq`` and loaded
     torques (N, n). ``tau_reference``: the unloaded torque on the same motion (a recorded unloaded run
@@ -119,6 +121,8 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
     prediction in the same filtered form (``model_uncertainty``: how wrong it may be, in σ). What is
     and is not determined, the std and the errors are :func:`.payload_motion.estimate_payload_motion`'s
     (``own_scale``, ``project``, ``inertia_advice``: :func:`.payload_motion.fit_payload_rows`).
+    ``estimate_skew``: estimate and compensate a constant time skew between the torques and the joint
+    states (:func:`estimate_torque_skew`; a simulator's half step of 0.5 ms moved the CoM by 2 mm, 4 σ).
     """
     n = dyn.n
     q = sample_array(q, "q", n)
@@ -131,26 +135,75 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
     if order < 1:
         raise PayloadDataError(f"filter order must be >= 1, got {order}")
     rhs = causal_lowpass(t, tau, cutoff, order)
+    model = np.zeros_like(rhs)  # the model's torque subtracted from rhs (its skew moves it too)
     if tau_reference is not None:
         rhs = rhs - causal_lowpass(t, sample_array(tau_reference, "tau_reference", n, n_s), cutoff, order)
         how, unc = "differential", None
         if reference_q is not None and reference_dq is not None:
             qu = sample_array(reference_q, "reference_q", n, n_s)
             dqu = sample_array(reference_dq, "reference_dq", n, n_s)
-            rhs = rhs - (filtered_reference(dyn, t, q, dq, cutoff, order)
-                         - filtered_reference(dyn, t, qu, dqu, cutoff, order))
+            model = (filtered_reference(dyn, t, q, dq, cutoff, order)
+                     - filtered_reference(dyn, t, qu, dqu, cutoff, order))
     else:
-        rhs = rhs - filtered_reference(dyn, t, q, dq, cutoff, order)
+        model = filtered_reference(dyn, t, q, dq, cutoff, order)
         how, unc = "one-shot", model_uncertainty
-    y = filtered_rows(dyn.payload_regressor, t, q, dq, cutoff, order).reshape(-1, 10)
+    rhs = rhs - model
+    y3 = filtered_rows(dyn.payload_regressor, t, q, dq, cutoff, order)
+    y = y3.reshape(-1, 10)
+    note = ""
+    if estimate_skew:
+        y, rhs, note = _skew_compensated(t, y3, rhs, model)
     rows = None
     if unc is not None:
         def rows() -> np.ndarray:
             r = filtered_rows(_error_regressor(unc), t, q, dq, cutoff, order).reshape(n_s * n, -1)
             return np.hstack([r, np.tile(np.eye(n), (n_s, 1))])  # constant offsets pass the filter unchanged
-    return fit_payload_rows(dyn, q, y, rhs.reshape(-1), weights, method=f"filtered {how} ({cutoff:g} Hz)",
-                            limits=limits, inertia_rsd=inertia_rsd, correlated=correlated, model_uncertainty=unc,
-                            error_rows=rows, own_scale=own_scale, project=project, inertia_advice=inertia_advice)
+    est = fit_payload_rows(dyn, q, y, rhs.reshape(-1), weights, method=f"filtered {how} ({cutoff:g} Hz)",
+                           limits=limits, inertia_rsd=inertia_rsd, correlated=correlated, model_uncertainty=unc,
+                           error_rows=rows, own_scale=own_scale, project=project, inertia_advice=inertia_advice)
+    return replace(est, notes=est.notes + (note,)) if note and est.mass > 0 else est
+
+
+MAX_SKEW = 0.01
+"""s: a torque-versus-position skew estimated beyond this is not applied (something else is wrong)."""
+
+
+def estimate_torque_skew(t: np.ndarray, y3: np.ndarray, rhs: np.ndarray, model: np.ndarray, iterations: int = 4
+                         ) -> tuple[float, float, np.ndarray]:
+    """(s, its std, p) in ``rhs ≈ (y + s ẏ) p + s ṁ``: the measured torques belong to the joint states
+    ``s`` s later than their stamps (a simulator's step, a sensor's filter, a driver's sampling order).
+    ``y3`` (N, n, k) the filtered payload rows, ``rhs`` (N, n) the filtered torque the payload must
+    explain after ``model`` (N, n), the filtered model torque already subtracted, was taken off. Gauss-Newton
+    from s = 0 (the filter commutes with d/dt: the skewed rows are the rows' time derivative)."""
+    yd = np.gradient(y3, t, axis=0).reshape(-1, y3.shape[2])
+    md = np.gradient(model, t, axis=0).reshape(-1)
+    y, b = y3.reshape(-1, y3.shape[2]), rhs.reshape(-1)
+    p = np.linalg.lstsq(y, b, rcond=None)[0]
+    s = 0.0
+    for _ in range(iterations):
+        jac = np.hstack([y + s * yd, (yd @ p + md)[:, None]])
+        r = b - (y + s * yd) @ p - s * md
+        step = np.linalg.lstsq(jac, r, rcond=None)[0]
+        p, s = p + step[:-1], s + float(step[-1])
+    jac = np.hstack([y + s * yd, (yd @ p + md)[:, None]])
+    r = b - (y + s * yd) @ p - s * md
+    dof = max(b.size - jac.shape[1], 1)
+    cov = np.linalg.pinv(jac.T @ jac) * float(r @ r) / dof
+    return s, float(np.sqrt(max(cov[-1, -1], 0.0))), p
+
+
+def _skew_compensated(t: np.ndarray, y3: np.ndarray, rhs: np.ndarray, model: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, str]:
+    """(rows, rhs, note) with the estimated torque-versus-position skew (:func:`estimate_torque_skew`) taken
+    into the rows and the model torque; unchanged (and said) when it is beyond :data:`MAX_SKEW`."""
+    s, std, _ = estimate_torque_skew(t, y3, rhs, model)
+    if not abs(s) <= MAX_SKEW:
+        return y3.reshape(-1, 10), rhs, (f"torque-versus-position skew of {1e3 * s:+.1f} ms estimated, beyond "
+                                         f"{1e3 * MAX_SKEW:g} ms: not compensated (check the joint_states stamps)")
+    yd = np.gradient(y3, t, axis=0)
+    md = np.gradient(model, t, axis=0)
+    return ((y3 + s * yd).reshape(-1, 10), rhs - s * md,
+            f"torques lag the joint positions by {1e3 * s:+.2f} ± {1e3 * std:.2f} ms (estimated and compensated)")
 
 
 def _error_regressor(unc: ModelUncertainty) -> Regressor:
@@ -161,4 +214,4 @@ def _error_regressor(unc: ModelUncertainty) -> Regressor:
 
 
 __all__ = ["DEFAULT_CUTOFF", "estimate_payload_filtered", "filtered_reference", "filtered_rows", "momentum_rows",
-           "momentum_torques"]
+           "momentum_torques", "estimate_torque_skew", "MAX_SKEW"]
