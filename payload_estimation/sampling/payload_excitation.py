@@ -260,16 +260,14 @@ def check_excitation(plan: ExcitationPlan, desc, rate: float = 1000.0) -> None:
     within (1 - VELOCITY_MARGIN) of the velocity limits (:func:`.poses.check_executed`)."""
     t, q, dq, _ = plan.trajectory.sample(rate)
     lim = desc.limits.position
-    for k in range(len(t)):
-        if not plan.envelope.contains(q[k]) or np.any(q[k] < lim[:, 0]) or np.any(q[k] > lim[:, 1]):
-            j = int(np.argmax((q[k] < plan.envelope.lower - 1e-9) | (q[k] > plan.envelope.upper + 1e-9)))
-            raise MotionLimitError(f"excitation point at {t[k]:.3f} s leaves the envelope at joint "
-                                   f"{desc.joint_names[j]} ({np.degrees(q[k][j]):.3f} deg)")
-        over = np.abs(dq[k]) > np.asarray(desc.limits.velocity, float)
-        if np.any(over):
-            j = int(np.argmax(over))
-            raise MotionLimitError(f"excitation point at {t[k]:.3f} s exceeds the velocity limit of joint "
-                                   f"{desc.joint_names[j]} ({dq[k][j]:.3f} rad/s)")
+    env = plan.envelope
+    outside = (q < env.lower - 1e-9) | (q > env.upper + 1e-9) | (q < lim[:, 0]) | (q > lim[:, 1])
+    over = np.abs(dq) > np.asarray(desc.limits.velocity, float)
+    for bad, what in ((outside, "leaves the envelope at joint"), (over, "exceeds the velocity limit of joint")):
+        if np.any(bad):
+            k, j = (int(v) for v in np.argwhere(bad)[0])
+            value = f"{np.degrees(q[k][j]):.3f} deg" if bad is outside else f"{dq[k][j]:.3f} rad/s"
+            raise MotionLimitError(f"excitation point at {t[k]:.3f} s {what} {desc.joint_names[j]} ({value})")
     check_executed(desc, plan.trajectory.q0, None, [p for p in plan.points(POINT_RATE) if p[0] > 0], "excitation")
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import PayloadEstimationError
 from ..model.description import RobotDescription
-from ..sim.trajectory import JointTrajectory, TrajectoryPoint
+from ..sim.trajectory import _quintic_coeffs as quintic_coefficients  # the executor's own interpolation
 
 QUINTIC_PEAK = 1.875
 """Peak speed / average speed of a rest-to-rest quintic (cubic: 1.5, linear: 1.0)."""
@@ -212,19 +212,22 @@ def executed_path(q_from: np.ndarray, dq_from: np.ndarray | None, points, sample
     """(q, dq), each (S, n) rad and rad/s: the path a controller follows for ``points`` =
     [(time_from_start s, q rad, dq rad/s | None)] from the state (``q_from``, ``dq_from``; None: at rest)
     -- the simulator's interpolation (:class:`sim.trajectory.JointTrajectory`: quintic segments with
-    zero waypoint accelerations), at ``samples`` points per segment. The waypoints may respect every
-    limit while the interpolation between them does not (a segment that starts moving, or ripple
-    between an excitation's points)."""
+    zero waypoint accelerations, its coefficients), at ``samples`` points per segment. The waypoints may
+    respect every limit while the interpolation between them does not (a segment that starts moving, or
+    ripple between an excitation's points)."""
     q_from = np.asarray(q_from, dtype=float)
-    dq_from = np.zeros_like(q_from) if dq_from is None else np.asarray(dq_from, dtype=float)
     zero = np.zeros_like(q_from)
-    pts = [TrajectoryPoint(float(t), np.asarray(q, float), zero if dq is None else np.asarray(dq, float))
-           for t, q, dq in points]
-    traj = JointTrajectory(0.0, q_from, dq_from, pts)
-    times = np.concatenate([np.linspace(a, b, samples, endpoint=False)[1:]
-                            for a, b in zip(traj.times[:-1], traj.times[1:])] + [traj.times[1:]])
-    out = [traj.sample(t) for t in np.sort(times)]
-    return np.array([o[0] for o in out]), np.array([o[1] for o in out])
+    times = np.array([0.0] + [float(p[0]) for p in points])
+    qs = np.array([q_from] + [np.asarray(p[1], float) for p in points])
+    vs = np.array([zero if dq_from is None else np.asarray(dq_from, float)]
+                  + [zero if p[2] is None else np.asarray(p[2], float) for p in points])
+    span = np.diff(times)[:, None]  # (S, 1)
+    c = quintic_coefficients(qs[:-1], vs[:-1], qs[1:], vs[1:], span)  # (6, S, n)
+    x = (span * np.linspace(0.0, 1.0, samples + 1)[None, 1:])[:, :, None]  # (S, m, 1): after each segment's start
+    c = c[:, :, None, :]
+    q = c[0] + x * (c[1] + x * (c[2] + x * (c[3] + x * (c[4] + x * c[5]))))
+    dq = c[1] + x * (2 * c[2] + x * (3 * c[3] + x * (4 * c[4] + x * 5 * c[5])))
+    return q.reshape(-1, q_from.size), dq.reshape(-1, q_from.size)
 
 
 def executed_velocity_excess(desc: RobotDescription, q_from: np.ndarray, dq_from: np.ndarray | None, points,

@@ -12,7 +12,7 @@ import pytest
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.sampling.payload_excitation import ExcitationPlanConfig, plan_payload_excitation
-from payload_estimation.sampling.poses import checked_move, make_envelope, move_duration
+from payload_estimation.sampling.poses import checked_move, executed_path, make_envelope, move_duration
 from payload_estimation.sampling.sequence import Move, SamplingSequence, SequenceConfig
 from payload_estimation.sim.config import SimInputError
 from payload_estimation.sim.trajectory import JointTrajectory, TrajectoryPoint
@@ -74,3 +74,15 @@ def test_sequence_moves_start_from_the_measured_velocity(dyn):
     act = seq.update(0.0, q, dq=dq)
     assert isinstance(act, Move)
     executor(q, dq, [(act.duration, act.target, None)]).check_limits(desc.limits, desc.joint_names)
+
+
+def test_the_planners_path_is_the_executors():
+    """executed_path (vectorised) is sim.trajectory.JointTrajectory's interpolation at the same instants."""
+    rng = np.random.default_rng(2)
+    q0, dq0 = rng.normal(size=7), rng.normal(size=7)
+    points = [(0.1 * (k + 1), rng.normal(size=7), None if k == 2 else rng.normal(size=7)) for k in range(3)]
+    q, dq = executed_path(q0, dq0, points, samples=5)
+    times = np.concatenate([0.1 * k + 0.1 * np.linspace(0, 1, 6)[1:] for k in range(3)])
+    ref = executor(q0, dq0, points)
+    for k, t in enumerate(times[:-1]):  # the last instant is the end, where the executor holds
+        assert np.allclose(q[k], ref.sample(t)[0]) and np.allclose(dq[k], ref.sample(t)[1])
