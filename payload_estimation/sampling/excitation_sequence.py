@@ -28,8 +28,10 @@ from .payload_excitation import POINT_RATE, ExcitationPlan
 from .poses import MotionLimitError
 from .sequence import Done, Estimate, PhaseTimings, SequenceAborted, SequenceConfig, Wait
 
-TAIL = 0.1
-"""s at rest at q0 after the excitation before the estimate (5 time constants of the fit's 8 Hz filter)."""
+TAIL = 0.05
+"""s at rest at q0 after the excitation before the estimate: 2.5 time constants of the fit's 8 Hz filter
+after the planned end, whose last ~0.06 s move less than 0.05° (the recordings' motion ends 0.09-0.15 s
+before they do). It was 0.1 s; the accuracy with 0.05 s is docs/bench/dynamic.md's."""
 
 
 @dataclass(frozen=True)
