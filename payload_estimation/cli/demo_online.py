@@ -26,6 +26,9 @@ import numpy as np
 
 from .demo import MONITOR, _contact_direction, _say, node_link_names
 
+PUSH_LEAD = 0.4
+"""s of sim time between scheduling the push and its start (the client's clock may lag the simulator's)."""
+
 K_SIGMA = 3.0
 """The estimate must lie within this many σ of MuJoCo's payload (per mass and CoM component)."""
 
@@ -157,13 +160,14 @@ def _mission(client, desc, sc: OnlineScenario) -> dict:
                        f"{sc.contact_link} at {sc.contact_at:.1f} s (sim_node/apply_wrench)")
     t_move2 = client.now()
     client.send_trajectory(sc.q_pick[None, :], [sc.move_time])
-    client.sleep_sim(sc.contact_at - 0.1)
+    client.sleep_sim(sc.contact_at - PUSH_LEAD)
     names = node_link_names(desc)
     k = sc.contact_link
     q = client.q
     f_link = dyn.forward_kinematics(q, f"link_{k}")[:3, :3].T @ (sc.contact_force * _contact_direction(dyn, q, k))
     capsule = capsule_geometry(desc).capsules[k - 1]
-    t_contact = client.push(names[k - 1], f_link, point=push_point(capsule, f_link, 0.6))
+    # scheduled PUSH_LEAD s ahead (sim time): sim_node applies it then, however late the message arrives
+    t_contact = client.push(names[k - 1], f_link, delay=PUSH_LEAD, point=push_point(capsule, f_link, 0.6))
     client.wait_for(lambda: _at_rest(client, sc.q_pick), 120.0, "move 2 to finish (stop and resume included)")
     client.sleep_sim(0.5)
 
@@ -297,13 +301,13 @@ def outcomes(res: dict, sc: OnlineScenario) -> dict:
         return [round(float(widest[keep].min()), 3), round(float(widest[keep].max()), 3)] if keep.any() else None
 
     on = [t for t, v in res["collisions"] if v]
-    contact_flag = _first(on, t_contact, t_contact + 0.5)
+    contact_flag = _first(on, t_contact, t_contact + 1.0)  # the flag waits for the loss check (<= 60 ms)
     status_mon = [v for t, _, v in res["status"].get(MONITOR, []) if "detection_time" in v]
     det_times = sorted({float(v["detection_time"]) for v in status_mon})
     contact_det = _first(det_times, t_contact, t_contact + 0.5)
     lost = [x for x in res["lost"] if x["verdict"] == "payload lost" and x["time"] >= res["t_grasp"]]
     drop = next((x for x in lost if t_drop - 0.05 <= x["detection_time"] <= t_drop + 1.0), None)
-    contact_lost = [x for x in res["lost"] if t_contact <= x["time"] <= t_contact + 0.5]
+    contact_lost = [x for x in res["lost"] if t_contact <= x["time"] <= t_contact + 1.0]
     after_drop = [(t, p) for t, p in res["estimates"] if t >= t_drop]
     zero_at = next((t for t, p in after_drop if p.mass == 0.0), float("nan"))
     alarms = [t for t in on if not (t_contact <= t <= t_contact + 1.0)]
