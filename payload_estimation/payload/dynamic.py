@@ -81,7 +81,8 @@ class DynamicFitConfig:
     stream allowed missing; ``inertia_rsd``: an
     inertia component counts as determined when its std is at most this fraction of the largest
     moment; ``model_uncertainty`` (relative) and ``torque_offset_std`` (N m): the model's error in σ
-    of a fit without reference; ``limits``: plausibility checks; ``estimate_skew``: estimate and compensate
+    of a fit without reference (and, relative, of the torque of the tracking difference a differential
+    fit moves over with the model); ``limits``: plausibility checks; ``estimate_skew``: estimate and compensate
     a time skew between torques and joint states (:func:`.filtered.estimate_torque_skew`)."""
 
     fit_rate: float = 250.0
@@ -203,7 +204,8 @@ def estimate_payload_dynamic(dyn: RigidBodyDynamics, loaded: MotionRecording, re
     if reference is not None:
         ts = np.clip(t + shift, reference.t[0], reference.t[-1])
         qu, dqu, tau_u = (_box(ts, step, reference.t, getattr(reference, k)) for k in ("q", "dq", "tau"))
-        est = estimate_payload_filtered(dyn, tr, q, dq, tau, tau_u, reference_q=qu, reference_dq=dqu, **common)
+        est = estimate_payload_filtered(dyn, tr, q, dq, tau, tau_u, reference_q=qu, reference_dq=dqu,
+                                        tracking_uncertainty=cfg.model_uncertainty, **common)
         method = f"dynamic differential ({t1 - t0:.2f} s; {reference_phrase(shift)})"
     else:
         unc = declared_uncertainty(dyn, cfg.model_uncertainty, cfg.torque_offset_std)

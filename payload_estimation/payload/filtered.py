@@ -112,7 +112,7 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
                               limits: PayloadLimits | None = None, inertia_rsd: float = INERTIA_RSD,
                               correlated: bool = True, own_scale: bool = True,
                               project: bool = False, inertia_advice: str = INERTIA_ADVICE,
-                              estimate_skew: bool = False) -> PayloadEstimate:
+                              estimate_skew: bool = False, tracking_uncertainty: float = 0.0) -> PayloadEstimate:
     """Mass, CoM and, where the motion determines it, the inertia of the payload from a motion that
     starts at rest: samples at times ``t`` (N,) with positions ``q``, velocities ``dq`` and loaded
     torques (N, n). ``tau_reference``: the unloaded torque on the same motion (a recorded unloaded run
@@ -123,6 +123,8 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
     (``own_scale``, ``project``, ``inertia_advice``: :func:`.payload_motion.fit_payload_rows`).
     ``estimate_skew``: estimate and compensate a constant time skew between the torques and the joint
     states (:func:`estimate_torque_skew`; a simulator's half step of 0.5 ms moved the CoM by 2 mm, 4 σ).
+    ``tracking_uncertainty``: the relative 1-σ error of the model's torque of the tracking difference
+    between a differential fit's runs (its own size times this, fully correlated, goes into the std).
     """
     n = dyn.n
     q = sample_array(q, "q", n)
@@ -158,10 +160,22 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
         def rows() -> np.ndarray:
             r = filtered_rows(_error_regressor(unc), t, q, dq, cutoff, order).reshape(n_s * n, -1)
             return np.hstack([r, np.tile(np.eye(n), (n_s, 1))])  # constant offsets pass the filter unchanged
+    elif tracking_uncertainty > 0 and np.any(model):
+        unc, rows = _tracking_uncertainty(model, tracking_uncertainty)
     est = fit_payload_rows(dyn, q, y, rhs.reshape(-1), weights, method=f"filtered {how} ({cutoff:g} Hz)",
                            limits=limits, inertia_rsd=inertia_rsd, correlated=correlated, model_uncertainty=unc,
                            error_rows=rows, own_scale=own_scale, project=project, inertia_advice=inertia_advice)
     return replace(est, notes=est.notes + (note,)) if note and est.mass > 0 else est
+
+
+def _tracking_uncertainty(model: np.ndarray, relative: float) -> tuple[ModelUncertainty, Callable[[], np.ndarray]]:
+    """The model's torque of the tracking difference between two runs (``model``, N x n, filtered) as a
+    model error of ``relative`` (1 σ) of itself, for :func:`.motion.fit_payload_rows`."""
+    n = model.shape[1]
+    unc = ModelUncertainty(lambda q: np.zeros((n, 1)), np.array([[relative ** 2]]), np.zeros(n),
+                           f"the model's torque of the tracking difference between the runs, {100 * relative:g} % "
+                           "(1 σ) of itself", None)
+    return unc, lambda: np.hstack([model.reshape(-1, 1), np.zeros((model.size, n))])
 
 
 MAX_SKEW = 0.01
