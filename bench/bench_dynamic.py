@@ -32,11 +32,10 @@ from benchlib import machine, payload, pick_configurations, write_section
 from payload_estimation.model import load_robot
 from payload_estimation.payload import EstimatorConfig
 from payload_estimation.reporting import format_table
-from payload_estimation.sampling import ExcitationPlanConfig
+from payload_estimation.sampling import SamplerConfig
 from payload_estimation.sampling.bare_run import BareRunConfig, bare_run
 
-# the payload_sampler's dynamic defaults (ros/sampler_node.py PARAMS)
-DYNAMIC = ExcitationPlanConfig(duration=1.6, harmonics=5, velocity_scale=0.8, max_acceleration=25.0)
+DYNAMIC = SamplerConfig().excitation()  # the payload_sampler's dynamic defaults
 
 
 def run_one(desc, q, body, offsets, seed: int, dynamic: bool) -> dict:

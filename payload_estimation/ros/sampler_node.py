@@ -16,17 +16,9 @@ Interface (relative names, remappable):
   run ``payload_estimator/start_recording`` and ``payload_estimator/estimate_motion`` (or
   ``payload_estimator/store_reference`` for ``~/record_reference``).
 
-``mode`` dynamic: one excitation (:mod:`sampling.payload_excitation`, one multi-point ``joint_trajectory``
-with velocities) within the same envelope instead of the static poses; ``~/record_reference`` runs it on
-the unloaded arm before the grasp and keeps its plan for the next dynamic ``~/sample`` at that pick
-configuration (the estimator fits the difference). Where the object's mass, unseen at rest there, could
-put more than ``unknown_payload_torque`` on a joint at 3 σ, the excitation is scaled down; below 30 %
-``~/record_reference`` refuses and ``~/sample`` uses the static poses. ``~/sweep`` calibrates the unloaded arm's gravity
-model (:func:`sampling.sweep.plan_sweep`). Both run without raising ``~/active``. After an abort, the
-next ``~/sample`` keeps that run's pick configuration (``~/forget_pick`` drops it).
-
-The node only translates: what a request does — its mode, start-up, the motion, every abort, where the
-arm ends up, what is kept for the next run, the status — is :class:`sampling.sampler.Sampler` and its
+The node only translates: what a request does — its mode (``mode`` dynamic, ``~/record_reference``,
+``~/sweep``: see :mod:`sampling.sampler`), start-up, the motion, every abort, where the arm ends up, what is
+kept for the next run, the status — is :class:`sampling.sampler.Sampler` and its
 :class:`sampling.sampling_run.SamplingRun`. In a single-threaded executor the service callback awaits
 the run, which advances on every joint_states sample, collision flag, estimator answer and a 20 Hz
 steady-clock tick (a lost stream is noticed while ``/clock`` stands still). Motion planning (up to
@@ -37,14 +29,11 @@ condition, so joint_states and the watchdog are handled throughout and ``~/cance
 from __future__ import annotations
 
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
-import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.exceptions import InvalidHandle
 from rclpy.node import Node
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
@@ -54,21 +43,27 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
-from ..sampling.excitation_sequence import Excite, Record
-from ..sampling.sampler import ERROR, OK, Sampler, answer_text, compute_plan, estimate_note, outcome_level
-from ..sampling.sampling_run import (
-    ClearCaptures,
-    Finished,
-    Hold,
-    PlanMotion,
-    PlannedMotion,
-    RunMode,
-    SamplingRun,
-    SetActive,
+from ..sampling.excitation_sequence import Excite
+from ..sampling.sampler import (
+    ERROR,
+    ESTIMATOR_CALLS,
+    ESTIMATOR_SERVICES,
+    OK,
+    REQUESTS,
+    TICK_PERIOD,
+    PlanWorker,
+    Sampler,
+    answer_text,
+    capture_note,
+    estimate_note,
+    plan_note,
+    request_kind,
+    stream_stale,
 )
-from ..sampling.sequence import Capture, Estimate, Move
+from ..sampling.sampling_run import ClearCaptures, Finished, Hold, PlanMotion, SamplingRun, SetActive
+from ..sampling.sequence import Move
 from ..stream import StampVerdict
-from .messages import clock_seconds, diagnostic_level, trajectory_msg
+from .messages import clock_seconds, diagnostic_level
 from .node_support import (
     SETTLE_PARAMS,
     STREAM_PARAMS,
@@ -80,16 +75,8 @@ from .node_support import (
     steady_timer,
 )
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_LATEST_QOS
-from .sampler_params import PARAMS
-
-ESTIMATOR_SERVICES = {RunMode.STATIC: ("capture", "estimate"), RunMode.SWEEP: ("capture_calibration", "calibrate"),
-                      RunMode.DYNAMIC: ("start_recording", "estimate_motion"),
-                      RunMode.RECORD_REFERENCE: ("start_recording", "store_reference")}
-"""payload_estimator's (capture or record, estimate) services of each run mode (a mode may change while
-planning: a dynamic run that falls back to the static poses)."""
-
-TICK_PERIOD = 0.05
-"""s; steady-clock tick of a run (stream loss, timeouts) between joint_states samples."""
+from .sampler_params import PARAMS, change_note, sampler_config
+from .sampler_support import answer, drop_pending, log_outcome, motion_msg, take_waiting
 
 
 class PayloadSamplerNode(Node):
@@ -113,20 +100,16 @@ class PayloadSamplerNode(Node):
         self.create_subscription(Bool, "collision_monitor/collision", self._on_collision, LATCHED_QOS)
         self.create_subscription(DiagnosticArray, "collision_monitor/status", self._on_monitor_status, LATCHED_QOS)
         services = ReentrantCallbackGroup()  # ~/sample awaits its run: the other callbacks must go on meanwhile
-        names = sorted({"clear_captures", *(n for pair in ESTIMATOR_SERVICES.values() for n in pair)})
         self.estimator = {n: self.create_client(Trigger, f"payload_estimator/{n}", callback_group=services)
-                          for n in names}
-        for name, callback in (("sample", self._srv_sample), ("sweep", self._srv_sweep),
-                               ("record_reference", self._srv_record_reference), ("cancel", self._srv_cancel),
-                               ("forget_pick", self._srv_forget_pick)):
+                          for n in ESTIMATOR_CALLS}
+        callbacks = {**{r[2:]: partial(self._start, r) for r in REQUESTS}, "cancel": self._srv_cancel,
+                     "forget_pick": self._srv_forget_pick}
+        for name, callback in callbacks.items():
             self.create_service(Trigger, f"~/{name}", callback, callback_group=services)
         steady_timer(self, TICK_PERIOD, self._on_timer)
-        # planning runs on this worker; its result wakes the executor (a guard condition may be triggered
+        # planning runs on a worker thread; its result wakes the executor (a guard condition may be triggered
         # from any thread: rcl/guard_condition.h) and is taken there, in _on_planned
-        self._planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="payload_sampler_planning")
-        self._plan_lock = threading.Lock()
-        self._plan_results: list[tuple[SamplingRun, PlannedMotion, str]] = []
-        self._plan_guard = self.create_guard_condition(self._on_planned)
+        self._planner = PlanWorker(self.create_guard_condition(self._on_planned).trigger)
         self.pub_active.publish(Bool(data=False))
         self.status.publish()
         self.get_logger().info(f"payload_sampler ready: {self.values['n_poses']} poses, "
@@ -151,18 +134,9 @@ class PayloadSamplerNode(Node):
             self.input.configure(self.values)
         if names & set(SETTLE_PARAMS.by_name):
             self.core.configure(settle_config(self.values), new_window=self._run is None)
-        when: dict[str, list[str]] = {}
-        for name in sorted(names):
-            p = PARAMS.by_name.get(name)
-            when.setdefault("at once" if p is None or p.applies == "immediately" else f"from the {p.applies}",
-                            []).append(name)
-        self.get_logger().info("parameters changed: " + "; ".join(f"{', '.join(n)} (applies {w})"
-                                                                  for w, n in when.items()))
+        self.get_logger().info(change_note(names))
 
     # ------------------------------------------------------------------ inputs
-    def _now(self) -> float:
-        return clock_seconds(self)
-
     def _on_joint_states(self, msg: JointState) -> None:
         got = None if self.input is None else self.input.receive(msg)
         if got is None or got[0] is StampVerdict.HOLD:
@@ -186,19 +160,11 @@ class PayloadSamplerNode(Node):
         return tuple(self.estimator[n] for n in ESTIMATOR_SERVICES[run.mode])
 
     # ------------------------------------------------------------------ services
-    async def _srv_sample(self, request, response):
-        return await self._start(response, "~/sample")
-
-    async def _srv_sweep(self, request, response):
-        return await self._start(response, "~/sweep")
-
-    async def _srv_record_reference(self, request, response):
-        return await self._start(response, "~/record_reference")
-
-    async def _start(self, response, request: str):
-        """Run one ``request`` to its end and answer with its outcome."""
+    async def _start(self, request: str, _, response):
+        """``~/sample``, ``~/sweep``, ``~/record_reference``: run one ``request`` to its end, answer its outcome."""
         try:
-            _, how = self.core.start(request, self.values, self.dyn, self.model.error, self._now(), time.monotonic())
+            _, how = self.core.start(request, sampler_config(self.values), self.dyn, self.model.error,
+                                     clock_seconds(self), time.monotonic())
         except PayloadEstimationError as e:
             response.success, response.message = False, str(e)
             return response
@@ -210,27 +176,15 @@ class PayloadSamplerNode(Node):
         return response
 
     def _srv_cancel(self, request, response):
-        if self._answer(response, self.core.cancel):
+        if answer(response, self.core.cancel):
             self._tick()
         return response
 
     def _srv_forget_pick(self, request, response):
-        if self._answer(response, self.core.forget_pick):
+        if answer(response, self.core.forget_pick):
             self.get_logger().warning(response.message)
             self.status.publish()
         return response
-
-    @staticmethod
-    def _answer(response, call) -> bool:
-        """Answer with ``call()``'s (changed something, message) or its refusal; True if it changed something."""
-        try:
-            changed, response.message = call()
-        except PayloadEstimationError as e:
-            changed, response.message = False, str(e)
-            response.success = False
-        else:
-            response.success = True
-        return changed
 
     # ------------------------------------------------------------------ the run
     def _on_timer(self) -> None:
@@ -238,25 +192,13 @@ class PayloadSamplerNode(Node):
         could not run for a while (a starved process, a long callback of another node in the same
         executor), this tick would see the stream as lost while its next sample already waits. Take that
         sample first; the run sees a lost stream only when none is there."""
-        if self._run is not None and self.input is not None and self._stream_stale() and self._take_joint_state():
-            return  # _on_joint_states advanced the run with it
-        self._tick()
-
-    def _stream_stale(self) -> bool:
-        age = self.input.age()
-        return age is None or age > float(self.values["joint_state_timeout"])
-
-    def _take_joint_state(self) -> bool:
-        """Take a joint_states message waiting in the subscription's queue, if any (True: one was handled)."""
-        try:
-            with self._js_sub.handle:
-                got = self._js_sub.handle.take_message(self._js_sub.msg_type, self._js_sub.raw)
-        except InvalidHandle:  # being destroyed
-            return False
-        if got is None:
-            return False
-        self._on_joint_states(got[0])
-        return True
+        stale = self._run is not None and self.input is not None and stream_stale(
+            self.input.age(), float(self.values["joint_state_timeout"]))
+        waiting = take_waiting(self._js_sub) if stale else None
+        if waiting is not None:
+            self._on_joint_states(waiting)  # advances the run with it
+        else:
+            self._tick()
 
     def _tick(self) -> None:
         run = self._run
@@ -264,7 +206,7 @@ class PayloadSamplerNode(Node):
             if self.input is not None and self.input.lost() and self.status.last_level == bytes([OK]):
                 self.status.publish()
             return
-        obs = self.core.observation(self._now(), time.monotonic(), self.input.age() if self.input else None,
+        obs = self.core.observation(clock_seconds(self), time.monotonic(), self.input.age() if self.input else None,
                                     all(c.service_is_ready() for c in self._estimator_pair(run)),
                                     bool(self.values["require_monitor"]))
         for act in run.update(obs):
@@ -272,32 +214,20 @@ class PayloadSamplerNode(Node):
 
     def _plan(self, job: PlanMotion) -> None:
         """Compute ``job`` on the worker thread; :meth:`_on_planned` hands the result to the run."""
-        run = self._run
-
-        def work() -> None:
-            res, trace = compute_plan(job)
-            with self._plan_lock:
-                self._plan_results.append((run, res, trace))
-            self._plan_guard.trigger()
-
-        self._planner.submit(work)
+        self._planner.submit(self._run, job)
 
     def _on_planned(self) -> None:
-        """Executor thread: hand finished plans to their run (a run that ended meanwhile ignores it)."""
-        with self._plan_lock:
-            results, self._plan_results = self._plan_results, []
-        for run, res, trace in results:
+        """Executor thread: hand finished plans to the run (a run that ended meanwhile does not get it)."""
+        for res, trace in self._planner.take(self._run):
             if trace:
                 self.get_logger().error(f"motion planning raised:\n{trace}")
-            if run is not self._run:
-                continue
-            self.get_logger().info(f"motion planned in {res.seconds:.2f} s" if res.plan is not None else
-                                   f"motion planning failed after {res.seconds:.2f} s: {res.error}")
-            run.planned(res)
-            self._tick()
+            if res is not None:
+                self.get_logger().info(plan_note(res))
+                self._run.planned(res)
+                self._tick()
 
     def destroy_node(self) -> None:
-        self._planner.shutdown(wait=True, cancel_futures=True)  # no trigger after the guard is destroyed
+        self._planner.shutdown()  # no trigger after the guard is destroyed
         super().destroy_node()
 
     def _do(self, act) -> None:
@@ -308,29 +238,21 @@ class PayloadSamplerNode(Node):
         elif isinstance(act, ClearCaptures):
             if self.estimator["clear_captures"].service_is_ready():
                 self.estimator["clear_captures"].call_async(Trigger.Request())
-        elif isinstance(act, (Move, Hold)):
-            vel = np.zeros((1, act.target.size)) if isinstance(act, Hold) else None
-            self.pub_traj.publish(trajectory_msg(self.joint_names, act.target[None, :], [act.duration], velocities=vel))
+        elif isinstance(act, (Move, Hold, Excite)):
+            self.pub_traj.publish(motion_msg(self.joint_names, act))
             if isinstance(act, Hold):
                 self.get_logger().warning("holding the current position")
-            elif act.label.startswith("pose"):
+            elif isinstance(act, Excite) or act.label.startswith("pose"):
                 self.status.publish()
-        elif isinstance(act, Excite):
-            points = [p for p in act.points if p[0] > 0]
-            self.pub_traj.publish(trajectory_msg(self.joint_names, np.array([p[1] for p in points]),
-                                                 [p[0] for p in points], velocities=np.array([p[2] for p in points])))
-            self.status.publish()
-        elif isinstance(act, (Capture, Estimate, Record)):
-            self._request(act)
         elif isinstance(act, Finished):
             self._finished(act)
+        elif request_kind(act):
+            self._request(request_kind(act))
 
-    def _request(self, act: Capture | Estimate | Record) -> None:
-        """Ask the estimator for a capture, the start of a recording or the estimate."""
+    def _request(self, kind: str) -> None:
+        """Ask the estimator for a ``kind`` of :func:`sampling.sampler.request_kind` (capture, record, estimate)."""
         run = self._run
-        capture_client, estimate_client = self._estimator_pair(run)
-        kind, client = (("estimate", estimate_client) if isinstance(act, Estimate) else
-                        ("record" if isinstance(act, Record) else "capture", capture_client))
+        client = self._estimator_pair(run)[kind == "estimate"]  # (capture or record, estimate)
         future = client.call_async(Trigger.Request())
         self._futures.append((client, future))
         future.add_done_callback(lambda f, k=kind: self._answered(k, f))
@@ -345,26 +267,14 @@ class PayloadSamplerNode(Node):
             return
         res = future.result()
         if kind == "capture" and res.success and run.sequence is not None:
-            self.get_logger().info(f"pose {run.sequence.pose + 1}/{run.sequence.n}: {res.message}")
-        run.answered(kind, bool(res.success), str(res.message), self._now())
+            self.get_logger().info(capture_note(run, res.message))
+        run.answered(kind, bool(res.success), str(res.message), clock_seconds(self))
         self._tick()
 
     def _finished(self, fin: Finished) -> None:
-        for client, future in self._futures:
-            if not future.done():
-                try:
-                    client.remove_pending_request(future)
-                except Exception:  # noqa: BLE001 - the server went away: nothing left to clean up
-                    pass
-        self._futures.clear()
-        fin = self.core.finish(fin, self._now(), time.monotonic())
-        level = outcome_level(fin)
-        if level == OK:  # one severity per call site: rclpy refuses a call site that changes it
-            self.get_logger().info(f"sampling done: {fin.text}")
-        elif level == ERROR:
-            self.get_logger().error(f"sampling aborted: {fin.text}")
-        else:  # what the user asked for, or nothing moved
-            self.get_logger().warning(f"sampling aborted: {fin.text}")
+        drop_pending(self._futures)
+        fin = self.core.finish(fin, clock_seconds(self), time.monotonic())
+        log_outcome(self.get_logger(), fin)
         self.status.publish()
         self.model.retry()
         if self._done is not None and not self._done.done():

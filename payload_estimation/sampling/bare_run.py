@@ -30,7 +30,7 @@ from ..sim import SensorConfig, SimConfig, SimulatedArm
 from .excitation_sequence import Excite, Record
 from .payload_excitation import ExcitationPlan, ExcitationPlanConfig
 from .poses import PosePlanConfig
-from .sampler import Sampler
+from .sampler import Sampler, SamplerConfig, commanded_points
 from .sampling_run import (
     ClearCaptures,
     Finished,
@@ -48,13 +48,14 @@ from .sequence import Capture, Estimate, Move, SequenceConfig
 
 @dataclass(frozen=True)
 class BareRunConfig:
-    """Everything of a bare run: plan/sequence/run as the sampler's parameters, the estimator's settings
-    (default: the node's; its static test is also the sampler's pre-check), the monitor and its rules (the
-    node's defaults, no reaction), the simulated sensor (noise N m, offsets N m) and the model error."""
+    """Everything of a bare run: plan/sequence/run (default: the sampler node's, :class:`.sampler.SamplerConfig`),
+    the estimator's settings (default: the node's; its static test is also the sampler's pre-check), the monitor
+    and its rules (the node's defaults, no reaction), the simulated sensor (noise N m, offsets N m) and the model
+    error; ``excitation``: a dynamic run with this plan (the node's: ``SamplerConfig().excitation()``)."""
 
-    plan: PosePlanConfig = field(default_factory=lambda: PosePlanConfig(velocity_scale=0.9, min_duration=0.25))
-    sequence: SequenceConfig = field(default_factory=lambda: SequenceConfig(velocity_scale=0.9, min_duration=0.25))
-    run: RunConfig = field(default_factory=RunConfig)
+    plan: PosePlanConfig = field(default_factory=lambda: SamplerConfig().pose_plan())
+    sequence: SequenceConfig = field(default_factory=lambda: SamplerConfig().sequence())
+    run: RunConfig = field(default_factory=lambda: SamplerConfig().run_config())
     estimator: EstimatorConfig = field(default_factory=EstimatorConfig)
     monitor: MonitorConfig = field(default_factory=lambda: MonitorConfig(contact=None, quadrature="hold"))
     supervisor: SupervisorConfig = field(default_factory=lambda: SupervisorConfig(policy="none"))
@@ -144,12 +145,10 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
                     estimator.clear()
                 elif isinstance(act, PlanMotion):  # inline: the simulated arm waits (no stream to starve)
                     run.planned(act.compute())
-                elif isinstance(act, (Move, Hold)):
-                    commands.append(np.asarray(act.target, float).copy())
-                    arm.set_trajectory([(act.duration, act.target, None)])
-                elif isinstance(act, Excite):
-                    commands.extend(np.asarray(p[1], float).copy() for p in act.points)
-                    arm.set_trajectory([p for p in act.points if p[0] > 0])
+                elif isinstance(act, (Move, Hold, Excite)):  # what the node commands
+                    targets = [p[1] for p in act.points] if isinstance(act, Excite) else [act.target]
+                    commands.extend(np.asarray(q, float).copy() for q in targets)
+                    arm.set_trajectory(commanded_points(act))
                 elif isinstance(act, Record):
                     a = estimator.start_recording()
                     pending = ("record", a.ok, a.message)

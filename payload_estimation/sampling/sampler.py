@@ -5,26 +5,39 @@ an aborted run, the reference run's excitation, the last outcome and its timing 
 observes that arrive as events (the collision monitor's flag and status, ``~/cancel``). It answers the
 node's services (``~/sample``, ``~/sweep``, ``~/record_reference``, ``~/cancel``, ``~/forget_pick``)
 and makes its status; the node turns messages into these calls and the answers into messages.
-:func:`run_spec` maps the node's parameter values to the configuration of a run.
+:class:`SamplerConfig` holds the node's settings and their defaults (its parameter table reads them
+from there); :func:`run_spec` turns them into the configuration of a run.
 Times: ``t`` is the node clock (s), ``wall`` a monotonic clock (s), as in :class:`.sampling_run.Observation`.
+
+``mode`` dynamic: one excitation (:mod:`.payload_excitation`, one multi-point ``joint_trajectory`` with
+velocities) within the same envelope instead of the static poses; ``~/record_reference`` runs it on the
+unloaded arm before the grasp and keeps its plan for the next dynamic ``~/sample`` at that pick configuration
+(the estimator fits the difference). Where the object's mass, unseen at rest there, could put more than
+``unknown_payload_torque`` on a joint at 3 σ, the excitation is scaled down; below 30 % ``~/record_reference``
+refuses and ``~/sample`` uses the static poses. ``~/sweep`` calibrates the unloaded arm's gravity model
+(:func:`.sweep.plan_sweep`). Both run without raising ``~/active``. After an abort, the next ``~/sample`` keeps
+that run's pick configuration (``~/forget_pick`` drops it).
 """
 
 from __future__ import annotations
 
+import threading
 import traceback
-from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
 from ..signals.settle import SampleWindow, SettleConfig, check_static
+from .excitation_sequence import Excite, Record
 from .payload_excitation import ExcitationPlan, ExcitationPlanConfig
 from .poses import PosePlanConfig
 from .sampling_run import (
     Finished,
+    Hold,
     Observation,
     PickAnchor,
     PlanMotion,
@@ -34,7 +47,7 @@ from .sampling_run import (
     RunSpec,
     SamplingRun,
 )
-from .sequence import PhaseTimings, SequenceConfig
+from .sequence import Capture, Estimate, Move, PhaseTimings, SequenceConfig
 
 OK, WARN, ERROR = 0, 1, 2
 """Status levels (those of diagnostic_msgs/DiagnosticStatus)."""
@@ -55,41 +68,103 @@ PHASES = {"waiting": "waiting for joint_states, the estimator and the collision 
 REQUESTS = {"~/sample": None, "~/sweep": RunMode.SWEEP, "~/record_reference": RunMode.RECORD_REFERENCE}
 """The services that start a run and their mode (``~/sample``: by the ``mode`` parameter, :func:`sample_mode`)."""
 
+ESTIMATOR_SERVICES = {RunMode.STATIC: ("capture", "estimate"), RunMode.SWEEP: ("capture_calibration", "calibrate"),
+                      RunMode.DYNAMIC: ("start_recording", "estimate_motion"),
+                      RunMode.RECORD_REFERENCE: ("start_recording", "store_reference")}
+"""payload_estimator's (capture or record, estimate) services of each run mode (a mode may change while
+planning: a dynamic run that falls back to the static poses)."""
+ESTIMATOR_CALLS = tuple(sorted({"clear_captures", *(n for pair in ESTIMATOR_SERVICES.values() for n in pair)}))
+"""Every payload_estimator service the sampler calls."""
+
+TICK_PERIOD = 0.05
+"""s; steady-clock tick of a run (stream loss, timeouts) between joint_states samples."""
+
 
 class SamplerRefused(PayloadEstimationError):
     """The sampler refuses a request in its present state (the message says why and what to do)."""
 
 
-def run_spec(values: Mapping[str, Any], mode: RunMode, reference_plan: ExcitationPlan | None = None) -> RunSpec:
-    """The configuration of a ``mode`` run from the payload_sampler's parameter values (by the names and
-    units of its parameter table: deg, s, fractions). SWEEP takes ``sweep_poses``, ``sweep_amplitude_deg``
-    and ``sweep_velocity_scale``; DYNAMIC and RECORD_REFERENCE the ``excitation_*`` values."""
-    v = values
+@dataclass(frozen=True)
+class SamplerConfig:
+    """The payload_sampler's settings, named and in the units of its parameters (deg, s, fractions of the
+    velocity limits). The defaults are the node's: its parameter table (ros/sampler_params.py) takes them from
+    here, the shared ``joint_state_timeout`` row must equal this one (test_sampler checks), so a bare run or a
+    bench that builds ``SamplerConfig()`` runs the node's defaults. The static poses: ``n_poses`` (paper: 10)
+    within ±``amplitude_deg`` (paper: 7°), ``limit_margin_deg`` from the position limits, moves at
+    ``velocity_scale`` taking at least ``min_duration``; arrival within ``arrival_tolerance_deg`` per joint at
+    most ``arrival_timeout`` beyond the planned duration; ``dwell``: longest wait for a static sample at a pose;
+    ``capture_period``: shortest time between capture requests; start-up and supervision:
+    ``pick_rest_timeout``, ``monitor_fit_delay``, ``collision_clear_timeout``, ``joint_state_timeout`` (wall),
+    ``service_timeout`` (wall), ``monitor_timeout`` (wall), ``require_monitor``; ``~/sweep``: ``sweep_poses``,
+    ``sweep_amplitude_deg``, ``sweep_velocity_scale``; ``mode`` of ``~/sample`` (auto, static, dynamic); the
+    dynamic excitation: ``excitation_duration``, ``excitation_harmonics``, ``excitation_velocity_scale``,
+    ``excitation_max_acceleration`` (rad/s²)."""
+
+    n_poses: int = 10
+    amplitude_deg: float = 7.0
+    limit_margin_deg: float = 1.0
+    velocity_scale: float = 0.9
+    min_duration: float = 0.25
+    arrival_tolerance_deg: float = 0.5
+    arrival_timeout: float = 2.0
+    dwell: float = 1.0
+    pick_rest_timeout: float = 3.0
+    capture_period: float = 0.005
+    monitor_fit_delay: float = 0.25
+    service_timeout: float = 3.0
+    collision_clear_timeout: float = 1.0
+    require_monitor: bool = True
+    sweep_poses: int = 30
+    sweep_amplitude_deg: float = 25.0
+    sweep_velocity_scale: float = 0.5
+    mode: str = "auto"
+    excitation_duration: float = 1.6
+    excitation_harmonics: int = 5
+    excitation_velocity_scale: float = 0.8
+    excitation_max_acceleration: float = 25.0
+    monitor_timeout: float = 10.0
+    joint_state_timeout: float = 0.5
+
+    def pose_plan(self, sweep: bool = False) -> PosePlanConfig:
+        """The static poses' plan (``sweep``: the ``~/sweep`` poses)."""
+        return PosePlanConfig(n_poses=self.sweep_poses if sweep else self.n_poses,
+                              amplitude_deg=self.sweep_amplitude_deg if sweep else self.amplitude_deg,
+                              limit_margin_deg=self.limit_margin_deg,
+                              velocity_scale=self.sweep_velocity_scale if sweep else self.velocity_scale,
+                              min_duration=self.min_duration,
+                              max_candidates=1000 if sweep else PosePlanConfig.max_candidates)
+
+    def sequence(self, sweep: bool = False) -> SequenceConfig:
+        """The pose sequence's timing (``sweep``: at the sweep's speed)."""
+        return SequenceConfig(velocity_scale=self.sweep_velocity_scale if sweep else self.velocity_scale,
+                              min_duration=self.min_duration,
+                              arrival_tolerance=float(np.radians(self.arrival_tolerance_deg)),
+                              arrival_timeout=self.arrival_timeout, dwell=self.dwell,
+                              retry_period=self.capture_period,
+                              clear_timeout=self.collision_clear_timeout + self.monitor_fit_delay)
+
+    def run_config(self) -> RunConfig:
+        """A run's start-up and supervision timing."""
+        return RunConfig(pick_rest_timeout=self.pick_rest_timeout, monitor_fit_delay=self.monitor_fit_delay,
+                         stream_timeout=self.joint_state_timeout, service_timeout=self.service_timeout,
+                         start_tolerance=float(np.radians(self.arrival_tolerance_deg)),
+                         monitor_timeout=self.monitor_timeout)
+
+    def excitation(self) -> ExcitationPlanConfig:
+        """The dynamic excitation's plan, within the static poses' envelope."""
+        return ExcitationPlanConfig(duration=self.excitation_duration, amplitude_deg=self.amplitude_deg,
+                                    limit_margin_deg=self.limit_margin_deg,
+                                    velocity_scale=self.excitation_velocity_scale,
+                                    max_acceleration=self.excitation_max_acceleration,
+                                    harmonics=self.excitation_harmonics)
+
+
+def run_spec(cfg: SamplerConfig, mode: RunMode, reference_plan: ExcitationPlan | None = None) -> RunSpec:
+    """The configuration of a ``mode`` run with the settings ``cfg``: SWEEP takes the ``sweep_*`` values,
+    DYNAMIC and RECORD_REFERENCE the ``excitation_*`` values."""
     sweep = mode is RunMode.SWEEP
-    plan = PosePlanConfig(n_poses=int(v["sweep_poses" if sweep else "n_poses"]),
-                          amplitude_deg=float(v["sweep_amplitude_deg" if sweep else "amplitude_deg"]),
-                          limit_margin_deg=float(v["limit_margin_deg"]),
-                          velocity_scale=float(v["sweep_velocity_scale" if sweep else "velocity_scale"]),
-                          min_duration=float(v["min_duration"]),
-                          max_candidates=1000 if sweep else PosePlanConfig.max_candidates)
-    seq = SequenceConfig(velocity_scale=plan.velocity_scale, min_duration=plan.min_duration,
-                         arrival_tolerance=float(np.radians(v["arrival_tolerance_deg"])),
-                         arrival_timeout=float(v["arrival_timeout"]), dwell=float(v["dwell"]),
-                         retry_period=float(v["capture_period"]),
-                         clear_timeout=float(v["collision_clear_timeout"]) + float(v["monitor_fit_delay"]))
-    run = RunConfig(pick_rest_timeout=float(v["pick_rest_timeout"]), monitor_fit_delay=float(v["monitor_fit_delay"]),
-                    stream_timeout=float(v["joint_state_timeout"]), service_timeout=float(v["service_timeout"]),
-                    start_tolerance=float(np.radians(v["arrival_tolerance_deg"])),
-                    monitor_timeout=float(v["monitor_timeout"]))
-    excitation = None
-    if mode.excites:
-        excitation = ExcitationPlanConfig(duration=float(v["excitation_duration"]),
-                                          amplitude_deg=float(v["amplitude_deg"]),
-                                          limit_margin_deg=float(v["limit_margin_deg"]),
-                                          velocity_scale=float(v["excitation_velocity_scale"]),
-                                          max_acceleration=float(v["excitation_max_acceleration"]),
-                                          harmonics=int(v["excitation_harmonics"]))
-    return RunSpec(mode, plan, seq, run, excitation, reference_plan)
+    return RunSpec(mode, cfg.pose_plan(sweep), cfg.sequence(sweep), cfg.run_config(),
+                   cfg.excitation() if mode.excites else None, reference_plan)
 
 
 def sample_mode(setting: str, reference_plan: ExcitationPlan | None, q: np.ndarray | None,
@@ -114,6 +189,69 @@ def compute_plan(job: PlanMotion) -> tuple[PlannedMotion, str]:
     except Exception as e:  # noqa: BLE001 - a planning bug must end the run, not leave it planning
         return PlannedMotion(None, error=f"planning failed unexpectedly ({type(e).__name__}: {e}); the arm was not "
                              "moved. Please report this with the sampler's log"), traceback.format_exc()
+
+
+class PlanWorker:
+    """Motion planning off the caller's thread, one job at a time: :meth:`submit` computes a run's
+    :class:`.sampling_run.PlanMotion` on a worker thread and calls ``notify()`` from there when its result
+    waits; :meth:`take` hands the results over on the caller's thread."""
+
+    def __init__(self, notify: Callable[[], None]):
+        self._notify = notify
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="payload_sampler_planning")
+        self._lock = threading.Lock()
+        self._results: list[tuple[SamplingRun | None, PlannedMotion, str]] = []
+
+    def submit(self, run: SamplingRun | None, job: PlanMotion) -> None:
+        """Compute ``job`` for ``run`` (:func:`compute_plan`: a planning bug gives a failed plan)."""
+        def work() -> None:
+            res, trace = compute_plan(job)
+            with self._lock:
+                self._results.append((run, res, trace))
+            self._notify()
+
+        self._pool.submit(work)
+
+    def take(self, current: SamplingRun | None) -> list[tuple[PlannedMotion | None, str]]:
+        """The finished plans: (the plan, or None for a run other than ``current``, which ended meanwhile;
+        the traceback of a planning bug or "")."""
+        with self._lock:
+            results, self._results = self._results, []
+        return [(res if run is current and run is not None else None, trace) for run, res, trace in results]
+
+    def shutdown(self) -> None:
+        """Wait for a job in progress, drop those waiting: no ``notify()`` after this returns."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def plan_note(res: PlannedMotion) -> str:
+    """What the planning did (for the log)."""
+    return (f"motion planned in {res.seconds:.2f} s" if res.plan is not None else
+            f"motion planning failed after {res.seconds:.2f} s: {res.error}")
+
+
+def commanded_points(act: Move | Hold | Excite) -> list[tuple[float, np.ndarray, np.ndarray | None]]:
+    """The trajectory to command for ``act``: [(time from now s, q rad, dq rad/s or None: 0 at the end)]; an
+    excitation's points after its start (the arm is there)."""
+    if isinstance(act, Excite):
+        return [p for p in act.points if p[0] > 0]
+    return [(act.duration, act.target, None)]
+
+
+def request_kind(act) -> str:
+    """The estimator request an action asks for: "capture", "record", "estimate", or "" (none)."""
+    return ("capture" if isinstance(act, Capture) else "record" if isinstance(act, Record) else
+            "estimate" if isinstance(act, Estimate) else "")
+
+
+def stream_stale(age: float | None, timeout: float) -> bool:
+    """joint_states count as lost: none yet (``age`` None) or the newest older than ``timeout`` (wall s)."""
+    return age is None or age > timeout
+
+
+def capture_note(run: SamplingRun, message: str) -> str:
+    """A capture the estimator took at the current pose of ``run``'s sequence, with its answer (for the log)."""
+    return f"pose {run.sequence.pose + 1}/{run.sequence.n}: {message}"
 
 
 def answer_text(fin: Finished) -> str:
@@ -220,9 +358,9 @@ class Sampler:
                            estimator_ready=estimator_ready, monitor_ready=self.monitor_ready(monitor_required, wall))
 
     # ------------------------------------------------------------------ services
-    def start(self, request: str, values: Mapping[str, Any], dyn: RigidBodyDynamics | None, model_error: str,
+    def start(self, request: str, cfg: SamplerConfig, dyn: RigidBodyDynamics | None, model_error: str,
               t: float, wall: float) -> tuple[SamplingRun, str]:
-        """Start the run of ``request`` (a key of :data:`REQUESTS`) with the parameter ``values``: (the run,
+        """Start the run of ``request`` (a key of :data:`REQUESTS`) with the settings ``cfg``: (the run,
         what it does, for the log). Raises :class:`SamplerRefused` while a run is in progress or without a
         robot model (``model_error`` says why)."""
         if self.run is not None:
@@ -231,11 +369,11 @@ class Sampler:
             raise SamplerRefused(f"rejected: no robot model ({model_error})")
         mode, reference_plan = REQUESTS[request], None
         if mode is None:
-            mode, reference_plan, how = sample_mode(values["mode"], self.reference_plan, self.q,
-                                                    float(np.radians(values["arrival_tolerance_deg"])))
+            mode, reference_plan, how = sample_mode(cfg.mode, self.reference_plan, self.q,
+                                                    float(np.radians(cfg.arrival_tolerance_deg)))
         else:
             how = "sweep" if mode is RunMode.SWEEP else "reference run"
-        spec = run_spec(values, mode, reference_plan)
+        spec = run_spec(cfg, mode, reference_plan)
         self.cancel_requested = False
         self._t_request = (t, wall)
         self.run = SamplingRun(dyn, spec, t, wall, self.anchor, self.joint_names or None)
@@ -314,5 +452,7 @@ class Sampler:
         return level, text, vals
 
 
-__all__ = ["Sampler", "SamplerRefused", "run_spec", "sample_mode", "compute_plan", "answer_text", "outcome_level",
-           "estimate_note", "REQUESTS", "NOT_FAULTS", "MONITOR_STATUS_AGE", "OK", "WARN", "ERROR"]
+__all__ = ["Sampler", "SamplerConfig", "SamplerRefused", "run_spec", "sample_mode", "compute_plan", "answer_text",
+           "outcome_level", "estimate_note", "PlanWorker", "plan_note", "capture_note", "stream_stale",
+           "commanded_points", "request_kind", "ESTIMATOR_SERVICES", "ESTIMATOR_CALLS", "TICK_PERIOD", "REQUESTS",
+           "NOT_FAULTS", "MONITOR_STATUS_AGE", "OK", "WARN", "ERROR"]

@@ -18,6 +18,7 @@ from payload_estimation.ros.interface import DOCS, PARAMS_FILE, render_all
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
 from payload_estimation.ros.parameters import Param, ParameterError
 from payload_estimation.ros.sampler_node import PayloadSamplerNode
+from payload_estimation.ros.sampler_params import sampler_config
 from payload_estimation.ros.spin_thread import SpinThread
 from payload_estimation.sampling.sampler import run_spec
 from payload_estimation.sampling.sampling_run import RunMode
@@ -103,7 +104,7 @@ def test_unsafe_values_are_refused_with_a_reason_and_safe_ones_applied(spin):
     assert not ok  # read-only: fixed at start-up
     # safe values take effect: the sampler's next run, the monitor's detector and reaction now
     assert set_params(client, "payload_sampler", amplitude_deg=5.0, n_poses=6) == [(True, ""), (True, "")]
-    plan = run_spec(sampler.values, RunMode.STATIC).plan
+    plan = run_spec(sampler_config(sampler.values), RunMode.STATIC).plan
     assert plan.amplitude_deg == 5.0 and plan.n_poses == 6
     assert set_params(client, "collision_monitor", thresholds=[8.0], policy="none") == [(True, ""), (True, "")]
     assert monitor.mon.detector.thresholds.tolist() == [8.0] * 7 and monitor.reaction.policy == "none"

@@ -7,6 +7,8 @@ answering at once); these rules were only tested over DDS before (test_nodes, te
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from test_sampling_run import DT, Q0, KinematicArm
@@ -15,7 +17,8 @@ from payload_estimation.errors import PayloadEstimationError
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.ros.node_support import settle_config
-from payload_estimation.ros.sampler_params import PARAMS
+from payload_estimation.ros.sampler_params import PARAMS, change_note, sampler_config
+from payload_estimation.sampling.bare_run import BareRunConfig
 from payload_estimation.sampling.excitation_sequence import Excite, Record
 from payload_estimation.sampling.poses import PosePlanConfig
 from payload_estimation.sampling.sampler import (
@@ -23,9 +26,12 @@ from payload_estimation.sampling.sampler import (
     MONITOR_STATUS_AGE,
     OK,
     WARN,
+    PlanWorker,
     Sampler,
+    SamplerConfig,
     SamplerRefused,
     answer_text,
+    commanded_points,
     compute_plan,
     run_spec,
     sample_mode,
@@ -34,6 +40,7 @@ from payload_estimation.sampling.sampling_run import (
     Finished,
     Hold,
     PlanMotion,
+    PlannedMotion,
     RunMode,
     RunSpec,
     SetActive,
@@ -70,7 +77,7 @@ def serve(sampler: Sampler, request: str, dyn, arm: KinematicArm, t: float, valu
     ``fault``: ``cancel_at`` or ``collision_at`` (s into the run)."""
     fault = dict(fault or {})
     rest(sampler, arm.q, t)
-    run, _ = sampler.start(request, values or FAST, dyn, "", t, t)
+    run, _ = sampler.start(request, sampler_config(values or FAST), dyn, "", t, t)
     t_start, pending = t, None
     while t - t_start < max_t:
         t += DT
@@ -112,7 +119,7 @@ def test_run_spec_takes_every_parameter_into_the_run():
               "sweep_poses": 20, "sweep_amplitude_deg": 15.0, "sweep_velocity_scale": 0.3,
               "excitation_duration": 2.0, "excitation_harmonics": 4, "excitation_velocity_scale": 0.6,
               "excitation_max_acceleration": 20.0}
-    spec = run_spec(values, RunMode.STATIC)
+    spec = run_spec(sampler_config(values), RunMode.STATIC)
     p, s, r = spec.plan, spec.sequence, spec.run
     assert spec.mode is RunMode.STATIC and spec.excitation is None and spec.reference_plan is None
     assert (p.n_poses, p.amplitude_deg, p.limit_margin_deg, p.velocity_scale, p.min_duration) == (12, 5.0, 2.0, 0.7,
@@ -123,31 +130,46 @@ def test_run_spec_takes_every_parameter_into_the_run():
     assert (r.pick_rest_timeout, r.monitor_fit_delay, r.stream_timeout, r.service_timeout, r.monitor_timeout) == (
         4.0, 0.5, 0.7, 5.0, 9.0)
     assert r.start_tolerance == pytest.approx(np.radians(0.8))
-    sweep = run_spec(values, RunMode.SWEEP)
+    sweep = run_spec(sampler_config(values), RunMode.SWEEP)
     assert (sweep.plan.n_poses, sweep.plan.amplitude_deg, sweep.plan.velocity_scale) == (20, 15.0, 0.3)
     assert sweep.sequence.velocity_scale == 0.3 and sweep.plan.max_candidates == 1000 and sweep.excitation is None
     for mode in (RunMode.DYNAMIC, RunMode.RECORD_REFERENCE):
-        e = run_spec(values, mode).excitation
+        e = run_spec(sampler_config(values), mode).excitation
         assert (e.duration, e.amplitude_deg, e.limit_margin_deg, e.velocity_scale, e.max_acceleration,
                 e.harmonics) == (2.0, 5.0, 2.0, 0.6, 20.0, 4)
 
 
 def test_the_node_defaults_are_a_valid_run_of_every_mode():
     for mode in RunMode:
-        spec = run_spec(DEFAULTS, mode)
+        spec = run_spec(sampler_config(DEFAULTS), mode)
         assert spec.mode is mode and (spec.excitation is not None) == mode.excites
-    assert run_spec(DEFAULTS, RunMode.STATIC).plan.n_poses == 10  # the paper's 10 poses, ±7°
-    assert run_spec(DEFAULTS, RunMode.STATIC).plan.amplitude_deg == 7.0
+    assert run_spec(sampler_config(DEFAULTS), RunMode.STATIC).plan.n_poses == 10  # the paper's 10 poses, ±7°
+    assert run_spec(sampler_config(DEFAULTS), RunMode.STATIC).plan.amplitude_deg == 7.0
 
 
 def test_a_run_spec_refuses_a_mode_without_its_settings():
-    static = run_spec(DEFAULTS, RunMode.STATIC)
-    dynamic = run_spec(DEFAULTS, RunMode.DYNAMIC)
+    static = run_spec(sampler_config(DEFAULTS), RunMode.STATIC)
+    dynamic = run_spec(sampler_config(DEFAULTS), RunMode.DYNAMIC)
     with pytest.raises(PayloadEstimationError, match="dynamic run needs excitation"):
         RunSpec(RunMode.DYNAMIC, static.plan, static.sequence)
     with pytest.raises(PayloadEstimationError, match="static run takes no excitation"):
         RunSpec(RunMode.STATIC, static.plan, static.sequence, excitation=dynamic.excitation)
     assert RunMode.SWEEP.unloaded and RunMode.RECORD_REFERENCE.unloaded and not RunMode.DYNAMIC.unloaded
+
+
+def test_the_node_parameter_tables_defaults_are_the_sampler_config_and_the_bare_runs():
+    """One copy of the defaults: SamplerConfig() is what the node builds from its table's defaults (the shared
+    joint_state_timeout row included), and a bare run (the benches' ground truth) runs the node's plan, sequence
+    and run timing (it waited 1.0 s for the grasp detection to clear where the node waits 1.25 s)."""
+    node = sampler_config(DEFAULTS)
+    assert SamplerConfig() == node
+    spec, bare = run_spec(node, RunMode.DYNAMIC), BareRunConfig()
+    assert (bare.plan, bare.sequence, bare.run) == (spec.plan, spec.sequence, spec.run)
+    assert bare.sequence.clear_timeout == pytest.approx(DEFAULTS["collision_clear_timeout"]
+                                                        + DEFAULTS["monitor_fit_delay"])
+    assert spec.excitation == node.excitation()
+    assert sampler_config({**DEFAULTS, "n_poses": 12, "require_monitor": False}).n_poses == 12
+    assert "parameters changed: dwell, n_poses (applies from the next ~/sample)" in change_note({"n_poses", "dwell"})
 
 
 # ---------------------------------------------------------------------- the mode of ~/sample
@@ -166,7 +188,7 @@ def test_auto_samples_dynamically_only_at_the_reference_runs_pick_configuration(
     assert sample_mode("auto", ref, Q0 + np.radians(0.6), np.radians(0.5))[:2] == (RunMode.STATIC, None)
     assert sample_mode("static", ref, Q0, np.radians(0.5))[:2] == (RunMode.STATIC, None)
     assert sample_mode("dynamic", ref, Q0 + np.radians(0.6), np.radians(0.5))[:2] == (RunMode.DYNAMIC, None)
-    run, how = sampler.start("~/sample", FAST, dyn, "", t, t)
+    run, how = sampler.start("~/sample", sampler_config(FAST), dyn, "", t, t)
     assert run.mode is RunMode.DYNAMIC and run.reference_plan is ref and how.startswith("dynamic, differential")
     vals = sampler.status(None, False, "auto")[2]
     assert vals["reference_pick_configuration_deg"] == str(np.round(np.degrees(Q0), 3).tolist())
@@ -186,12 +208,12 @@ def test_a_failed_reference_run_keeps_the_earlier_reference(dyn):
 def test_one_run_at_a_time_and_none_without_a_robot_model(dyn):
     sampler = sampler_at(dyn)
     with pytest.raises(SamplerRefused, match="no robot model \\(robot 'x' not found\\)"):
-        sampler.start("~/sample", FAST, None, "robot 'x' not found", 0.0, 0.0)
+        sampler.start("~/sample", sampler_config(FAST), None, "robot 'x' not found", 0.0, 0.0)
     with pytest.raises(SamplerRefused, match="nothing to cancel: the sampler is idle"):
         sampler.cancel()
-    sampler.start("~/sweep", FAST, dyn, "", 0.0, 0.0)
+    sampler.start("~/sweep", sampler_config(FAST), dyn, "", 0.0, 0.0)
     with pytest.raises(SamplerRefused, match="already in progress \\(call ~/cancel to stop it\\)"):
-        sampler.start("~/sample", FAST, dyn, "", 0.0, 0.0)
+        sampler.start("~/sample", sampler_config(FAST), dyn, "", 0.0, 0.0)
     with pytest.raises(SamplerRefused, match="in progress \\(call ~/cancel first\\)"):
         sampler.forget_pick()
     assert sampler.run.mode is RunMode.SWEEP and sampler.run.unloaded
@@ -209,7 +231,7 @@ def test_a_cancel_is_a_warning_and_the_next_run_keeps_its_pick_configuration_unt
     assert np.array_equal(sampler.anchor.q0, Q0)
     assert vals["pick_anchor_deg"] == str(np.round(np.degrees(Q0), 3).tolist())
     rest(sampler, Q0 + np.radians(3.0), t + 1.0)
-    run, _ = sampler.start("~/sample", FAST, dyn, "", t + 1.0, t + 1.0)
+    run, _ = sampler.start("~/sample", sampler_config(FAST), dyn, "", t + 1.0, t + 1.0)
     assert run.anchor is sampler.anchor  # the retry keeps the aborted run's pick configuration
     sampler.finish(Finished(False, "refused: x", sampler.anchor, "refused"), t, t)
     dropped, text = sampler.forget_pick()
@@ -240,7 +262,7 @@ def test_status_names_the_missing_model_the_lost_stream_and_the_phase(dyn):
     assert sampler.status("no robot_description received", False, "auto")[:2] == (ERROR,
                                                                                    "no robot_description received")
     assert sampler.status(None, True, "auto")[0] == WARN
-    sampler.start("~/sample", FAST, dyn, "", 0.0, 0.0)
+    sampler.start("~/sample", sampler_config(FAST), dyn, "", 0.0, 0.0)
     level, text, vals = sampler.status(None, True, "static")
     assert (level, text) == (OK, "sampling: waiting for joint_states, the estimator and the collision monitor")
     assert vals["busy"] is True and vals["phase"] == "waiting" and vals["mode"] == "static"
@@ -248,7 +270,7 @@ def test_status_names_the_missing_model_the_lost_stream_and_the_phase(dyn):
 
 def test_the_node_clock_going_back_leaves_the_duration_unknown(dyn):
     sampler = sampler_at(dyn)
-    sampler.start("~/sample", FAST, dyn, "", 100.0, 5.0)
+    sampler.start("~/sample", sampler_config(FAST), dyn, "", 100.0, 5.0)
     fin = sampler.finish(Finished(False, "the clock went back", None, "clock_restart"), 2.0, 7.5)
     assert fin.text.endswith("(took node-clock time unknown: the clock went back, 2.50 s wall)"), fin.text
     assert sampler.last_duration is None and sampler.last_wall_duration == 2.5 and sampler.run is None
@@ -286,9 +308,50 @@ def test_a_planning_bug_ends_the_run_with_its_traceback():
     assert "Please report this" in res.error and "Traceback" in trace and "matmul" in trace
 
 
+def test_the_plan_worker_plans_off_the_callers_thread_and_hands_over_only_to_the_current_run():
+    """The node's planning: computed on the worker thread, ``notify`` from there, the result taken on the
+    caller's thread; a run that ended meanwhile gets nothing; a planning bug is a failed plan with its trace."""
+    woke, threads = threading.Semaphore(0), []
+
+    class Job:
+        def __init__(self, error: str):
+            self.error = error
+
+        def compute(self):
+            threads.append(threading.current_thread().name)
+            if self.error == "bug":
+                raise ZeroDivisionError("a planning bug")
+            return PlannedMotion(None, error=self.error)
+
+    worker = PlanWorker(woke.release)
+    ended, current = object(), object()
+    try:
+        worker.submit(ended, Job("for the run that ended"))
+        worker.submit(current, Job("for the current run"))
+        worker.submit(current, Job("bug"))
+        assert all(woke.acquire(timeout=10.0) for _ in range(3))
+        got = worker.take(current)
+    finally:
+        worker.shutdown()
+    assert threads == ["payload_sampler_planning_0"] * 3
+    assert [None if r is None else r.error for r, _ in got[:2]] == [None, "for the current run"]
+    assert got[2][0].error.startswith("planning failed unexpectedly (ZeroDivisionError") and "Traceback" in got[2][1]
+    assert worker.take(current) == []
+
+
+def test_the_commanded_trajectory_of_a_move_and_of_an_excitation():
+    """A move or a hold: one point, no velocity (zero at the end); an excitation: its points after the start
+    (where the arm is), with their velocities: what the node publishes and the bare run's arm follows."""
+    q = np.arange(7.0)
+    assert commanded_points(Move(q, 0.8, "pose 1")) == [(0.8, q, None)]
+    assert commanded_points(Hold(q, 0.2, "hold")) == [(0.2, q, None)]
+    pts = [(0.0, q, 0 * q), (0.5, q + 1, q), (1.0, q, 0 * q)]
+    assert commanded_points(Excite(pts, 1.0)) == pts[1:]
+
+
 def test_the_first_action_of_a_payload_run_raises_active_and_an_unloaded_one_does_not(dyn):
     for request, raised in (("~/sample", True), ("~/sweep", False), ("~/record_reference", False)):
         sampler = sampler_at(dyn)
-        run, _ = sampler.start(request, FAST, dyn, "", 0.0, 0.0)
+        run, _ = sampler.start(request, sampler_config(FAST), dyn, "", 0.0, 0.0)
         out = run.update(sampler.observation(0.0, 0.0, 0.0, True, False))
         assert any(isinstance(a, SetActive) and a.active for a in out) == raised, (request, out)
