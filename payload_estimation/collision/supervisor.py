@@ -18,7 +18,9 @@ between them, so the ROS node (``ros/monitor_node.py``) only translates messages
 - **Stop and resume** (:meth:`~MonitorSupervisor.stop`, :meth:`~MonitorSupervisor.resume`): on a stop the
   remainder of the last commanded trajectory is kept (not while sampling: the sampler commands its own next
   move) and resumed after the release; a newer command (:meth:`~MonitorSupervisor.commanded`) supersedes
-  it: resuming the old remainder would drive the arm to a stale target.
+  it: resuming the old remainder would drive the arm to a stale target. :meth:`~MonitorSupervisor.react` turns
+  the reaction's action into the trajectory to command (the stop point, the resumed remainder) with the
+  caller's :class:`Planner` (the sampling layer's motion rules: collision/ does not import sampling/).
 - **An estimate's σ** (:meth:`~MonitorSupervisor.uncertainty`): an estimate published with the covariance of
   its gravity parameters (the online estimate, issue 32) widens the thresholds by k_sigma x the torque σ of
   its gravity at the current pose (recomputed every ``SIGMA_PERIOD`` s), so they narrow as σ shrinks.
@@ -30,6 +32,12 @@ between them, so the ROS node (``ros/monitor_node.py``) only translates messages
   observer goes back to the unloaded arm, :attr:`~MonitorSupervisor.lost` holds the verdict); the reaction
   waits for the verdict (at most ``LossConfig.decide_within``) and stops only for a collision, or for a loss
   too with ``payload_lost_stop``.
+- **What is reported** (:attr:`SupervisorStep.reports`, :attr:`~MonitorSupervisor.collision`): each detection and
+  release, in order; a detection while an estimated payload is carried is held until the loss check's verdict and
+  reported only for a collision (a loss is reported on its own, :meth:`~MonitorSupervisor.loss_report`). The
+  reported collision flag (``~/collision``) follows them; a stream restart clears it. The other inputs (also
+  before a robot model) are taken or refused and counted by :class:`MonitorInputs`; :func:`monitor_status` makes
+  the status line and values.
 - **Parameter changes at safe points** (:meth:`~MonitorSupervisor.configure`): monitor settings apply when
   no collision is reported, the reaction's when the arm is moving (not stopped or resuming).
 
@@ -39,6 +47,7 @@ the caller's clock (the node's ROS time), in which commanded trajectories run.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -59,6 +68,12 @@ from .reaction import Action, ReactionState, ReactionStateMachine
 
 SIGMA_PERIOD = 0.01
 """s between updates of the thresholds widened by an estimate's σ (a gravity regressor each)."""
+
+OK, WARN, ERROR = 0, 1, 2
+"""Status levels (those of diagnostic_msgs/DiagnosticStatus)."""
+
+EVENT_WORDS = {"grasped": GRASP, "released": RELEASE}
+"""payload_estimator/payload_event texts -> the announced change."""
 
 
 class EstimateRefused(PayloadEstimationError):
@@ -111,16 +126,112 @@ class SupervisorConfig:
 
 
 @dataclass(frozen=True)
+class Planner:
+    """The motion rules a stop and a resume use, bound to the robot's limits: ``stop_point(q, dq, deceleration,
+    min_time, lead) -> (q_stop rad, t s)`` and ``move_duration(q_from, q_to, velocity_scale, min_duration) -> s``
+    (sampling.poses.stop_point and move_duration)."""
+
+    stop_point: Callable[[np.ndarray, np.ndarray, float, float, float], tuple[np.ndarray, float]]
+    move_duration: Callable[[np.ndarray, np.ndarray, float, float], float]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A trajectory the monitor commands: times ``t`` (m,) s from now, points ``q`` (m, n) rad, ``velocities``
+    (m, n) rad/s or None (0 at the last point only)."""
+
+    t: np.ndarray
+    q: np.ndarray
+    velocities: np.ndarray | None = None
+
+
+MAX_LEAD = 0.2
+"""s: the most a stop point is moved ahead for the age of the sample it is computed from."""
+
+
+@dataclass(frozen=True)
+class Report:
+    """A detection or release to report now; ``changed``: the reported collision flag changed with it."""
+
+    event: CollisionEvent
+    changed: bool
+
+
+@dataclass(frozen=True)
 class SupervisorStep:
     """One sample's outcome: the monitor's step, the reaction's action to command now, the new provisional
-    payload learnt at this sample (or None), the lines worth a log entry (payload model changes, windows) and
-    the payload-loss check's verdict on a detected event decided at this sample (or None)."""
+    payload learnt at this sample (or None), the lines worth a log entry (payload model changes, windows),
+    the payload-loss check's verdict on a detected event decided at this sample (or None) and the detections
+    and releases to report now (module docstring)."""
 
     monitor: MonitorStep
     action: Action
     fit: ProvisionalFit | None
     notes: tuple[Note, ...]
     loss: LossVerdict | None = None
+    reports: tuple[Report, ...] = ()
+
+
+class MonitorInputs:
+    """The monitor's inputs besides joint_states, taken or refused, also before a robot model (``sup`` None): the
+    payload sampler's flag, payload estimates and their σ, payload events. Refusals are counted for the status
+    (:meth:`values`): ``estimates`` (with their σ; ``last``: why the newest was refused) and ``events``."""
+
+    def __init__(self):
+        self.sampling = False  # the payload sampler's active flag
+        self.estimates = self.events = 0
+        self.last = ""
+
+    def set_sampling(self, sup: MonitorSupervisor | None, active: bool) -> str:
+        """The sampler's flag: while active the load is learnt at each rest pose of the run, with a wider margin;
+        a line to log when it changed ('' otherwise)."""
+        note = f"payload sampler {'active' if active else 'idle'}" if active != self.sampling else ""
+        self.sampling = active
+        if sup is not None:
+            sup.set_sampling(active)
+        return note
+
+    def estimate(self, sup: MonitorSupervisor | None, read: Callable[[], tuple[PayloadModel, str]]) -> list[Note]:
+        """A published estimate: ``read()`` gives it with its frame (raising the message's error); the supervisor's
+        notes, or a warning saying why it was refused and which payload model is kept."""
+        try:
+            if sup is None:
+                raise EstimateRefused("no robot model yet")
+            return sup.estimate(*read())
+        except PayloadEstimationError as e:
+            self.estimates, self.last = self.estimates + 1, str(e)
+            p = None if sup is None else sup.payload
+            kept = "unloaded" if p is None else f"{p.mass:.3f} kg"
+            return [("warning", f"refusing payload/estimate: {e}; the previous payload model ({kept}) is kept")]
+
+    def uncertainty(self, sup: MonitorSupervisor | None, text: str) -> str:
+        """payload_estimator/online_estimate (JSON: mass kg, com m, gravity_covariance 4 x 4): the thresholds widen
+        by it (:meth:`MonitorSupervisor.uncertainty`); why it was refused ('' taken)."""
+        try:
+            if sup is None:
+                raise EstimateRefused("no robot model yet")
+            d = json.loads(text)
+            sup.uncertainty(float(d["mass"]), d["com"], d["gravity_covariance"])
+        except (PayloadEstimationError, ValueError, KeyError, TypeError) as e:  # json.loads raises ValueError
+            self.estimates, self.last = self.estimates + 1, f"online estimate uncertainty: {e}"
+            return f"ignoring payload_estimator/online_estimate: {e}; thresholds not widened by its σ"
+        return ""
+
+    def event(self, sup: MonitorSupervisor | None, text: str) -> tuple[list[Note], str]:
+        """payload_estimator/payload_event (``grasped`` / ``released``): the payload changes now. (notes, '') when
+        announced, ([], why) when refused: the payload model stays."""
+        kind = EVENT_WORDS.get(text.strip().lower())
+        if kind is None or sup is None:
+            self.events += 1
+            why = "no robot model yet" if kind is not None else (f"unknown event '{text[:40]}' (expected 'grasped' or "
+                                                                 "'released')")
+            return [], f"ignoring payload_estimator/payload_event: {why}; the collision monitor keeps its payload model"
+        return [("info", sup.announce(kind))], ""
+
+    def values(self) -> dict[str, object]:
+        """Status keys: the sampler's flag and the refusals."""
+        return {"sampling": self.sampling, "estimates_refused": self.estimates, "last_refusal": self.last,
+                "payload_events_refused": self.events}
 
 
 class MonitorSupervisor:
@@ -128,13 +239,14 @@ class MonitorSupervisor:
 
     ``frame``: the model's payload frame (an estimate in another one is refused); ``limit_check``: the payload
     layer's plausibility check (None: frame check only); ``friction``, ``link_names``: as
-    :class:`.monitor.CollisionMonitor`; ``sampling``: the sampler's active flag at start.
+    :class:`.monitor.CollisionMonitor`; ``sampling``: the sampler's active flag at start; ``planner``: the motion
+    rules of :meth:`react` (None: it refuses to command).
     """
 
     def __init__(self, dyn: RigidBodyDynamics, monitor: MonitorConfig, config: SupervisorConfig | None = None, *,
                  frame: str = "", limit_check: LimitCheck | None = None, friction: JointFriction | None = None,
-                 link_names: tuple[str, ...] | None = None, sampling: bool = False):
-        self.dyn, self.frame, self.limit_check = dyn, frame, limit_check
+                 link_names: tuple[str, ...] | None = None, sampling: bool = False, planner: Planner | None = None):
+        self.dyn, self.frame, self.limit_check, self.planner = dyn, frame, limit_check, planner
         self.cfg = config or SupervisorConfig()
         self._friction, self._link_names = friction, link_names
         self.payload: PayloadModel | None = None
@@ -157,6 +269,8 @@ class MonitorSupervisor:
         self._active: tuple[float, np.ndarray, np.ndarray] | None = None  # (start s, t (m,), q (m, n))
         self._remainder: tuple[np.ndarray, np.ndarray] | None = None
         self.contact: ContactEstimate | None = None  # the contact estimate of the current (or last) event
+        self.collision = False  # the reported collision flag (~/collision)
+        self._deferred: CollisionEvent | None = None  # a detection waiting for the loss check's verdict
 
     # ------------------------------------------------------------------ configuration
     def _new_monitor(self, cfg: MonitorConfig) -> CollisionMonitor:
@@ -205,6 +319,7 @@ class MonitorSupervisor:
         """Carry over ``old``'s payload, reaction and trajectory bookkeeping (a new robot model of the same arm)."""
         self.payload, self.reaction = old.payload, old.reaction
         self._active, self._remainder = old._active, old._remainder
+        self.collision, self._deferred = old.collision, old._deferred
         self._apply_payload()
         self.watch.carried(self.mon.observer.payload)
 
@@ -234,7 +349,24 @@ class MonitorSupervisor:
             notes += self._on_lost(verdict)
         self._widen(t, q)
         action = self.reaction.update(t, self._stopping(ev))
-        return SupervisorStep(step, action, w.fit, tuple(notes), verdict)
+        return SupervisorStep(step, action, w.fit, tuple(notes), verdict, self._reports(step.event, verdict))
+
+    def _reports(self, ev: CollisionEvent | None, verdict: LossVerdict | None) -> tuple[Report, ...]:
+        """This sample's detection or release, and a held detection once the loss check decided (module docstring)."""
+        due = []
+        if ev is not None and ev.active and self.loss.body is not None and verdict is None:
+            self._deferred = ev  # an estimated payload is carried: a collision or a payload loss? (<= 60 ms)
+        elif ev is not None:
+            due.append(ev)
+        if verdict is not None:
+            deferred, self._deferred = self._deferred, None
+            if not verdict.lost and deferred is not None:
+                due.append(deferred)
+        out = []
+        for e in due:
+            out.append(Report(e, e.active != self.collision))
+            self.collision = e.active
+        return tuple(out)
 
     def _classify(self, t, q, dq, r, ev: CollisionEvent | None) -> LossVerdict | None:
         if ev is None or not ev.active:
@@ -266,14 +398,23 @@ class MonitorSupervisor:
         """s, the residual's convergence after a payload change: 5 / the smallest observer gain."""
         return 5.0 / float(np.min(self.mon.observer.gains))
 
-    def restart(self) -> None:
+    def restart(self) -> bool:
         """The stream started over: re-initialise observer, detector and reaction from its new samples; the
-        payload is kept (the object is still in the gripper), an interrupted trajectory is not resumed."""
+        payload is kept (the object is still in the gripper), an interrupted trajectory is not resumed. Returns
+        whether the reported collision flag was cleared."""
         self.mon.reset(keep_residual=True)  # a load or contact still there stays visible
         self.mon.detector.reset()
         self.reaction.reset()
         self._active = self._remainder = None
         self.watch.restart()
+        cleared, self.collision = self.collision, False
+        return cleared
+
+    def loss_report(self, v: LossVerdict) -> dict[str, object]:
+        """The record of a payload loss (``~/payload_lost``): the verdict, its times (s), the lost fraction and mass
+        (kg), the reason and whether the arm is ``stopped`` for it (``payload_lost_stop``)."""
+        return {"verdict": v.verdict, "time": v.time, "detection_time": v.detection_time, "fraction": v.fraction,
+                "lost_mass": v.lost_mass, "reason": v.reason, "stopped": bool(self.cfg.payload_lost_stop)}
 
     def describe(self, ev: CollisionEvent, joint_names: tuple[str, ...]) -> str:
         """The log line of a detection or release (``joint_names``: as the operator knows the joints)."""
@@ -466,6 +607,32 @@ class MonitorSupervisor:
         return t, qs
 
 
+    def react(self, action: Action, now: float, q: np.ndarray, dq: np.ndarray | None,
+              lead: float) -> tuple[Command | None, Note | None]:
+        """The trajectory to command at ``now`` for the reaction's ``action`` (None: none) and the line to log;
+        (q rad, dq rad/s) is the sample ``lead`` s old. HOLD_POSITION: :meth:`stop`, then the stop point ramping the
+        velocities down (``stop_deceleration``, at least ``hold_time`` s, the lead taken up to :data:`MAX_LEAD`);
+        RESUME: :meth:`resume` with a first segment of at least ``move_duration`` at ``resume_velocity_scale``."""
+        cfg, plan = self.cfg, self.planner
+        if action not in (Action.HOLD_POSITION, Action.RESUME):
+            return None, None
+        if plan is None:
+            raise PayloadEstimationError(f"the reaction asks for {action.value} but the monitor has no planner to "
+                                         "command it: build MonitorSupervisor with planner=...")
+        if action is Action.HOLD_POSITION:
+            kept = self.stop(now)
+            q_stop, t_stop = plan.stop_point(q, dq, cfg.stop_deceleration, cfg.hold_time, min(lead, MAX_LEAD))
+            return Command(np.array([t_stop]), np.asarray(q_stop)[None, :], np.zeros((1, len(q)))), (
+                "warning", "stopping: holding the current position" + (" (trajectory remainder kept for resume)"
+                                                                        if kept else ""))
+        resumed = self.resume(now, lambda q0: plan.move_duration(q, q0, cfg.resume_velocity_scale,
+                                                                  cfg.resume_min_duration))
+        if resumed is None:
+            return None, ("info", "resuming: no interrupted trajectory to continue (released)")
+        t, qs = resumed
+        return Command(t, qs), ("info", f"resuming the interrupted trajectory: {len(t)} point(s), {t[-1]:.2f} s")
+
+
 def status_values(sup: MonitorSupervisor | None, policy: str) -> dict:
     """Status keys of the payload, the announced change, the reaction, the detector, the observer and the last
     contact estimate (``sup`` None: no robot model yet; ``policy`` the configured one)."""
@@ -490,9 +657,37 @@ def status_values(sup: MonitorSupervisor | None, policy: str) -> dict:
     return {**vals, "observer_gaps": obs.gaps, "samples_skipped": obs.skipped}
 
 
+def monitor_status(sup: MonitorSupervisor | None, policy: str, inputs: MonitorInputs, model_error: str,
+                   age: float | None, lost: bool) -> tuple[int, str, dict]:
+    """(level, message, values) of the monitor's status: never silently blind, ERROR without a robot model
+    (``model_error`` says why: ``sup`` None), before the first joint_states (``age`` None) and while they are
+    ``lost`` (``age`` wall s); WARN during a reported collision; else OK with the payload in use."""
+    vals = {**status_values(sup, policy), "collision": sup is not None and sup.collision, **inputs.values()}
+    if sup is not None:
+        vals.update({"threshold_scale": round(sup.widening, 3), "payload_sigma": sup.sigma_in_use,
+                     "payload_losses": sup.losses, "payload_lost": "" if sup.lost is None else sup.lost.reason})
+    if sup is None:
+        level, text = ERROR, f"not monitoring: no robot model ({model_error})"
+    elif age is None:
+        level, text = ERROR, "not monitoring: no joint_states received yet"
+    elif lost:
+        level, text = ERROR, f"not monitoring: joint_states lost for {age:.2f} s (collision detection is blind)"
+    elif sup.collision:
+        level, text = WARN, f"collision on {vals.get('link', '?')}"
+    else:
+        p = sup.payload
+        level, text = OK, f"monitoring ({'unloaded' if p is None else f'{p.method} payload {p.mass:.3f} kg'})"
+        if sup.watch.announced is not None:
+            text += f"; {sup.watch.announced.kind} announced: payload being learned"
+    if vals["policy"] == "none" and level == OK:
+        text += "; reaction disabled (policy none)"
+    return level, text, vals
+
+
 def _base(cfg: MonitorConfig, n: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(cfg.thresholds, float), (n,)).copy()
 
 
 __all__ = ["EstimateRefused", "GRASP", "KINDS", "LimitCheck", "MonitorSupervisor", "Note", "PayloadModel", "RELEASE",
-           "SupervisorConfig", "SupervisorStep", "status_values"]
+           "MonitorInputs", "Report", "Planner", "Command", "MAX_LEAD", "SupervisorConfig", "SupervisorStep",
+           "EVENT_WORDS", "OK", "WARN", "ERROR", "monitor_status", "status_values"]

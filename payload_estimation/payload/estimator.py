@@ -4,7 +4,7 @@
 request and its answer: the node feeds it joint samples (:meth:`PayloadEstimator.add_sample`, effort
 as the stream reports it) and calls one method per service; each returns an :class:`Answer` or an
 :class:`EstimateOutcome` whose ``message`` is the service's answer. What the node keeps to itself:
-the stream's health (stale, lost), the robot model's source, publishing, exports, logging and status.
+measuring the stream's health (age, lost), the robot model's source, publishing, writing files, logging.
 
 - Static captures (``~/capture``, ``~/capture_unloaded``, ``~/capture_calibration``): the window of
   recent samples must be static (:func:`signals.settle.check_static` with ``config.settle``; an
@@ -16,6 +16,13 @@ the stream's health (stale, lost), the robot model's source, publishing, exports
   before the grasp) or ``~/estimate_motion`` (:func:`.dynamic.estimate_payload_dynamic`, differential
   against the reference when there is one). A recording longer than ``max_recording`` s is cut and
   refused when it is taken.
+- The online estimate (issue 32) when the node gives one (:class:`.online_session.OnlineSession`): fed with
+  every sample (a sample it cannot take is counted in ``online_errors``, the captures and the recording keep
+  it), run against the unloaded model in use, started by ``~/grasped``, ended by ``~/released``, ``~/reset``, an
+  accepted estimate from captures or a recording, or a payload loss the collision monitor reports.
+- What the node reports: the answers of ``~/grasped``, ``~/released``, ``~/reset`` and of requests that need
+  the live stream, the exports' outcome (``export_failures``) and the status line and values
+  (:meth:`PayloadEstimator.status`; levels :data:`OK`, :data:`WARN`, :data:`ERROR`).
 - The unloaded model: ``gravity_model`` (a file identified for this robot model, else estimates are
   refused), or with it empty the calibration file when one belongs to this robot model (one that
   does not is refused and the nominal model used). ``~/calibrate`` identifies it from the calibration
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -45,6 +53,9 @@ from ..signals.torque_gains import effort_to_torque, torque_gains
 from .dynamic import DynamicFitConfig, MotionRecording, check_recording, estimate_payload_dynamic
 from .estimate import NO_PAYLOAD, PayloadEstimate
 from .model_uncertainty import declared_source
+from .online import OnlineConfig
+from .online_session import OnlineSession, Tick
+from .recordings import CURRENT_WARNING
 from .result import PayloadLimits
 from .static import StaticFitConfig, UnloadedModel, estimate_payload_static, precision_problem, unloaded_model
 
@@ -53,6 +64,12 @@ LOADED, UNLOADED, CALIBRATION = "loaded", "unloaded", "calibration"
 CAPTURE_WORDS = {LOADED: "capture", UNLOADED: "unloaded capture", CALIBRATION: "calibration capture"}
 """How an answer names a capture of each kind."""
 
+
+OK, WARN, ERROR = 0, 1, 2
+"""Status levels (those of diagnostic_msgs/DiagnosticStatus)."""
+
+Note = tuple[str, str]
+"""A line for the log: (level 'info', 'warning' or 'error', text)."""
 
 NODE_LIMITS = PayloadLimits(max_payload=15.0, max_com_radius=0.5)
 """The nodes' plausibility limits (``max_payload`` kg, ``max_com_radius`` m; the fits' own defaults are wider)."""
@@ -96,6 +113,13 @@ class EstimatorConfig:
         f = self.fit
         return DynamicFitConfig(model_uncertainty=f.model_uncertainty, torque_offset_std=f.torque_offset_std,
                                 limits=f.limits)
+
+    @property
+    def online(self) -> OnlineConfig:
+        """The online estimate's settings: the model's error and the plausibility limits of the static fit."""
+        f = self.fit
+        return OnlineConfig(model_uncertainty=f.model_uncertainty, torque_offset_std=f.torque_offset_std,
+                            limits=f.limits)
 
     @property
     def window_horizon(self) -> float:
@@ -142,11 +166,18 @@ class ModelChoice:
 class PayloadEstimator:
     """The estimator's state and rules (module docstring); ``config`` from the node's parameters.
     ``look_for_calibration`` False: with ``gravity_model`` empty the nominal model is used and no calibration
-    file is looked for (a bare run on the simulated arm: no file of this machine counts)."""
+    file is looked for (a bare run on the simulated arm: no file of this machine counts). ``online``: the
+    online estimate's session (None: none, as in a bare run)."""
 
-    def __init__(self, config: EstimatorConfig, look_for_calibration: bool = True):
+    def __init__(self, config: EstimatorConfig, look_for_calibration: bool = True,
+                 online: OnlineSession | None = None):
         self.config = config
         self.look_for_calibration = look_for_calibration
+        self.online = online
+        self.online_errors = 0  # samples the online estimate could not take
+        self.last: tuple[int, str] = (OK, "unloaded (no payload estimated yet)")  # the status line's level and text
+        self.export_failures = 0
+        self.export_error = ""  # why the newest failed export failed
         self.dyn: RigidBodyDynamics | None = None
         self.joint_names: tuple[str, ...] = ()
         self.frame = ""
@@ -176,6 +207,27 @@ class PayloadEstimator:
             self._captures[UNLOADED].clear()
             self._window = SampleWindow(horizon=self.config.window_horizon)
         return choice
+
+    def take_robot(self, dyn: RigidBodyDynamics, joint_names: tuple[str, ...]) -> list[Note]:
+        """:meth:`set_robot`, and what to log: the gain warning, the unloaded model chosen, the online model."""
+        return self._notes(self.set_robot(dyn, joint_names), gain=True)
+
+    def reconfigure(self, config: EstimatorConfig, changed: set[str], online_estimation: bool = True) -> list[Note]:
+        """New parameter values (``changed``: the parameters set): :meth:`configure`; a set ``gravity_model`` (also
+        to the same name: the file may be new) chooses the unloaded model again; ``online_estimation`` switches
+        the online estimate. Returns what to log."""
+        self.configure(config)
+        if self.online is not None and "online_estimation" in changed:
+            self.online.set_enabled(online_estimation)
+        if self.dyn is None:
+            return self._notes(None, gain=False)
+        return self._notes(self.load_model() if "gravity_model" in changed else None, gain="torque_gain" in changed)
+
+    def _notes(self, choice: ModelChoice | None, gain: bool) -> list[Note]:
+        notes: list[Note] = [("warning", self.gain_note())] if gain and self.gain_warning() else []
+        if choice is not None and (choice.refused or choice.text):
+            notes.append(("error" if choice.refused else "info", choice.text))
+        return notes + self.use_online_model()
 
     def check(self, config: EstimatorConfig) -> str | None:
         """Why ``config`` cannot be taken for the current robot model (None: it can)."""
@@ -211,6 +263,10 @@ class PayloadEstimator:
     def gain_warning(self) -> bool:
         """True when the gains make torque of something that is not (effort is motor current)."""
         return bool(np.any(self.gain != 1.0))
+
+    def gain_note(self) -> str:
+        """The warning to log when :meth:`gain_warning`: the gains applied and what current-based torque implies."""
+        return f"torque_gain {self.gain.tolist()} N m per unit applied to joint_states effort; {CURRENT_WARNING}"
 
     # ------------------------------------------------------------------ the unloaded model
     def calibration_path(self, robot: str | None = None) -> Path:
@@ -268,9 +324,11 @@ class PayloadEstimator:
         return head + declared_source(self.config.fit.model_uncertainty, self.config.fit.torque_offset_std)
 
     # ------------------------------------------------------------------ samples
-    def add_sample(self, t: float, q: np.ndarray, dq: np.ndarray | None, effort: np.ndarray) -> None:
+    def add_sample(self, t: float, q: np.ndarray, dq: np.ndarray | None, effort: np.ndarray) -> str:
         """One joint sample (t s, q rad, dq rad/s or None, effort as the stream reports it): into the window
-        and, with a velocity, into the recording until it is ``max_recording`` s long (then it overflows)."""
+        and, with a velocity, into the recording until it is ``max_recording`` s long (then it overflows), then
+        into the online estimate. Returns why the online estimate could not take it ('' it could): counted in
+        ``online_errors``; the window and the recording have it all the same."""
         tau = effort_to_torque(effort, self.gain)
         with self._lock:
             self._window.append(t, q, dq, tau)
@@ -280,11 +338,36 @@ class PayloadEstimator:
                     self._overflow = True
                 else:
                     rows.append((t, np.array(q, float), np.array(dq, float), tau.copy()))
+        if self.online is None:
+            return ""
+        try:  # cheap: no solve here
+            self.online.add_sample(t, q, dq, tau)
+        except (PayloadEstimationError, ValueError, TypeError, ArithmeticError) as e:
+            self.online_errors += 1
+            return f"online estimate: sample not taken ({type(e).__name__}: {e}); counted in status online_errors"
+        return ""
 
     def restart(self) -> None:
         """The stream started over (its stamps restarted): the samples before do not count for a capture."""
         with self._lock:
             self._window.clear()
+
+    def refusal(self, what: str, model_error: str, age: float | None = None, lost: bool = False,
+                stream: bool = True) -> Answer | None:
+        """Why the request ``what`` cannot run now (None: it can): no robot model (``model_error`` says why), or,
+        when it reads the live ``stream``, no joint_states yet (``age`` None) or stale (``lost``: older than the
+        timeout; ``age`` wall s)."""
+        if self.dyn is None:
+            why = f"no robot model ({model_error})"
+        elif not stream:
+            return None
+        elif age is None:
+            why = "no valid joint_states received yet (check the topic and joint names)"
+        elif lost:
+            why = f"joint_states stale: last valid message {age:.2f} s ago (wall clock)"
+        else:
+            return None
+        return Answer(False, f"{what} rejected: {why}")
 
     # ------------------------------------------------------------------ static captures
     def capture(self, kind: str, age: float) -> Answer:
@@ -331,6 +414,70 @@ class PayloadEstimator:
         prev = self.current.mass
         return (f"; the published estimate ({prev:.3f} kg) described the load before this grasp: announce "
                 "~/released when an object is put down") if prev > 0 else ""
+
+    def forget(self, model_error: str = "") -> Answer:
+        """``~/reset``: forget the payload and the captures, end the online estimate; ok: 0 kg is to be published
+        (refused without a robot model, ``model_error`` says why)."""
+        self.reset()
+        if self.online is not None:
+            self.online.released()
+        if self.dyn is None:
+            return Answer(False, f"reset rejected: no robot model ({model_error})")
+        self.last = (OK, "reset: unloaded")
+        return Answer(True, "payload reset: unloaded (0 kg); captures cleared")
+
+    def announce_grasp(self, listening: str = "") -> Answer:
+        """``~/grasped``: loaded captures forgotten, the online estimate started; ``listening``: a phrase when no
+        collision monitor heard the announcement ('' one did)."""
+        earlier = self.grasped()
+        online = "online estimation off" if self.online is None else self.online.grasped()
+        active = self.online is not None and self.online.active
+        self.last = (OK, "grasp announced: payload unknown until estimated")
+        return Answer(True, "grasp announced: payload being learned by the collision monitor; "
+                            + (f"{online}; or call payload_sampler/sample" if active else
+                               f"call payload_sampler/sample for an estimate ({online})") + listening + earlier)
+
+    def announce_release(self, listening: str = "", model_error: str = "") -> Answer:
+        """``~/released``: as :meth:`forget`; the collision monitor expects the payload's torque to vanish."""
+        a = self.forget(model_error)
+        if not a.ok:
+            return Answer(False, f"release announced to the collision monitor, but {a.message}{listening}")
+        self.last = (OK, "release announced: unloaded")
+        return Answer(True, "release announced: payload forgotten (0 kg), captures cleared; the collision monitor "
+                            "expects the payload's torque to disappear" + listening)
+
+    def payload_lost(self) -> bool:
+        """The collision monitor reports the carried payload lost: True when an online estimate ran (it ends and
+        the payload is forgotten: publish 0 kg); False when nothing changes (e.g. the latched report of an
+        earlier loss)."""
+        if self.online is None or not self.online.active:
+            return False
+        self.online.superseded("payload lost (collision_monitor/payload_lost)")
+        self.reset()
+        self.last = (WARN, "payload lost (collision monitor): unloaded; announce ~/released, then ~/grasped when a "
+                           "new object is held")
+        return True
+
+    # ------------------------------------------------------------------ the online estimate
+    def use_online_model(self) -> list[Note]:
+        """The online estimate runs against the unloaded model in use (calibrated or nominal) with
+        :attr:`EstimatorConfig.online`; a note for the log when that changed."""
+        if self.online is None or not self.online.use(self.dyn, self.gravity_model, self.config.online):
+            return []
+        if self.dyn is None:
+            return []
+        which = "nominal" if self.gravity_model is None else self.gravity_model.uncertainty.source
+        return [("info", f"online estimate uses the unloaded model: {which}")]
+
+    def online_tick(self) -> Tick | None:
+        """The online estimate's timer: its tick (None without a robot model or an online session); an estimate
+        to publish becomes the status line."""
+        if self.dyn is None or self.online is None:
+            return None
+        tick = self.online.tick()
+        if tick.estimate is not None:
+            self.last = (OK, f"online estimate {tick.status.state}: {format_estimate(tick.estimate)}")
+        return tick
 
     # ------------------------------------------------------------------ estimates
     def estimate(self) -> EstimateOutcome:
@@ -437,15 +584,37 @@ class PayloadEstimator:
 
     # ------------------------------------------------------------------ outcomes
     def _rejected(self, e: Exception) -> EstimateOutcome:
-        return EstimateOutcome(f"estimate rejected: {e}; previous payload kept ({self.current.mass:.3f} kg)",
-                               fit_failed=True)
+        """A fit ran and was rejected: the status says so (WARN), the previous payload is kept."""
+        out = EstimateOutcome(f"estimate rejected: {e}; previous payload kept ({self.current.mass:.3f} kg)",
+                              fit_failed=True)
+        self.last = (WARN, out.message)
+        return out
 
     def _accepted(self, est: PayloadEstimate) -> EstimateOutcome:
-        """``est`` becomes the estimate in use, flagged when its σ exceeds max_mass_std / max_com_std."""
+        """``est`` becomes the estimate in use, flagged when its σ exceeds max_mass_std / max_com_std (status WARN);
+        it ends the online estimate."""
         self.current = est
         imprecise = precision_problem(est, self.config.fit.max_mass_std, self.config.fit.max_com_std)
+        self.last = (WARN, f"payload estimated, imprecise: {imprecise}") if imprecise else (OK, "payload estimated")
+        if self.online is not None:
+            self.online.superseded("an estimate from captures or a sampling run was published")
         return EstimateOutcome((f"IMPRECISE ({imprecise}): " if imprecise else "") + format_estimate(est), est,
                                imprecise)
+
+    def export(self, est: PayloadEstimate, directory: str, write: Callable[[PayloadEstimate, str], Path]) -> Answer:
+        """Write ``est``'s exports into ``directory`` ('' nothing to write) with ``write`` (the node's
+        files.exports call; returns where it wrote): the phrase for the estimate's answer. A failure is counted
+        (``export_failures``) and turns the status WARN: published, but not where the user expects it."""
+        if not directory:
+            return Answer(True, "")
+        try:
+            where = write(est, directory)
+        except (OSError, PayloadEstimationError) as e:
+            self.export_failures += 1
+            self.export_error = f"{directory}: {e} (check export_dir)"
+            self.last = (WARN, f"{self.last[1]}; export FAILED: {self.export_error}")
+            return Answer(False, f"; export to {directory} FAILED: {e}", fault=True)
+        return Answer(True, f"; exported to {where}")
 
     def status_values(self) -> dict[str, object]:
         """The estimator's status keys: capture counts, the reference run, the calibration."""
@@ -456,6 +625,32 @@ class PayloadEstimator:
                 "unloaded_captures": counts[UNLOADED],
                 "reference_run": "" if ref is None else f"{ref.t.size} samples, {ref.duration:.2f} s",
                 "calibration": self.calibration_note}
+
+    def status(self, model_error: str, stream_lost: bool, source: str) -> tuple[int, str, dict]:
+        """(level, message, values) of ``~/status``: the last outcome (:attr:`last`) unless the robot model is
+        missing (``model_error`` says why), the unloaded model is refused or ``stream_lost``; ``source`` names
+        where the robot model came from."""
+        est = self.current
+        level, text = self.last
+        if self.dyn is None:
+            level, text = ERROR, f"no robot model ({model_error})"
+        elif self.gravity_error:
+            level, text = ERROR, f"{self.gravity_error}: estimates refused"
+        elif self.calibration_refused:
+            level = ERROR if level == ERROR else WARN
+            text = f"{text}; calibration file refused, nominal model used: {self.calibration_note}"
+        elif stream_lost:
+            level, text = WARN, f"{text}; joint_states lost: captures rejected"
+        vals = {"mass": est.mass, "com_x": est.com[0], "com_y": est.com[1], "com_z": est.com[2],
+                "condition_number": est.condition_number, "residual_rms": est.residual_rms,
+                "samples": est.samples, **self.status_values(),
+                "method": est.method, "frame": self.frame, "configured_method": self.config.fit.method,
+                "undetermined": ", ".join(est.undetermined), "model": self.model_label(source),
+                "export_failures": self.export_failures, "last_export_error": self.export_error,
+                **{f"std_{k}": v for k, v in (est.std or {}).items()}}
+        if self.online is not None:
+            vals |= {**self.online.status_values(), "online_errors": self.online_errors}
+        return level, text, vals
 
 
 def checked_gravity_model(dyn: RigidBodyDynamics, path: str | Path) -> tuple[UnloadedModel, str]:
@@ -505,6 +700,6 @@ def stream_gaps(rec: MotionRecording) -> str:
     return f", {missing} samples missing ({100 * missing / (missing + rec.t.size):.1f} %)" if missing else ""
 
 
-__all__ = ["PayloadEstimator", "EstimatorConfig", "NODE_LIMITS", "Answer", "EstimateOutcome", "ModelChoice",
-           "checked_gravity_model", "format_estimate", "stream_gaps", "LOADED", "UNLOADED", "CALIBRATION",
-           "CAPTURE_WORDS"]
+__all__ = ["PayloadEstimator", "EstimatorConfig", "NODE_LIMITS", "OK", "WARN", "ERROR", "Note", "Answer",
+           "EstimateOutcome", "ModelChoice", "checked_gravity_model", "format_estimate", "stream_gaps", "LOADED",
+           "UNLOADED", "CALIBRATION", "CAPTURE_WORDS"]

@@ -49,12 +49,14 @@ NEVER = 1e9
 @dataclass(frozen=True)
 class Tick:
     """One timer tick: the ``estimate`` to publish now (None: nothing new), the ``status``, a ``note`` for the log
-    when the state changed ('' otherwise) and the solve's wall time ``solve_ms`` (ms)."""
+    when the state changed ('' otherwise), the solve's wall time ``solve_ms`` (ms) and the estimate's gravity
+    ``uncertainty`` to publish before it (:meth:`OnlineSession.uncertainty`; None: none)."""
 
     estimate: PayloadEstimate | None
     status: OnlineStatus | None
     note: str = ""
     solve_ms: float = 0.0
+    uncertainty: dict | None = None
 
 
 class OnlineSession:
@@ -189,7 +191,7 @@ class OnlineSession:
             return Tick(None, st, note, ms)
         self._last_est, self._q_tick = e, q
         self.published += 1
-        return Tick(st.estimate, st, note, ms)
+        return Tick(st.estimate, st, note, ms, self.uncertainty())
 
     # ------------------------------------------------------------------ status
     def status_values(self) -> dict[str, object]:

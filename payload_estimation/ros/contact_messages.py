@@ -6,10 +6,13 @@ import json
 import math
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, WrenchStamped
+from std_msgs.msg import String
 from visualization_msgs.msg import Marker
 
 from ..collision.contact import ContactEstimate
+from .messages import time_to_sec
 
 
 def contact_json(c: ContactEstimate, stamp: float) -> str:
@@ -25,6 +28,13 @@ def contact_json(c: ContactEstimate, stamp: float) -> str:
         return v
 
     return json.dumps({"stamp": stamp, "summary": c.summary(), **{k: finite(v) for k, v in c.to_dict().items()}})
+
+
+def contact_line(c: ContactEstimate) -> str:
+    """The log line of a contact estimate: the core's own words (link, probability, force and its range), the
+    point in the base frame when it is determined, the fit residual."""
+    return (c.summary() + ("" if c.point is None else f", point {np.round(c.point, 3).tolist()} m (base frame)")
+            + f", fit residual {c.fit_residual:.2f} N m")
 
 
 def contact_marker(c: ContactEstimate, stamp, scale: float = 0.01) -> Marker:
@@ -56,4 +66,13 @@ def contact_wrench(c: ContactEstimate, stamp) -> WrenchStamped | None:
     return w
 
 
-__all__ = ["contact_json", "contact_marker", "contact_wrench"]
+def contact_messages(c: ContactEstimate, stamp: Time) -> tuple[String, WrenchStamped | None, Marker | None]:
+    """The messages of a contact estimate made at the joint_states sample stamped ``stamp``: ``~/contact``
+    (:func:`contact_json`), and ``~/contact_wrench`` and ``~/contact_marker`` (None both when no link explains
+    the torque: nothing to show)."""
+    record = String(data=contact_json(c, time_to_sec(stamp)))
+    wrench = contact_wrench(c, stamp)
+    return record, wrench, None if wrench is None else contact_marker(c, stamp)
+
+
+__all__ = ["contact_json", "contact_line", "contact_marker", "contact_messages", "contact_wrench"]

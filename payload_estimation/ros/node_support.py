@@ -271,6 +271,7 @@ class JointStateInput:
         self.guard = StampGuard(float(values["max_stamp_jump"]), int(values["restart_samples"]))
         self.watchdog = StreamWatchdog(float(values["joint_state_timeout"]))
         self.bad_messages = 0
+        self._blind = False  # the loss was reported by lost_changed
 
     def configure(self, values: dict) -> None:
         """Apply changed STREAM_PARAMS values (from the next sample on)."""
@@ -304,6 +305,15 @@ class JointStateInput:
     def age(self) -> float | None:
         """Wall s since the newest joint_states (None: none yet)."""
         return self.watchdog.age(time.monotonic())
+
+    def lost_changed(self, wall: float | None = None) -> bool | None:
+        """For a watchdog timer at ``wall`` (monotonic s; None: now): True once when the stream is found lost (none
+        yet, or none for ``joint_state_timeout`` s), False once when it is back, None while nothing changed."""
+        lost = self.watchdog.lost(time.monotonic() if wall is None else wall)
+        if lost == self._blind:
+            return None
+        self._blind = lost
+        return lost
 
     def counters(self) -> dict[str, object]:
         c = self.guard.counters

@@ -1,0 +1,70 @@
+"""The collision monitor's core for a robot model and its parameter values, and the changed parameters that wait.
+
+:func:`monitor_supervisor` builds :class:`collision.supervisor.MonitorSupervisor` as the ``collision_monitor`` node
+runs it: the observer's dynamics and friction from ``dynamic_model``
+(:func:`identification.dynamic_model.load_dynamic_model`), the settings from :func:`.monitor_params.monitor_configs`,
+the payload layer's limit check and the sampling layer's stop and resume rules
+(:class:`collision.supervisor.Planner`), layers collision/ does not import. :class:`PendingParameters` says which
+changed parameters wait for a safe point. No ROS here: both run in unit tests.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from ..collision.observer import identified_friction
+from ..collision.supervisor import MonitorSupervisor, Planner
+from ..errors import PayloadEstimationError
+from ..identification.dynamic_model import load_dynamic_model
+from ..model import RobotDescription
+from ..payload.limits import check_payload
+from ..sampling.poses import move_duration, stop_point
+from .monitor_params import MONITOR_KEYS, REACTION_KEYS, monitor_configs, per_joint_check
+from .parameters import ParameterError
+
+
+def planner(desc: RobotDescription) -> Planner:
+    """The stop point and the resume's first segment of ``desc``'s arm (sampling.poses, its limits)."""
+    return Planner(partial(stop_point, desc),
+                   lambda q_from, q_to, scale, least: move_duration(q_from, q_to, desc.limits.velocity, scale, least))
+
+
+def monitor_supervisor(desc: RobotDescription, values: dict, sampling: bool = False) -> tuple[MonitorSupervisor, str]:
+    """The monitor's core for ``desc`` and the node's parameter ``values``, and the note saying which dynamic model
+    the observer uses. ``sampling``: the sampler's active flag now. Raises :class:`ParameterError` (nothing built)
+    for per-joint parameters of another length or a ``dynamic_model`` that does not load or fit ``desc``."""
+    err = per_joint_check(desc.n)(values)
+    if err:
+        raise ParameterError(err)
+    spec = values["dynamic_model"]
+    try:
+        dm = load_dynamic_model(spec or None, desc)
+    except (OSError, PayloadEstimationError) as exc:
+        raise ParameterError(f"dynamic_model {spec!r}: {exc}") from exc
+    f = dm.friction
+    sup = MonitorSupervisor(dm.dynamics(), *monitor_configs(values), frame=desc.payload_frame_name,
+                            limit_check=check_payload, friction=identified_friction(f.viscous, f.coulomb, f.offset),
+                            link_names=tuple(desc.link_frame_name(k) for k in range(1, desc.n + 1)),
+                            sampling=sampling, planner=planner(desc))
+    return sup, dm.note
+
+
+class PendingParameters:
+    """Parameter names changed and not applied yet: the monitor's settings wait while a collision is reported, the
+    reaction's while the arm is stopped or resuming (:attr:`collision.supervisor.MonitorSupervisor.pending`)."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def changed(self, names: set[str]) -> None:
+        self.names |= set(names)
+
+    def waiting(self, sup: MonitorSupervisor | None) -> set[str]:
+        """The changed names still waiting (all of the monitor's and the reaction's before a robot model)."""
+        waits = {"monitor", "reaction"} if sup is None else sup.pending
+        self.names = {k for k in self.names if ("monitor" in waits and k in MONITOR_KEYS)
+                      or ("reaction" in waits and k in REACTION_KEYS)}
+        return self.names
+
+
+__all__ = ["PendingParameters", "monitor_supervisor", "planner"]

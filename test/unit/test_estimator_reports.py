@@ -1,0 +1,169 @@
+"""What the payload estimator node reports, decided by its core (:class:`payload.estimator.PayloadEstimator`)
+without DDS: refusals of requests without a model or live joint_states, the status line and level after each
+outcome (fit rejected, estimate accepted, export failed, reset, stream lost), parameter changes and their log
+lines, and the online estimate from an announced grasp to a payload loss or the release (issue 32).
+
+References: the payload MuJoCo simulates (the online estimate's mass), real files written by
+:func:`files.exports.write_exports`, the node's parameter table for the configuration.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from payload_estimation.files.exports import write_exports
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.parameters import BodyInertia
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.payload.estimator import ERROR, LOADED, OK, WARN, PayloadEstimator
+from payload_estimation.payload.online import OnlineConfig
+from payload_estimation.payload.online_session import OnlineSession
+from payload_estimation.ros.estimator_params import PARAMS, estimator_config
+from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
+
+DEG = np.pi / 180
+DEFAULTS = {p.name: p.default for p in PARAMS.params}
+PICK = np.array([5, 35, -5, -70, 10, 55, 5]) * DEG
+BODY = BodyInertia(2.0, np.array([0.01, -0.015, 0.08]), np.diag([0.01, 0.01, 0.006]))
+WAITING = "waiting for the robot model on /robot_description"
+
+
+def config(**changes):
+    return estimator_config({**DEFAULTS, **changes})
+
+
+@pytest.fixture(scope="module")
+def lwr4():
+    return load_robot("lwr4")
+
+
+def loaded_core(desc, **changes) -> tuple[PayloadEstimator, SimulatedArm]:
+    """A core with the robot model and four loaded static captures of BODY (one-shot fit)."""
+    core = PayloadEstimator(config(**changes), look_for_calibration=False, online=OnlineSession())
+    core.take_robot(RigidBodyDynamics(desc), desc.joint_names)
+    arm = SimulatedArm(desc, SimConfig(seed=4, model_error=0.0, sensor=SensorConfig(noise_std=0.02)))
+    arm.attach_payload(BODY)
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        arm.reset(PICK + rng.uniform(-1, 1, desc.n) * 10 * DEG)
+        for s in arm.run(0.25):
+            core.add_sample(s.t, s.q, s.dq, s.tau)
+        assert core.capture(LOADED, 0.0).ok
+    return core, arm
+
+
+def test_requests_are_refused_without_a_robot_model_or_live_joint_states(lwr4):
+    core = PayloadEstimator(config(), online=OnlineSession())
+    assert core.refusal("capture", WAITING).message == f"capture rejected: no robot model ({WAITING})"
+    assert core.refusal("estimate", WAITING, stream=False).message == f"estimate rejected: no robot model ({WAITING})"
+    reset = core.forget(WAITING)
+    assert not reset.ok and reset.message == f"reset rejected: no robot model ({WAITING})"
+    release = core.announce_release("; nobody listens", WAITING)
+    assert release.message == f"release announced to the collision monitor, but {reset.message}; nobody listens"
+    assert core.status(WAITING, False, "robot_description")[:2] == (ERROR, f"no robot model ({WAITING})")
+    core.take_robot(RigidBodyDynamics(lwr4), lwr4.joint_names)
+    assert core.refusal("recording", "", None).message == ("recording rejected: no valid joint_states received yet "
+                                                           "(check the topic and joint names)")
+    assert core.refusal("capture", "", 0.75, lost=True).message == ("capture rejected: joint_states stale: last valid "
+                                                                    "message 0.75 s ago (wall clock)")
+    assert core.refusal("capture", "", 0.01) is None and core.refusal("estimate", "", None, stream=False) is None
+    assert core.status("", False, "robot_description")[:2] == (OK, "unloaded (no payload estimated yet)")
+    assert core.status("", True, "robot_description")[:2] == (WARN, "unloaded (no payload estimated yet); "
+                                                                    "joint_states lost: captures rejected")
+
+
+def test_the_status_follows_each_outcome_and_an_export_failure_is_counted(lwr4, tmp_path):
+    core, _ = loaded_core(lwr4, method="differential", model_uncertainty=0.0, torque_offset_std=0.0)
+    rejected = core.estimate()  # differential without an unloaded anchor: the fit is refused
+    assert rejected.fit_failed and core.status("", False, "lwr4")[:2] == (WARN, rejected.message)
+    core.configure(config(method="one-shot", model_uncertainty=0.0, torque_offset_std=0.0))
+    out = core.estimate()
+    assert out.ok and core.status("", False, "lwr4")[:2] == (OK, "payload estimated"), out.message
+    assert abs(out.estimate.mass - BODY.mass) < 0.05 * BODY.mass, out.message
+
+    def write(est, directory):
+        return write_exports(est, directory, model="lwr4")[0].parent
+
+    assert core.export(out.estimate, "", write).message == ""
+    written = core.export(out.estimate, str(tmp_path / "out"), write)
+    assert written.ok and written.message == f"; exported to {tmp_path / 'out'}"
+    assert (tmp_path / "out" / "payload.urdf").is_file()
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    failed = core.export(out.estimate, str(blocker), write)
+    assert failed.fault and failed.message.startswith(f"; export to {blocker} FAILED: ")
+    level, text, vals = core.status("", False, "lwr4")
+    assert level == WARN and text.startswith(f"payload estimated; export FAILED: {blocker}: ")
+    assert text.endswith("(check export_dir)") and vals["export_failures"] == 1 and vals["mass"] == out.estimate.mass
+    assert vals["configured_method"] == "one-shot" and vals["model"].startswith("lwr4 (lwr4): ")
+    reset = core.forget()
+    assert reset.ok and reset.message == "payload reset: unloaded (0 kg); captures cleared"
+    assert core.status("", False, "lwr4")[:3:2] == (OK, core.status("", False, "lwr4")[2])
+    assert core.status("", False, "lwr4")[1] == "reset: unloaded" and core.current.mass == 0
+
+
+def test_parameter_changes_say_what_they_changed(lwr4, tmp_path):
+    core = PayloadEstimator(config(), look_for_calibration=False, online=OnlineSession())
+    assert core.reconfigure(config(), {"online_estimation"}, online_estimation=False) == []  # no model yet
+    notes = core.take_robot(RigidBodyDynamics(lwr4), lwr4.joint_names)
+    assert notes == [("info", "online estimate uses the unloaded model: nominal")] and not core.online.enabled
+    notes = core.reconfigure(config(torque_gain=[2.0]), {"torque_gain", "online_estimation"}, online_estimation=True)
+    assert notes[0] == ("warning", core.gain_note()) and core.gain_note().startswith("torque_gain [2.0, 2.0,")
+    assert notes[1:] == [] and core.online.enabled
+    missing = tmp_path / "missing.yaml"
+    notes = core.reconfigure(config(gravity_model=str(missing)), {"gravity_model"})
+    assert notes[0][0] == "error" and notes[0][1].startswith(f"gravity_model {missing} did not load")
+    assert core.status("", False, "lwr4")[:2] == (ERROR, f"{core.gravity_error}: estimates refused")
+
+
+@pytest.fixture(scope="module")
+def iiwa():
+    return RigidBodyDynamics(load_robot("iiwa14"))
+
+
+def test_the_online_estimate_from_grasp_to_a_loss_and_the_release(iiwa):
+    """Unloaded rest, grasp announced, a 2 s move: the core's ticks publish the estimate with its uncertainty (the
+    status says so); the monitor's payload-lost report ends it once (0 kg), a repeat changes nothing; a sample the
+    online estimate cannot take is counted and the core keeps running."""
+    core = PayloadEstimator(config(model_uncertainty=0.03), look_for_calibration=False, online=OnlineSession())
+    assert core.take_robot(iiwa, iiwa.desc.joint_names) == [("info", "online estimate uses the unloaded model: "
+                                                                       "nominal")]
+    assert core.online.config.model_uncertainty == OnlineConfig(model_uncertainty=0.03).model_uncertainty
+    assert not core.payload_lost()  # nothing grasped: a (latched) loss report changes nothing
+    arm = SimulatedArm(iiwa.desc, SimConfig(seed=3, model_error=0.03, sensor=SensorConfig(noise_std=0.1)))
+    q0 = np.radians([10, 35, -10, -75, 15, 45, 0])
+    arm.reset(q0)
+    ticks = []
+    for k in range(2900):
+        if k == 600:
+            arm.attach_payload(BodyInertia(2.5, np.array([0.03, -0.02, 0.09]), np.diag([0.012, 0.009, 0.006])))
+            grasp = core.announce_grasp("; nobody listens")
+            assert grasp.ok and grasp.message.startswith("grasp announced: payload being learned by the collision "
+                                                         "monitor; payload estimated online from the next motion")
+            assert "; or call payload_sampler/sample; nobody listens" in grasp.message
+            assert core.status("", False, "iiwa14")[1] == "grasp announced: payload unknown until estimated"
+        if k == 800:
+            arm.set_trajectory([(2.0, q0 + np.radians([40, -15, 20, 25, -30, 30, 20]), None)])
+        arm.step(1)
+        s = arm.state()
+        assert core.add_sample(s.t, s.q, s.dq, s.tau) == ""
+        if k % 100 == 0:
+            ticks.append(core.online_tick())
+    published = [t for t in ticks if t.estimate is not None]
+    assert len(published) >= 10
+    assert all(t.uncertainty is not None and t.uncertainty["mass"] == t.estimate.mass for t in published)
+    assert abs(published[-1].estimate.mass - 2.5) < 0.1
+    level, text, vals = core.status("", False, "iiwa14")
+    assert level == OK and text.startswith("online estimate ") and vals["online_published"] == len(published)
+    bad = [core.add_sample(3.0 + k / 1000, s.q[:6], s.dq[:6], s.tau) for k in range(10)]  # 6 of 7 joints
+    assert any(b.startswith("online estimate: sample not taken (ValueError: ") for b in bad)
+    assert core.status("", False, "iiwa14")[2]["online_errors"] == core.online_errors > 0
+    assert core.payload_lost() and core.current.mass == 0 and not core.online.active
+    assert core.status("", False, "iiwa14")[:2] == (WARN, "payload lost (collision monitor): unloaded; announce "
+                                                          "~/released, then ~/grasped when a new object is held")
+    assert not core.payload_lost()  # the latched report again
+    release = core.announce_release("")
+    assert release.ok and release.message == ("release announced: payload forgotten (0 kg), captures cleared; the "
+                                              "collision monitor expects the payload's torque to disappear")
+    assert core.status("", False, "iiwa14")[:2] == (OK, "release announced: unloaded")

@@ -1,0 +1,206 @@
+"""What the collision monitor node reports and commands, decided by its core without DDS: which detections are
+reported when (a detection while an estimated payload is carried waits for the loss check; a loss is never
+reported as a collision), the reported collision flag, the stop and resume trajectories, the inputs refused and
+counted also before a robot model, the status line, the core built from the node's parameters, the changed
+parameters that wait, and the joint_states watchdog's transitions.
+
+References: the payload and contact MuJoCo applies, sampling.poses' stop point and move duration computed here
+directly, the node's parameter table for the configuration.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from payload_estimation.collision.monitor import MonitorConfig
+from payload_estimation.collision.payload_change import GRASP
+from payload_estimation.collision.reaction import Action
+from payload_estimation.collision.supervisor import (
+    ERROR,
+    OK,
+    WARN,
+    EstimateRefused,
+    MonitorInputs,
+    MonitorSupervisor,
+    SupervisorConfig,
+    monitor_status,
+)
+from payload_estimation.errors import PayloadEstimationError
+from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.parameters import BodyInertia
+from payload_estimation.model.robot_file import load_robot
+from payload_estimation.payload.estimate import PayloadEstimate
+from payload_estimation.payload.limits import check_payload
+from payload_estimation.ros.monitor_params import PARAMS
+from payload_estimation.ros.monitor_setup import PendingParameters, monitor_supervisor, planner
+from payload_estimation.ros.node_support import STREAM_PARAMS, JointStateInput
+from payload_estimation.ros.parameters import ParameterError
+from payload_estimation.sampling.poses import move_duration, stop_point
+from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
+
+Q0 = np.radians([10, 40, -5, -70, 15, 50, 20])
+BODY = BodyInertia(3.0, np.array([0.03, -0.02, 0.11]), np.diag([0.01, 0.01, 0.005]))
+CONFIG = MonitorConfig(contact=None, quadrature="hold")
+DEFAULTS = {p.name: p.default for p in PARAMS.params}
+
+
+@pytest.fixture(scope="module")
+def desc():
+    return load_robot("lwr4")
+
+
+def carrying(desc):
+    """The MuJoCo arm carrying BODY after an announced grasp, the supervisor carrying its exact estimate."""
+    sup = MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, SupervisorConfig(payload_event_window=0.1),
+                            frame=desc.payload_frame_name, limit_check=check_payload, planner=planner(desc))
+    sup.announce(GRASP)
+    arm = SimulatedArm(desc, SimConfig(seed=1, sensor=SensorConfig(noise_std=0.02)))
+    arm.reset(Q0)
+    arm.attach_payload(BODY)
+    sup.estimate(PayloadEstimate(BODY.mass, BODY.com.copy(), None, frame=desc.payload_frame_name, method="online",
+                                 std={"mass": 0.05, "cx": 0.005, "cy": 0.005, "cz": 0.005}), desc.payload_frame_name)
+    return sup, arm
+
+
+def feed(arm, sup, seconds):
+    return [(s.t, sup.update(s.t, s.q, s.dq, s.tau)) for s in arm.run(seconds)]
+
+
+def test_a_drop_while_carrying_is_reported_as_a_loss_never_as_a_collision(desc):
+    sup, arm = carrying(desc)
+    feed(arm, sup, 0.5)
+    arm.detach_payload()
+    out = feed(arm, sup, 0.3)
+    detected = [t for t, st in out if st.monitor.event is not None and st.monitor.event.active]
+    lost = [(t, st.loss) for t, st in out if st.loss is not None]
+    assert detected and lost and lost[0][1].lost  # the detector fired; the loss check called it a loss
+    assert not [r for _, st in out for r in st.reports if r.event.active] and not sup.collision
+    report = sup.loss_report(lost[0][1])
+    assert report["verdict"] == lost[0][1].verdict and report["stopped"] is False
+    assert abs(report["lost_mass"] - BODY.mass) < 0.5 * BODY.mass and json.loads(json.dumps(report)) == report
+    level, text, vals = monitor_status(sup, "stop_and_resume", MonitorInputs(), "", 0.001, False)
+    assert (level, text) == (OK, "monitoring (unloaded)") and vals["payload_losses"] == 1 and not vals["collision"]
+    assert vals["payload_lost"] == sup.lost.reason
+
+
+def test_a_push_while_carrying_is_reported_once_the_check_says_collision(desc):
+    sup, arm = carrying(desc)
+    feed(arm, sup, 0.5)
+    arm.apply_contact("link_3", [0.0, 0.0, 30.0], duration=0.3)  # decided 60 ms after the detection
+    out = feed(arm, sup, 0.6)
+    detected = next(t for t, st in out if st.monitor.event is not None and st.monitor.event.active)
+    verdict = next((t, st.loss) for t, st in out if st.loss is not None)
+    reports = [(t, r) for t, st in out for r in st.reports]
+    assert not verdict[1].lost and verdict[0] > detected  # held until the verdict ...
+    assert reports[0] == (verdict[0], reports[0][1]) and reports[0][1].event.active and reports[0][1].changed
+    assert reports[0][1].event.detection_time == pytest.approx(detected)  # ... then reported: the detection itself
+    assert [(r.event.active, r.changed) for _, r in reports[1:]] == [(False, True)]  # the release
+    assert not sup.collision
+    sup.collision = True  # as during the collision: the status says so, a stream restart clears it
+    level, text, _ = monitor_status(sup, "stop_and_resume", MonitorInputs(), "", 0.001, False)
+    assert level == WARN and text.startswith("collision on ")
+    assert sup.restart() and not sup.collision and not sup.restart()
+
+
+def test_the_stop_holds_at_the_stop_point_and_the_resume_continues_the_remainder(desc):
+    cfg = SupervisorConfig()
+    sup = MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, cfg, frame=desc.payload_frame_name,
+                            planner=planner(desc))
+    plan_t = np.array([0.5, 1.0, 2.0])
+    plan_q = Q0 + np.radians([[2.0] * 7, [4.0] * 7, [6.0] * 7])
+    sup.commanded(10.0, plan_t, plan_q)
+    q, dq = Q0 + np.radians(1.5), np.full(7, 0.3)
+    hold, note = sup.react(Action.HOLD_POSITION, 10.6, q, dq, lead=0.5)  # a 0.5 s old sample: 0.2 s taken
+    q_stop, t_stop = stop_point(desc, q, dq, cfg.stop_deceleration, cfg.hold_time, 0.2)
+    np.testing.assert_allclose(hold.q, q_stop[None, :])
+    np.testing.assert_allclose(hold.t, [t_stop])
+    np.testing.assert_array_equal(hold.velocities, np.zeros((1, 7)))
+    assert note == ("warning", "stopping: holding the current position (trajectory remainder kept for resume)")
+    resume, note = sup.react(Action.RESUME, 20.0, q_stop, None, lead=0.0)
+    first = move_duration(q_stop, plan_q[1], desc.limits.velocity, cfg.resume_velocity_scale, cfg.resume_min_duration)
+    np.testing.assert_allclose(resume.q, plan_q[1:])  # what was left 0.6 s into the trajectory
+    np.testing.assert_allclose(resume.t, [max(0.4, first), max(0.4, first) + 1.0])
+    assert resume.velocities is None and note[0] == "info" and note[1].startswith("resuming the interrupted")
+    assert sup.react(Action.RESUME, 21.0, q_stop, None, 0.0) == (None, ("info", "resuming: no interrupted trajectory "
+                                                                                "to continue (released)"))
+    assert sup.react(Action.NOTHING, 21.0, q_stop, None, 0.0) == (None, None)
+    bare = MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, cfg)
+    with pytest.raises(PayloadEstimationError, match="no planner"):
+        bare.react(Action.HOLD_POSITION, 0.0, q, dq, 0.0)
+
+
+def test_inputs_are_taken_or_refused_and_counted_also_before_a_robot_model(desc):
+    inputs = MonitorInputs()
+    assert inputs.set_sampling(None, True) == "payload sampler active" and inputs.set_sampling(None, True) == ""
+    est = PayloadEstimate(1.0, np.array([0.0, 0.0, 0.05]), None, frame=desc.payload_frame_name, method="message")
+    assert inputs.estimate(None, lambda: (est, desc.payload_frame_name)) == [
+        ("warning", "refusing payload/estimate: no robot model yet; the previous payload model (unloaded) is kept")]
+    assert inputs.uncertainty(None, "{}") == ("ignoring payload_estimator/online_estimate: no robot model yet; "
+                                              "thresholds not widened by its σ")
+    assert inputs.event(None, "grasped") == ([], "ignoring payload_estimator/payload_event: no robot model yet; "
+                                                 "the collision monitor keeps its payload model")
+    level, text, vals = monitor_status(None, "none", inputs, "waiting for robot_description", None, False)
+    assert (level, text) == (ERROR, "not monitoring: no robot model (waiting for robot_description)")
+    assert (vals["sampling"], vals["estimates_refused"], vals["payload_events_refused"]) == (True, 2, 1)
+    assert vals["last_refusal"] == "online estimate uncertainty: no robot model yet"
+
+    sup = MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, SupervisorConfig(policy="none"),
+                            frame=desc.payload_frame_name, limit_check=check_payload, sampling=inputs.sampling)
+    assert inputs.set_sampling(sup, False) == "payload sampler idle" and not sup.sampling
+    notes, refused = inputs.event(sup, " Grasped ")
+    assert refused == "" and notes[0][0] == "info" and sup.watch.announced.kind == GRASP
+    assert monitor_status(sup, "none", inputs, "", 0.001, False)[1] == ("monitoring (unloaded); grasp announced: "
+                                                                        "payload being learned; reaction disabled "
+                                                                        "(policy none)")
+    notes, refused = inputs.event(sup, "dropped")
+    assert notes == [] and "unknown event 'dropped' (expected 'grasped' or 'released')" in refused
+    assert inputs.estimate(sup, lambda: (est, desc.payload_frame_name))[-1][1].startswith("observer model: estimate")
+
+    def bad():
+        raise EstimateRefused("payload estimate contains non-finite values")
+
+    assert inputs.estimate(sup, bad)[0][1].endswith("non-finite values; the previous payload model (1.000 kg) is kept")
+    assert inputs.uncertainty(sup, "not json").startswith("ignoring payload_estimator/online_estimate: Expecting value")
+    record = {"mass": 1.0, "com": [0.0, 0.0, 0.05], "gravity_covariance": (0.01 * np.eye(4)).tolist()}
+    assert inputs.uncertainty(sup, json.dumps(record)) == "" and sup.sigma_in_use
+    assert inputs.values() == {"sampling": False, "estimates_refused": 4, "last_refusal": "online estimate "
+                               "uncertainty: Expecting value: line 1 column 1 (char 0)", "payload_events_refused": 2}
+    assert monitor_status(sup, "none", inputs, "", None, False)[:2] == (ERROR, "not monitoring: no joint_states "
+                                                                               "received yet")
+    assert monitor_status(sup, "none", inputs, "", 0.75, True)[:2] == (
+        ERROR, "not monitoring: joint_states lost for 0.75 s (collision detection is blind)")
+    assert monitor_status(sup, "none", inputs, "", 0.001, False)[:2] == (
+        OK, "monitoring (message payload 1.000 kg); reaction disabled (policy none)")
+
+
+def test_the_node_builds_its_core_from_the_model_and_its_parameters(desc):
+    sup, note = monitor_supervisor(desc, DEFAULTS, sampling=True)
+    assert sup.frame == desc.payload_frame_name and sup.sampling and "robot description" in note
+    assert sup.cfg == SupervisorConfig(**{k: type(v)(DEFAULTS[k]) for k, v in vars(SupervisorConfig()).items()})
+    q, dq = Q0, np.full(7, 0.4)
+    q_stop, t = sup.planner.stop_point(q, dq, 5.0, 0.2, 0.1)
+    ref_q, ref_t = stop_point(desc, q, dq, 5.0, 0.2, 0.1)
+    np.testing.assert_array_equal(q_stop, ref_q)
+    assert t == ref_t
+    with pytest.raises(ParameterError, match="thresholds: give one value or 7"):
+        monitor_supervisor(desc, {**DEFAULTS, "thresholds": [6.0, 6.0]})
+    with pytest.raises(ParameterError, match="dynamic_model 'no_such_file.yaml'"):
+        monitor_supervisor(desc, {**DEFAULTS, "dynamic_model": "no_such_file.yaml"})
+    pending = PendingParameters()
+    pending.changed({"thresholds", "policy", "max_payload"})
+    assert pending.waiting(None) == {"thresholds", "policy"}  # before a model: the monitor's and the reaction's
+    assert pending.waiting(sup) == set()  # a core at a safe point takes them
+
+
+def test_the_watchdog_reports_a_lost_stream_once_and_its_return_once():
+    values = {p.name: p.default for p in STREAM_PARAMS.params}
+    stream = JointStateInput(None, ("a",), values)
+    assert stream.lost_changed(wall=0.0) is True  # nothing received yet
+    assert stream.lost_changed(wall=0.1) is None
+    stream.watchdog.feed(1.0)
+    assert stream.lost_changed(wall=1.1) is False and stream.lost_changed(wall=1.2) is None
+    timeout = values["joint_state_timeout"]
+    assert stream.lost_changed(wall=1.0 + timeout + 0.01) is True and stream.lost_changed(wall=5.0) is None
