@@ -1,6 +1,7 @@
 """Static vs dynamic sampling (issue 18): robot time of the ``sample`` call and accuracy, MuJoCo truth.
 
     .venv/bin/python bench/bench_dynamic.py [--robots lwr4 iiwa14] [--runs 10] [--seed 0]
+    .venv/bin/python bench/bench_dynamic.py --coverage [--runs 50] [--seed 100]   # is the reported σ honest?
 
 Each run is the three nodes' logic on the MuJoCo arm without ROS (``sampling.bare_run``) at a random pick
 configuration (``benchlib.pick_configurations``: stretched up, near the limits, random) with a box
@@ -22,12 +23,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
-from benchlib import machine, payload, pick_configurations, write_section
+from benchlib import BENCH_DOCS, machine, payload, pick_configurations, write_section
 
 from payload_estimation.model import load_robot
 from payload_estimation.payload import EstimatorConfig
@@ -74,21 +76,26 @@ def summary(rows: list[dict], robot: str, mode: str) -> list[str]:
 
     inertia = [r for r in ok if r["dtr"] is not None]
     within = sum(1 for r in ok if abs(r["dm"]) <= 0.5 and r["dc"] <= 3.0)
+    within32 = sum(1 for r in ok if abs(r["dm"]) <= 0.3 and r["dc"] <= 2.0)
     trace_ok = sum(1 for r in inertia if abs(r["dtr"]) <= 30 and r["pd"])
+    trace20 = sum(1 for r in inertia if abs(r["dtr"]) <= 20 and r["pd"])
     ref = [r["reference"] for r in rs if r["reference"] is not None]
     return [robot, mode, f"{len(ok)}/{len(rs)}", f"{np.median([r['time'] for r in rs]):.2f}",
             f"{np.max([r['time'] for r in rs]):.2f}", f"{np.median(ref):.2f}" if ref else "–",
             f"{med('dm')} / {worst('dm')}", f"{med('dc')} / {worst('dc')}", f"{med('sm')}",
-            f"{within}/{len(ok)}", f"{len(inertia)}/{len(ok)}" if mode == "dynamic" else "– (not estimated)",
+            f"{within}/{len(ok)}", f"{within32}/{len(ok)}",
+            f"{len(inertia)}/{len(ok)}" if mode == "dynamic" else "– (not estimated)",
             f"{med('dtr')} / {worst('dtr')}" if inertia else "–",
-            f"{trace_ok}/{len(inertia)}" if inertia else "–", str(sum(r["collisions"] for r in rs))]
+            f"{trace_ok}/{len(inertia)}" if inertia else "–", f"{trace20}/{len(inertia)}" if inertia else "–",
+            str(sum(r["collisions"] for r in rs))]
 
 
 def report(rows: list[dict], args, seconds: float) -> str:
     head = ["robot", "mode", "estimated", "sample s (median)", "sample s (max)", "reference run s",
             "mass err % (median / max)", "CoM err mm (median / max)", "σ_m % (median)", "≤0.5 % and ≤3 mm",
-            "inertia determined", "trace err % (median / max)", "trace ≤30 % and PD", "collisions"]
-    lines = format_table(head, [summary(rows, robot, mode) for robot in args.robots for mode in ("static", "dynamic")],
+            "≤0.3 % and ≤2 mm", "inertia determined", "trace err % (median / max)", "trace ≤30 % and PD",
+            "trace ≤20 % and PD", "collisions"]
+    lines = format_table(head, [summary(rows, robot, mode) for robot in args.robots for mode in args.modes],
                          pad=False).splitlines()
     runs = []
 
@@ -105,13 +112,126 @@ def report(rows: list[dict], args, seconds: float) -> str:
     return "\n".join([
         "## Dynamic sampling: static vs dynamic (issue 18)", "",
         f"`.venv/bin/python bench/bench_dynamic.py --robots {' '.join(args.robots)} --runs {args.runs} "
-        f"--seed {args.seed}` ({seconds:.0f} s) on {machine()}.", "",
+        f"--seed {args.seed}{'' if len(args.modes) == 2 else ' --modes ' + ' '.join(args.modes)}` ({seconds:.0f} s) "
+        f"on {machine()}.", "",
         __doc__.split("\n\n", 2)[2].strip(), "",
         "Targets (issue 18): the call ≤ 2.5 s of robot time including the return, mass ≤ 0.5 %, CoM ≤ 3 mm, "
         "inertia trace ≤ 30 % and positive definite, 0 collisions. For comparison, the paper (Gaz & De Luca "
         "2017, paper 000) dwells ≥ 1 s at each of 10 poses (≥ 10 s) for mass and CoM only; KUKA's load-data "
-        "determination takes minutes.", "",
+        "determination takes minutes. Issue 32 (next level): the call ≤ 2.0 s through the nodes, mass ≤ 0.3 % and "
+        "CoM ≤ 2 mm in ≥ 9 of 10 pick configurations, inertia determined in ≥ 9 of 10 with trace ≤ 20 %, the "
+        "stretched-up pose by a short first tilt instead of the static poses; σ honest (the σ-coverage section "
+        "below).", "",
         *lines, "", "<details><summary>every run</summary>", "", *runs, "", "</details>", ""])
+
+
+COVERED = ("mass", "cx", "cy", "cz")
+LOCK = os.path.join(tempfile.gettempdir(), "payload_estimation_bench_dynamic.lock")
+"""Held while docs/bench/dynamic.md is rewritten (the robots' coverage runs may be parallel processes)."""
+
+
+def coverage_one(desc, q, body, offsets, seed: int) -> dict:
+    """One dynamic ``sample`` (after its reference run): the errors of mass (kg) and CoM components (m)
+    over their reported σ."""
+    cfg = BareRunConfig(estimator=EstimatorConfig().with_fit(method="differential"), seed=seed, offsets=offsets,
+                        excitation=DYNAMIC)
+    r = bare_run(desc, q, body, cfg)
+    row = {"code": r.finished.code, "time": r.duration, "static": r.plan is None, "z": None, "std": None,
+           "err": None}
+    est = r.estimate
+    if est is not None:
+        err = np.r_[est.mass - body.mass, est.com - body.com]
+        std = np.array([est.std.get(k, np.nan) for k in COVERED])
+        row.update(err=err, std=std, z=err / std)
+    return row
+
+
+def coverage_report(rows: list[dict], args, seconds: float, total: int) -> str:
+    """The σ-coverage section: per robot and component, the share of errors within 1, 2 and 3 σ."""
+    def line(rs, label):
+        ok = [r for r in rs if r["z"] is not None]
+        z = np.abs(np.array([r["z"] for r in ok])) if ok else np.zeros((0, 4))
+        cells = [label, f"{len(ok)}/{len(rs)}", str(sum(r["static"] for r in rs))]
+        for k in range(4):
+            cells.append(f"{100 * np.mean(z[:, k] <= 3):.0f} % ({np.sum(z[:, k] > 3)} out)" if ok else "–")
+        allin = np.mean(np.all(z <= 3, axis=1)) if ok else np.nan
+        cells += [f"{100 * np.mean(z <= 1):.0f} / {100 * np.mean(z <= 2):.0f} %" if ok else "–",
+                  f"{100 * allin:.0f} %", f"{np.max(z):.1f}" if ok else "–"]
+        return cells
+
+    table = [line([r for r in rows if r["robot"] == robot], robot) for robot in args.robots]
+    table.append(line(rows, "all"))
+    head = ["robot", "estimated", "static fallback", "mass ≤3σ", "cx ≤3σ", "cy ≤3σ", "cz ≤3σ",
+            "≤1σ / ≤2σ (all components; Gaussian 68 / 95 %)", "all four ≤3σ", "max |err|/σ"]
+    worst = sorted((r for r in rows if r["z"] is not None), key=lambda r: -np.max(np.abs(r["z"])))[:5]
+    wl = [[r["robot"], r["kind"], f"{r['mass']:.2f}", "static poses" if r["static"] else "excitation",
+           " ".join(f"{1e3 * e:+.2f}" for e in r["err"][1:]) + f" mm, {1e3 * r['err'][0]:+.1f} g",
+           " ".join(f"{1e3 * s:.2f}" for s in r["std"][1:]) + f" mm, {1e3 * r['std'][0]:.1f} g",
+           " ".join(f"{z:+.1f}" for z in r["z"])] for r in worst]
+    return "\n".join([
+        f"## σ coverage of the dynamic sample (issue 32): {' '.join(args.robots)}", "",
+        f"`.venv/bin/python bench/bench_dynamic.py --coverage --robots {' '.join(args.robots)} --runs {args.runs} "
+        f"--seed {args.seed}` ({seconds:.0f} s) on {machine()}."
+        + ("" if len(rows) == total else f" **Partial: {len(rows)} of {total} runs so far.**"), "",
+        f"{args.runs} grasps per robot as above (pick configurations of ``benchlib.pick_configurations``, 0.5-5 kg "
+        "boxes, 3 % link model error, ±0.5 N m offsets, 0.1 N m noise), each sampled once with the dynamic "
+        "defaults after its reference run; the errors of mass and CoM components against MuJoCo's truth over "
+        "the σ the estimate reports. Target (issue 32): ≥ 95 % of mass and CoM component errors within 3σ.", "",
+        *format_table(head, table, pad=False).splitlines(), "",
+        "Largest errors (CoM x y z, mass; σ; err/σ for mass, cx, cy, cz):", "",
+        *format_table(["robot", "kind", "kg", "motion", "error", "σ", "err/σ"], wl, pad=False).splitlines(), ""])
+
+
+def coverage_main(args) -> int:
+    """Per robot: the runs, the σ-coverage section rewritten every 5 runs (a run cut short keeps what it
+    has, said in the section) and at the end; one section per robot set, so robots may run in parallel."""
+    rows, t0 = [], time.monotonic()
+    total = args.runs * len(args.robots)
+    for robot in args.robots:
+        desc = load_robot(robot)
+        rng = np.random.default_rng(args.seed)
+        for k, (kind, q) in enumerate(pick_configurations(desc, args.runs, rng)):
+            body = payload(rng, float(rng.uniform(0.5, 5.0)))
+            offsets = rng.uniform(-0.5, 0.5, desc.n)
+            row = {"robot": robot, "kind": kind, "mass": body.mass,
+                   **coverage_one(desc, q, body, offsets, args.seed + k)}
+            rows.append(row)
+            z = "–" if row["z"] is None else " ".join(f"{v:+.1f}" for v in row["z"])
+            print(f"[bench_dynamic --coverage] {robot} {k + 1}/{args.runs} {kind:12s} {body.mass:4.2f} kg: "
+                  f"{row['code']} {row['time']:.2f} s, err/σ (m cx cy cz) {z}", file=sys.stderr, flush=True)
+            if not args.no_write and len(rows) % 5 == 0 and len(rows) < total:
+                _write_coverage(coverage_report(rows, args, time.monotonic() - t0, total))
+    text = coverage_report(rows, args, time.monotonic() - t0, total)
+    print(text)
+    if not args.no_write:
+        print(f"wrote {_write_coverage(text)}", file=sys.stderr)
+    return 0
+
+
+def _write_coverage(text: str):
+    """Replace this robot set's σ-coverage section of docs/bench/dynamic.md (under a lock: the robots may run
+    as parallel processes)."""
+    import fcntl
+
+    heading = text.splitlines()[0]
+    with open(LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return write_section("dynamic", _replace_section(read_section("dynamic"), heading, text))
+
+
+def read_section(area: str) -> str:
+    path = BENCH_DOCS / f"{area}.md"
+    return path.read_text() if path.exists() else ""
+
+
+def _replace_section(doc: str, heading: str, text: str) -> str:
+    """``doc`` with its section starting at ``heading`` (to the next ``## `` or the end) replaced by ``text``
+    (appended when absent)."""
+    start = doc.find(heading)
+    if start < 0:
+        return doc.rstrip("\n") + "\n\n" + text
+    end = doc.find("\n## ", start + len(heading))
+    return doc[:start] + text.rstrip("\n") + ("\n" + doc[end:] if end >= 0 else "\n")
 
 
 def main() -> int:
@@ -120,7 +240,12 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10, help="pick configurations per robot")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--coverage", action="store_true", help="σ coverage of the dynamic sample instead (issue 32)")
+    ap.add_argument("--modes", nargs="+", choices=("static", "dynamic"), default=["static", "dynamic"],
+                    help="the table's sampling modes")
     args = ap.parse_args()
+    if args.coverage:
+        return coverage_main(args)
     rows, t0 = [], time.monotonic()
     for robot in args.robots:
         desc = load_robot(robot)
@@ -128,7 +253,7 @@ def main() -> int:
         for k, (kind, q) in enumerate(pick_configurations(desc, args.runs, rng)):
             body = payload(rng, float(rng.uniform(0.5, 5.0)))
             offsets = rng.uniform(-0.5, 0.5, desc.n)
-            for dynamic in (False, True):
+            for dynamic in [m == "dynamic" for m in args.modes]:
                 row = {"robot": robot, "kind": kind, "mass": body.mass,
                        **run_one(desc, q, body, offsets, args.seed + k, dynamic)}
                 rows.append(row)
@@ -137,8 +262,14 @@ def main() -> int:
                       f"{row['dtr']} %, undetermined {row['undetermined']!r}", file=sys.stderr, flush=True)
     text = report(rows, args, time.monotonic() - t0)
     print(text)
-    if not args.no_write:
-        print(f"wrote {write_section('dynamic', text)}", file=sys.stderr)
+    if not args.no_write:  # the σ-coverage sections (--coverage) are kept
+        import fcntl
+
+        with open(LOCK, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            old = read_section("dynamic")
+            kept = old[old.find("## σ coverage"):] if "## σ coverage" in old else ""
+            print(f"wrote {write_section('dynamic', text + chr(10) + kept if kept else text)}", file=sys.stderr)
     return 0
 
 
