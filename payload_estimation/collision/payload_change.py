@@ -29,6 +29,7 @@ import numpy as np
 from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
+from ..node_limits import MAX_COM_RADIUS, MAX_PAYLOAD
 from .provisional import ProvisionalConfig, ProvisionalFit, ProvisionalPayload
 
 GRASP = "grasp"
@@ -54,8 +55,8 @@ class WatchConfig:
     window: float = 5.0
     sampling_factor: float = 1.5
     window_factor: float = 1.0
-    max_payload: float = 15.0
-    max_com_radius: float = 0.5
+    max_payload: float = MAX_PAYLOAD
+    max_com_radius: float = MAX_COM_RADIUS
     release_margin: float = 0.2
     k_sigma: float = 3.0
 

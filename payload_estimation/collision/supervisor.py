@@ -57,6 +57,7 @@ import numpy as np
 from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
+from ..node_limits import MAX_COM_RADIUS, MAX_PAYLOAD
 from .contact import ContactEstimate
 from .detector import CollisionEvent
 from .monitor import CollisionMonitor, MonitorConfig, MonitorStep
@@ -106,8 +107,8 @@ class SupervisorConfig:
     hold_time s and stop_deceleration rad/s² (the stop), resume_velocity_scale and resume_min_duration s (the
     first segment of a resumed trajectory), payload_lost_stop (a payload loss stops the arm as a collision does)."""
 
-    max_payload: float = 15.0
-    max_com_radius: float = 0.5
+    max_payload: float = MAX_PAYLOAD
+    max_com_radius: float = MAX_COM_RADIUS
     sampling_threshold_factor: float = 1.5
     payload_event_window: float = 5.0
     payload_as_point_mass: bool = True

@@ -47,6 +47,7 @@ from ..identification.identified_model import IdentificationError, IdentifiedMod
 from ..identification.robot_identification import describe_offsets, identify_gravity
 from ..model.dynamics import RigidBodyDynamics
 from ..model.robot_file import FINGERPRINT_KEY, kinematics_fingerprint
+from ..node_limits import MAX_COM_RADIUS, MAX_PAYLOAD
 from ..signals.samples import Samples
 from ..signals.settle import SampleWindow, SettleConfig, check_static
 from ..signals.torque_gains import effort_to_torque, torque_gains
@@ -71,7 +72,7 @@ OK, WARN, ERROR = 0, 1, 2
 Note = tuple[str, str]
 """A line for the log: (level 'info', 'warning' or 'error', text)."""
 
-NODE_LIMITS = PayloadLimits(max_payload=15.0, max_com_radius=0.5)
+NODE_LIMITS = PayloadLimits(max_payload=MAX_PAYLOAD, max_com_radius=MAX_COM_RADIUS)
 """The nodes' plausibility limits (``max_payload`` kg, ``max_com_radius`` m; the fits' own defaults are wider)."""
 
 

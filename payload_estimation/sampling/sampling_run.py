@@ -50,6 +50,7 @@ from ..errors import PayloadEstimationError
 from ..model.description import RobotDescription
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
+from ..node_limits import MAX_PAYLOAD
 from .excitation_sequence import ExcitationSequence, Excite, Record
 from .payload_excitation import (
     ExcitationPlan,
@@ -141,7 +142,7 @@ class RunConfig:
     stream_timeout: float = 0.5
     service_timeout: float = 3.0
     start_tolerance: float = float(np.radians(0.5))
-    mass_limit: float = 15.0
+    mass_limit: float = MAX_PAYLOAD
     unknown_payload_torque: float = 3.0
     monitor_timeout: float = 10.0
     clock_timeout: float = 2.0
@@ -282,7 +283,7 @@ class PlanMotion:
     excitation: ExcitationPlanConfig | None = None
     reference_plan: ExcitationPlan | None = None
     unknown_payload_torque: float = 3.0
-    mass_limit: float = 15.0
+    mass_limit: float = MAX_PAYLOAD
 
     def compute(self) -> PlannedMotion:
         """The motion of the run (never raises for a motion that cannot be planned: see ``error``)."""
