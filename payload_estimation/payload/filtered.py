@@ -174,7 +174,7 @@ def _tracking_uncertainty(model: np.ndarray, relative: float) -> tuple[ModelUnce
     n = model.shape[1]
     unc = ModelUncertainty(lambda q: np.zeros((n, 1)), np.array([[relative ** 2]]), np.zeros(n),
                            f"the model's torque of the tracking difference between the runs, {100 * relative:g} % "
-                           "(1 σ) of itself", None)
+                           "(1 σ) of itself", lambda q, dq, ddq: np.zeros((q.size, 1)))  # declared in motion too
     return unc, lambda: np.hstack([model.reshape(-1, 1), np.zeros((model.size, n))])
 
 

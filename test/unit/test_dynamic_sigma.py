@@ -59,6 +59,7 @@ def test_the_std_covers_the_model_error_of_the_tracking_difference(fits):
     est = fits[DynamicFitConfig().model_uncertainty]
     assert np.all(np.abs(z_scores(est)) <= 3), z_scores(est)
     assert any("tracking difference" in note for note in est.notes), est.notes
+    assert not any("only its gravity part" in note for note in est.notes), est.notes  # declared in motion
 
 
 def test_the_declared_uncertainty_widens_the_std(fits):
