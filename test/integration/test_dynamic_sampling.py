@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 import rclpy
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -66,6 +66,10 @@ class Probe(Node):
     def _collision(self, msg):
         self.collisions += int(msg.data)
 
+    def level(self, node: str) -> bytes | None:
+        m = self.status.get(node)
+        return None if m is None else m.status[0].level
+
     def values(self, node: str) -> dict[str, str]:
         m = self.status.get(node)
         return {} if m is None else {kv.key: kv.value for kv in m.status[0].values}
@@ -87,7 +91,9 @@ def system(request):
             spin = SpinThread(SingleThreadedExecutor(), probe)
             try:
                 assert wait_for(lambda: probe.q is not None, 30.0)
-                assert wait_for(lambda: probe.values("payload_sampler").get("busy") == "False", 30.0)
+                # idle AND with a robot model (the status is an ERROR until robot_description has arrived)
+                assert wait_for(lambda: probe.values("payload_sampler").get("busy") == "False"
+                                and probe.level("payload_sampler") == DiagnosticStatus.OK, 30.0)
                 yield desc, probe
             finally:
                 spin.stop()
