@@ -3,7 +3,7 @@
 :data:`PARAMS` declares every parameter (docs/ros_interface.md and config/payload_estimation.yaml are generated
 from it); :func:`monitor_configs` turns its values into the core's configs
 (:class:`collision.monitor.MonitorConfig`, :class:`collision.supervisor.SupervisorConfig`), whose defaults
-apply only where no node is involved (benches, tests).
+are the table's (one source: the node, benches and bare runs start from the same values).
 """
 
 from __future__ import annotations
@@ -18,57 +18,70 @@ from ..collision.supervisor import SupervisorConfig
 from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, STREAM_PARAMS
 from .parameters import Param, ParameterTable
 
+_MON, _SUP = MonitorConfig(), SupervisorConfig()  # the defaults: the core's, written once
+
 PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
     Param("dynamic_model", "", "the observer's unloaded dynamics: a PARAMS.yaml of `payload-estimation identify` "
           "(coefficients with their friction and offsets) or the robot YAML/URDF of `identify --physical` (link set "
           "with its friction); empty: the robot description, no friction. A file that does not load or belongs to "
           "another robot model (joint names, kinematics) refuses the model (status ERROR)", read_only=True),
-    Param("gains", [150.0], "observer gain K_I (1/s), one value or one per joint (docs/collision.md)", low=0.0,
+    Param("gains", [_MON.gains], "observer gain K_I (1/s), one value or one per joint (docs/collision.md)", low=0.0,
           high=1000.0, low_open=True, min_items=1, applies="next sample (after a collision is released)"),
-    Param("thresholds", [6.0], "N m (paper: 6 N m), one value or one per joint", low=0.0, high=200.0,
+    Param("thresholds", [_MON.thresholds], "N m (paper: 6 N m), one value or one per joint", low=0.0, high=200.0,
           low_open=True, min_items=1, applies="next sample (after a collision is released)"),
-    Param("threshold_margin", [0.0], "N m, model-error envelope at rest: th_j = max(thresholds_j, margin_j + "
+    Param("threshold_margin", [_MON.margin], "N m, model-error envelope at rest: th_j = max(thresholds_j, margin_j + "
           "speed_j |dq_j| + n_sigma sigma_r,j), one value or one per joint", low=0.0, high=200.0, min_items=1,
           applies="next sample (after a collision is released)"),
-    Param("threshold_speed", [0.0], "N m s/rad, speed-dependent part of that envelope", low=0.0, high=1000.0,
+    Param("threshold_speed", [_MON.speed], "N m s/rad, speed-dependent part of that envelope", low=0.0, high=1000.0,
           min_items=1, applies="next sample (after a collision is released)"),
-    Param("n_sigma", 5.0, "standard deviations of the residual noise in the envelope", low=0.0, high=20.0,
+    Param("n_sigma", _MON.n_sigma, "standard deviations of the residual noise in the envelope", low=0.0, high=20.0,
           applies="next sample (after a collision is released)"),
-    Param("sensor_torque_noise", [0.0], "N m, torque sensor noise std (0: not modelled)", low=0.0, high=100.0,
+    Param("sensor_torque_noise", [_MON.torque_noise],
+          "N m, torque sensor noise std (0: not modelled)", low=0.0, high=100.0,
           min_items=1, applies="next sample (after a collision is released)"),
-    Param("sensor_velocity_noise", [0.0], "rad/s, velocity noise std (0: not modelled)", low=0.0, high=10.0,
+    Param("sensor_velocity_noise", [_MON.velocity_noise],
+          "rad/s, velocity noise std (0: not modelled)", low=0.0, high=10.0,
           min_items=1, applies="next sample (after a collision is released)"),
-    Param("quadrature", "trapezoid", "observer integration of the torque over a step (hold: sample-and-hold "
+    Param("quadrature", _MON.quadrature, "observer integration of the torque over a step (hold: sample-and-hold "
           "torques, e.g. a simulator)", choices=("trapezoid", "hold"), applies="next sample (after a collision is "
           "released)"),
-    Param("contact_estimation", True, "estimate the contact link, force and point after each detection "
+    Param("contact_estimation", _MON.contact is not None,
+          "estimate the contact link, force and point after each detection "
           "(~/contact_wrench, ~/contact_marker)", applies="next sample (after a collision is released)"),
-    Param("sampling_threshold_factor", 1.5, "thresholds x this while the payload sampler is active (payload only "
+    Param("sampling_threshold_factor", _SUP.sampling_threshold_factor,
+          "thresholds x this while the payload sampler is active (payload only "
           "provisionally known), plus 3 sigma of the torque of the payload not yet known", low=1.0, high=10.0,
           applies="next sampling run"),
-    Param("payload_event_window", 5.0, "s after an announced grasp or release (payload_estimator/grasped, "
+    Param("payload_event_window", _SUP.payload_event_window,
+          "s after an announced grasp or release (payload_estimator/grasped, "
           "released) in which a residual a payload change explains is not a collision", low=0.0, high=60.0,
           low_open=True, applies="next announcement"),
-    Param("release_fraction", 0.5, "a collision is released below this fraction of the threshold", low=0.0,
+    Param("release_fraction", _MON.release_fraction,
+          "a collision is released below this fraction of the threshold", low=0.0,
           high=1.0, low_open=True, applies="next sample (after a collision is released)"),
-    Param("confirm_samples", 3, "consecutive samples above a threshold for a detection", low=1, high=1000,
+    Param("confirm_samples", _MON.confirm_samples,
+          "consecutive samples above a threshold for a detection", low=1, high=1000,
           applies="next sample (after a collision is released)"),
-    Param("policy", "stop_and_resume", "reaction to a collision", choices=POLICIES,
+    Param("policy", _SUP.policy, "reaction to a collision", choices=POLICIES,
           applies="next sample (after a stop has ended)"),
-    Param("resume_delay", 2.0, "s after the release before resuming (paper: 2 s)", low=0.0, high=600.0,
+    Param("resume_delay", _SUP.resume_delay, "s after the release before resuming (paper: 2 s)", low=0.0, high=600.0,
           applies="next sample (after a stop has ended)"),
-    Param("hold_time", 0.2, "s, minimum time_from_start of the stop point (tolerates stale state)", low=0.0,
+    Param("hold_time", _SUP.hold_time, "s, minimum time_from_start of the stop point (tolerates stale state)", low=0.0,
           high=10.0, low_open=True),
-    Param("stop_deceleration", 10.0, "rad/s^2: the stop ramps the current joint velocities down", low=0.0,
+    Param("stop_deceleration", _SUP.stop_deceleration,
+          "rad/s^2: the stop ramps the current joint velocities down", low=0.0,
           high=1000.0, low_open=True),
     Param("residual_decimation", 1, "publish every k-th residual", low=1, high=1000),
-    Param("resume_velocity_scale", 0.5, "peak speed of a resumed trajectory's first segment as a fraction of "
+    Param("resume_velocity_scale", _SUP.resume_velocity_scale,
+          "peak speed of a resumed trajectory's first segment as a fraction of "
           "the velocity limit", low=0.0, high=1.0, low_open=True),
-    Param("resume_min_duration", 0.5, "s, shortest first segment of a resumed trajectory", low=0.0, high=10.0,
+    Param("resume_min_duration", _SUP.resume_min_duration,
+          "s, shortest first segment of a resumed trajectory", low=0.0, high=10.0,
           low_open=True),
-    Param("payload_as_point_mass", True, "a gravity-only estimate also enters M and C as a point mass at its CoM "
+    Param("payload_as_point_mass", _SUP.payload_as_point_mass,
+          "a gravity-only estimate also enters M and C as a point mass at its CoM "
           "(false: paper 000 eq. 48, gravity only)", applies="next estimate"),
-    Param("payload_lost_stop", False, "while an estimated payload is carried after an announced grasp "
+    Param("payload_lost_stop", _SUP.payload_lost_stop, "while an estimated payload is carried after an announced grasp "
           "(payload_estimator/grasped), a residual step matching its own torque is reported as payload lost (WARN, "
           "~/payload_lost, status), the observer goes back to the unloaded arm and the arm is not stopped; true: a "
           "payload loss stops the arm as a collision does",
