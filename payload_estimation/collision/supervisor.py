@@ -23,7 +23,8 @@ between them, so the ROS node (``ros/monitor_node.py``) only translates messages
   caller's :class:`Planner` (the sampling layer's motion rules: collision/ does not import sampling/).
 - **An estimate's σ** (:meth:`~MonitorSupervisor.uncertainty`): an estimate published with the covariance of
   its gravity parameters (the online estimate, issue 32) widens the thresholds by k_sigma x the torque σ of
-  its gravity at the current pose (recomputed every ``SIGMA_PERIOD`` s), so they narrow as σ shrinks.
+  its gravity at the current pose (recomputed every ``SIGMA_PERIOD`` s), so they narrow as σ shrinks; a new
+  estimate or σ re-applies it at once at the last sample's pose (never unwidened until the next sample).
 - **Payload lost** (:class:`.payload_loss.PayloadLossClassifier`): while an estimated payload is carried after
   an announced grasp (``payload_estimator/grasped``, until ``released`` or a loss; a payload nobody announced,
   or a provisional one learnt at rest, changes only as a collision: joint torques cannot tell a push near the
@@ -261,6 +262,7 @@ class MonitorSupervisor:
         self._sigma: dict | None = None  # the last uncertainty record (mass, com, gravity_covariance)
         self._payload_cov: np.ndarray | None = None  # 4 x 4 gravity covariance of the carried estimate
         self._sigma_t: float | None = None
+        self._last: tuple[float, np.ndarray] | None = None  # the last sample (t s, q rad): σ widening re-applied there
         self._lost_block = False  # after a loss: estimates refused until 0 kg, an announcement or a sampling run
         self._grasp_announced = False  # a grasp was announced (and no release or loss since): losses are judged
         self.mon = self._new_monitor(monitor)
@@ -329,6 +331,7 @@ class MonitorSupervisor:
         """One joint-state sample (s, rad, rad/s, N m): the monitor, the provisional payload and its thresholds,
         the reaction."""
         notes = self.apply_pending() if self._pending_monitor is not None or self._pending_reaction else []
+        self._last = (t, np.asarray(q, float))
         step = self.mon.update(t, q, dq, tau)
         if step.event is not None and step.event.active:
             self.contact = None
@@ -483,6 +486,8 @@ class MonitorSupervisor:
         self._sigma_t = None
         if match:
             self.loss.carried(self.loss.body, self._payload_cov, self.loss.dynamic)
+        if self._last is not None:  # at once: never unwidened until the next sample (a window of low thresholds)
+            self._widen(*self._last)
 
     def _widen(self, t: float, q: np.ndarray) -> None:
         """Thresholds widened by k_sigma x the carried estimate's gravity torque σ at ``q`` (every SIGMA_PERIOD)."""

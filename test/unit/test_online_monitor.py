@@ -112,3 +112,21 @@ def test_a_drop_nobody_announced_stays_a_collision(desc):
     assert not any(st.loss is not None and st.loss.lost for _, st in out)
     assert any(st.action is Action.HOLD_POSITION for _, st in out)
     assert sup.losses == 0
+
+
+def test_a_new_estimate_keeps_the_thresholds_widened_by_its_sigma_between_samples(desc):
+    """The demo's status flickered 6.0 <-> 6.9 N m: each estimate reset the threshold scale and its σ was re-applied
+    only at the next sample, so between the two (when the status is published) the thresholds were unwidened while
+    the payload is uncertain. An estimate with its σ must widen them at once, at the last sample's pose."""
+    sup, arm = carrying(desc, 100.0)
+    feed(arm, sup, 0.1)
+    widened = sup.widening
+    assert widened > 1.5
+    est = PayloadEstimate(BODY.mass * 1.001, BODY.com.copy(), None, frame=desc.payload_frame_name,
+                          method="online filtered", std={"mass": 0.05, "cx": 0.005, "cy": 0.005, "cz": 0.005})
+    sup.estimate(est, desc.payload_frame_name)  # its σ has not arrived yet: the previous one's widening stays
+    assert sup.widening == pytest.approx(widened, rel=0.01)
+    sup.uncertainty(est.mass, est.com, 100.0 * np.diag([0.05, *(BODY.mass * 0.005,) * 3]) ** 2)
+    assert sup.widening == pytest.approx(widened, rel=0.01)
+    sup.uncertainty(est.mass, est.com, 400.0 * np.diag([0.05, *(BODY.mass * 0.005,) * 3]) ** 2)
+    assert sup.widening > 1.5 * (widened - 1) + 1  # a larger σ widens at once too, not a sample later
