@@ -35,7 +35,8 @@ between them, so the ROS node (``ros/monitor_node.py``) only translates messages
   too with ``payload_lost_stop``.
 - **What is reported** (:attr:`SupervisorStep.reports`, :attr:`~MonitorSupervisor.collision`): each detection and
   release, in order; a detection while an estimated payload is carried is held until the loss check's verdict and
-  reported only for a collision (a loss is reported on its own, :meth:`~MonitorSupervisor.loss_report`). The
+  reported only for a collision (a loss is reported on its own, :meth:`~MonitorSupervisor.loss_report`); its
+  contact estimate likewise (:attr:`SupervisorStep.contacts`: none for a loss, not even in the status). The
   reported collision flag (``~/collision``) follows them; a stream restart clears it. The other inputs (also
   before a robot model) are taken or refused and counted by :class:`MonitorInputs`; :func:`monitor_status` makes
   the status line and values.
@@ -163,8 +164,10 @@ class Report:
 class SupervisorStep:
     """One sample's outcome: the monitor's step, the reaction's action to command now, the new provisional
     payload learnt at this sample (or None), the lines worth a log entry (payload model changes, windows),
-    the payload-loss check's verdict on a detected event decided at this sample (or None) and the detections
-    and releases to report now (module docstring)."""
+    the payload-loss check's verdict on a detected event decided at this sample (or None), the detections
+    and releases to report now and the contact estimates to publish now (held with their detection until the
+    verdict, none for a payload loss; ``monitor.contact`` is the one made at this sample, whatever the verdict;
+    module docstring)."""
 
     monitor: MonitorStep
     action: Action
@@ -172,6 +175,7 @@ class SupervisorStep:
     notes: tuple[Note, ...]
     loss: LossVerdict | None = None
     reports: tuple[Report, ...] = ()
+    contacts: tuple[ContactEstimate, ...] = ()
 
 
 class MonitorInputs:
@@ -274,6 +278,7 @@ class MonitorSupervisor:
         self.contact: ContactEstimate | None = None  # the contact estimate of the current (or last) event
         self.collision = False  # the reported collision flag (~/collision)
         self._deferred: CollisionEvent | None = None  # a detection waiting for the loss check's verdict
+        self._held: ContactEstimate | None = None  # its contact estimate, published only for a collision
 
     # ------------------------------------------------------------------ configuration
     def _new_monitor(self, cfg: MonitorConfig) -> CollisionMonitor:
@@ -322,7 +327,7 @@ class MonitorSupervisor:
         """Carry over ``old``'s payload, reaction and trajectory bookkeeping (a new robot model of the same arm)."""
         self.payload, self.reaction = old.payload, old.reaction
         self._active, self._remainder = old._active, old._remainder
-        self.collision, self._deferred = old.collision, old._deferred
+        self.collision, self._deferred, self._held = old.collision, old._deferred, old._held
         self._apply_payload()
         self.watch.carried(self.mon.observer.payload)
 
@@ -334,9 +339,7 @@ class MonitorSupervisor:
         self._last = (t, np.asarray(q, float))
         step = self.mon.update(t, q, dq, tau)
         if step.event is not None and step.event.active:
-            self.contact = None
-        if step.contact is not None:
-            self.contact = step.contact
+            self.contact = self._held = None
         ev = self.mon.detector.current
         verdict = self._classify(t, q, dq, step.residual, ev)
         w = self.watch.update(t, q, dq, tau, settle=self.settle,
@@ -353,7 +356,8 @@ class MonitorSupervisor:
             notes += self._on_lost(verdict)
         self._widen(t, q)
         action = self.reaction.update(t, self._stopping(ev))
-        return SupervisorStep(step, action, w.fit, tuple(notes), verdict, self._reports(step.event, verdict))
+        reports = self._reports(step.event, verdict)
+        return SupervisorStep(step, action, w.fit, tuple(notes), verdict, reports, self._contacts(step.contact))
 
     def _reports(self, ev: CollisionEvent | None, verdict: LossVerdict | None) -> tuple[Report, ...]:
         """This sample's detection or release, and a held detection once the loss check decided (module docstring)."""
@@ -371,6 +375,20 @@ class MonitorSupervisor:
             out.append(Report(e, e.active != self.collision))
             self.collision = e.active
         return tuple(out)
+
+    def _contacts(self, made: ContactEstimate | None) -> tuple[ContactEstimate, ...]:
+        """The contact estimate to publish now: at once without a loss check, held while its detection waits for the
+        verdict, then published for a collision and dropped for a payload loss (the loss record is the answer)."""
+        if made is not None:
+            self._held = made
+        c, v = self._held, self._verdict
+        if c is None or self._deferred is not None:
+            return ()
+        self._held = None
+        if v is not None and v.lost:
+            return ()
+        self.contact = c
+        return (c,)
 
     def _classify(self, t, q, dq, r, ev: CollisionEvent | None) -> LossVerdict | None:
         if ev is None or not ev.active:
@@ -410,6 +428,7 @@ class MonitorSupervisor:
         self.mon.detector.reset()
         self.reaction.reset()
         self._active = self._remainder = None
+        self._held = None
         self.watch.restart()
         cleared, self.collision = self.collision, False
         return cleared

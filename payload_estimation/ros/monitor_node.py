@@ -35,7 +35,14 @@ from ..errors import PayloadEstimationError
 from ..stream import StampVerdict
 from .contact_messages import contact_line, contact_messages
 from .dedicated_subscription import create_dedicated_subscription
-from .messages import clock_seconds, estimate_from_msg, joint_state_msg, trajectory_from_msg, trajectory_msg
+from .messages import (
+    clock_seconds,
+    estimate_from_msg,
+    joint_state_msg,
+    sec_to_time,
+    trajectory_from_msg,
+    trajectory_msg,
+)
 from .monitor_params import PARAMS, monitor_configs, per_joint_check
 from .monitor_setup import PendingParameters, monitor_supervisor
 from .node_support import (
@@ -169,8 +176,8 @@ class CollisionMonitorNode(Node):
             out.header.stamp = msg.header.stamp
             out.effort = array("d", r)  # array.array skips the generated setter's per-element checks
             self.pub_residual.publish(out)
-        if step.monitor.contact is not None:
-            self._on_contact(step.monitor.contact, msg.header.stamp)
+        for c in step.contacts:  # held with its detection until the loss check says collision; none for a loss
+            self._on_contact(c, msg.header.stamp if c.time == t else sec_to_time(c.time))
         if step.action is not Action.NOTHING:
             now = clock_seconds(self)
             command, note = self.sup.react(step.action, now, s.q, s.dq, max(0.0, now - t))
@@ -193,7 +200,8 @@ class CollisionMonitorNode(Node):
             self.status.publish()
 
     def _on_contact(self, c: ContactEstimate, stamp) -> None:
-        """The contact estimate of the active event: the log, ~/contact (JSON: link, probability, force range),
+        """The contact estimate of the active event (``stamp``: the sample it was made at; a collision decided by the
+        payload-loss check comes later): the log, ~/contact (JSON: link, probability, force range),
         ~/contact_wrench and ~/contact_marker in the contact link's frame, the status."""
         self.get_logger().warning(contact_line(c))  # one answer per contact
         record, wrench, marker = contact_messages(c, stamp)

@@ -52,9 +52,9 @@ def desc():
     return load_robot("lwr4")
 
 
-def carrying(desc):
+def carrying(desc, config: MonitorConfig = CONFIG):
     """The MuJoCo arm carrying BODY after an announced grasp, the supervisor carrying its exact estimate."""
-    sup = MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, SupervisorConfig(payload_event_window=0.1),
+    sup = MonitorSupervisor(RigidBodyDynamics(desc), config, SupervisorConfig(payload_event_window=0.1),
                             frame=desc.payload_frame_name, limit_check=check_payload, planner=planner(desc))
     sup.announce(GRASP)
     arm = SimulatedArm(desc, SimConfig(seed=1, sensor=SensorConfig(noise_std=0.02)))
@@ -103,6 +103,31 @@ def test_a_push_while_carrying_is_reported_once_the_check_says_collision(desc):
     level, text, _ = monitor_status(sup, "stop_and_resume", MonitorInputs(), "", 0.001, False)
     assert level == WARN and text.startswith("collision on ")
     assert sup.restart() and not sup.collision and not sup.restart()
+
+
+def test_a_drop_publishes_no_contact_estimate_and_a_push_publishes_it_with_the_collision(desc):
+    """The demo's drop sent ~/contact, the wrench and the marker ('contact on link_7 ... 30 N') before the verdict
+    said payload lost: a contact estimate is held with its detection and published only for a collision."""
+    with_contact = MonitorConfig(quadrature="hold")
+    sup, arm = carrying(desc, with_contact)
+    feed(arm, sup, 0.5)
+    arm.detach_payload()
+    out = feed(arm, sup, 0.3)
+    assert any(st.monitor.contact is not None for _, st in out)  # the monitor did estimate one ...
+    assert any(st.loss is not None and st.loss.lost for _, st in out)
+    assert not [c for _, st in out for c in st.contacts] and sup.contact is None  # ... nothing of it goes out
+    level, text, vals = monitor_status(sup, "stop_and_resume", MonitorInputs(), "", 0.001, False)
+    assert "contact" not in vals
+
+    sup, arm = carrying(desc, with_contact)
+    feed(arm, sup, 0.5)
+    arm.apply_contact("link_3", [0.0, 0.0, 30.0], duration=0.3)
+    out = feed(arm, sup, 0.6)
+    made = [(t, st.monitor.contact) for t, st in out if st.monitor.contact is not None]
+    sent = [(t, c) for t, st in out for c in st.contacts]
+    reported = next(t for t, st in out for r in st.reports if r.event.active)
+    assert len(made) == 1 and [c for _, c in sent] == [made[0][1]] and sup.contact is made[0][1]
+    assert made[0][0] < reported == sent[0][0]  # made 10 ms after the detection, held until the collision report
 
 
 def test_the_stop_holds_at_the_stop_point_and_the_resume_continues_the_remainder(desc):
