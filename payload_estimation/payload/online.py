@@ -35,6 +35,7 @@ Units: s, rad, rad/s, N m, kg, m. Joint vectors in model order.
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -62,6 +63,8 @@ CONVERGING = "converging"
 CONVERGED = "converged"
 NOT_EXCITED = "not excited"
 STATES = (IDLE, CONVERGING, CONVERGED, NOT_EXCITED)
+RECENT = 0.3
+"""s of rows kept apart so that a contact can take them out again (:meth:`OnlinePayloadEstimator.contact`)."""
 _STEP = 1e-6  # s, the step along the motion for dM/dt dq (a derivative of the model, not of data)
 _COM = ("x", "y", "z")
 
@@ -278,6 +281,9 @@ class OnlinePayloadEstimator:
         self._n_err = self._rows(np.zeros(n), np.zeros(n))[2][1].shape[1]
         self.restarts = 0  # filter restarts (stamps that went back or a gap)
         self.rejected = 0  # solves whose result was implausible (the previous estimate kept)
+        self.discarded = 0  # rows taken out again for a contact (:meth:`contact`)
+        self._paused = False  # a contact: no row is fitted
+        self._recent: deque = deque()  # (t, the row's terms) of the last RECENT s: what a contact takes out
         self._dt = 0.0  # s, the stream's mean sample interval
         self._restart()
         self._forget_anchor()
@@ -299,6 +305,32 @@ class OnlinePayloadEstimator:
         """The payload was released: back to the unloaded arm (no estimate), the anchor re-learnt at rest."""
         self._clear()
         self._forget_anchor()
+
+    def contact(self, active: bool, lookback: float = 0.0) -> int:
+        """An external contact (the collision monitor's report): while ``active`` no row is fitted (nor learnt
+        into the anchor), and the rows of the last ``lookback`` s before it (its onset before the report) are
+        taken out again; at its end the filters start over (the rows kept, as after a gap in the stream), so the
+        contact leaves no transient in the rows. Returns the rows taken out."""
+        if not active:
+            if self._paused:
+                self._paused = False
+                self._restart()
+            return 0
+        self._paused = True
+        self._rest_since = None  # a rest in progress starts over (the contact is no anchor)
+        cut = (self._t if self._t is not None else -math.inf) - lookback
+        out = 0
+        while self._recent and self._recent[-1][0] >= cut - 1e-9:
+            _, a, b, rr, e, tilt = self._recent.pop()
+            self._a -= a
+            self._b -= b
+            self._rr -= rr
+            self._e -= e
+            self._tilt -= tilt
+            self._count -= 1
+            out += 1
+        self.discarded += out
+        return out
 
     @property
     def status(self) -> OnlineStatus:
@@ -373,6 +405,7 @@ class OnlinePayloadEstimator:
         self._tilt = np.zeros((3, 3))  # sum of u uᵀ, u the vertical in the payload frame at each row
         self._com_prior: ComPrior | None = None
         self._count = 0
+        self._recent.clear()
         self._first = None
         self._t_solve = -math.inf
         self._since = None
@@ -397,6 +430,8 @@ class OnlinePayloadEstimator:
         ref_f = self._f_ref.step(*ref, a, dt, x)
         e = self._f_err.step(*err, a, dt, x)
         r = self._tau_f - ref_f
+        if self._paused:
+            return
         if not self._grasped:
             self._learn_anchor(t, q, dq, r, e)
             return
@@ -407,13 +442,17 @@ class OnlinePayloadEstimator:
             r = r - self._unit * self._anchor[0]
             e = e.copy()
             e[:, :-self.dyn.n] -= self._unit * self._anchor[1][:, :-self.dyn.n]
-        self._a += y.T @ y
-        self._b += y.T @ r
-        self._rr += float(r @ r)
-        self._e += y.T @ e
         u = self.dyn.forward_kinematics(q, "payload")[2, :3]  # base z in the payload frame (third row of R)
-        self._tilt += np.outer(u, u)
+        terms = (y.T @ y, y.T @ r, float(r @ r), y.T @ e, np.outer(u, u))
+        self._a += terms[0]
+        self._b += terms[1]
+        self._rr += terms[2]
+        self._e += terms[3]
+        self._tilt += terms[4]
         self._count += 1
+        self._recent.append((t, *terms))
+        while self._recent and self._recent[0][0] < t - RECENT:
+            self._recent.popleft()
         if self._first is None:
             self._first = t
 

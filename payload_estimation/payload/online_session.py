@@ -14,6 +14,9 @@
   by ``STILL`` between ticks): at rest the rows add little, and a payload dropped at rest must not be fitted
   into the estimate the monitor compares the drop with. A ``not excited`` estimate during the motion is published
   with its σ (the monitor widens its thresholds by it): the best estimate so far;
+- a contact (:meth:`OnlineSession.contact`: the collision monitor's ``~/collision``) is not fitted: the rows of
+  the last ``CONTACT_LOOKBACK`` s before its report and those until its release are left out, and the filters
+  start over after it (:meth:`.online.OnlinePayloadEstimator.contact`);
 - a release (:meth:`OnlineSession.released`), a sampling run (:meth:`OnlineSession.set_sampling`) or an
   estimate from a sampling run or captures (:meth:`OnlineSession.superseded`) ends it: nothing more is
   published until the next grasp; ``enabled`` False (parameter ``online_estimation``) keeps it idle.
@@ -41,6 +44,11 @@ a sag of the arm when the load is taken, or velocity noise, does not count)."""
 
 STILL = 0.003
 """rad: the arm moved less than this (every joint) since the last tick: no new estimate is published."""
+
+CONTACT_LOOKBACK = 0.15
+"""s of rows taken out before a reported contact: its onset ~15 ms before the detection, the monitor's payload-loss
+verdict up to 60 ms after it (a contact while an estimated payload is carried is reported then), the message's
+latency."""
 
 NEVER = 1e9
 """s: the estimator's own solve period in the sample path (the session solves on its timer instead)."""
@@ -84,6 +92,8 @@ class OnlineSession:
         self._q_grasp: np.ndarray | None = None  # rad, where the arm was at the grasp
         self._q: np.ndarray | None = None  # rad, the newest sample's position
         self._q_tick: np.ndarray | None = None  # rad, the position at the last publish
+        self.in_contact = False  # the collision monitor reports a contact: no row is fitted
+        self.contacts = 0  # contacts reported
 
     # ------------------------------------------------------------------ configuration
     def use(self, dyn: RigidBodyDynamics | None, model: UnloadedModel | None,
@@ -97,6 +107,7 @@ class OnlineSession:
         with self._lock:
             self._key, self.config, self._model = key, cfg, (dyn, model)
             self.estimator = None if dyn is None else OnlinePayloadEstimator(dyn, cfg, model)
+            self._keep_contact()
             self._end("the unloaded model or the online settings changed" if self.active else "")
         return True
 
@@ -143,12 +154,34 @@ class OnlineSession:
         if not self.enabled and self.active:
             self.superseded("online_estimation turned off")
 
+    def contact(self, active: bool) -> str:
+        """The collision monitor's collision flag (``collision_monitor/collision``, latched): no row is fitted from
+        ``CONTACT_LOOKBACK`` s before the report until the release, after which the filters start over. Returns a
+        line for the log when the flag changed ('' otherwise)."""
+        active = bool(active)
+        with self._lock:
+            if active == self.in_contact:
+                return ""
+            self.in_contact = active
+            self.contacts += active
+            out = 0 if self.estimator is None else self.estimator.contact(active, CONTACT_LOOKBACK)
+        if active:
+            return (f"contact reported (collision_monitor): {out} row(s) of the last {CONTACT_LOOKBACK:.2f} s and "
+                    "the samples until its release are left out of the online estimate")
+        return "contact released (collision_monitor): the online estimate fits the motion again (filters restarted)"
+
     def _fresh(self) -> None:
         """Back to the unloaded arm: a new estimator (as ``OnlinePayloadEstimator.reset``, whose rest bookkeeping
         failed on the next sample at rest), the anchor learnt again at rest."""
         dyn, model = self._model
         if dyn is not None:
             self.estimator = OnlinePayloadEstimator(dyn, self.config, model)
+            self._keep_contact()
+
+    def _keep_contact(self) -> None:
+        """A new estimator during a reported contact fits nothing until its release either."""
+        if self.in_contact and self.estimator is not None:
+            self.estimator.contact(True)
 
     def _end(self, why: str) -> None:
         if self.active:
@@ -201,9 +234,11 @@ class OnlineSession:
         vals = {"online_estimation": self.enabled, "online_state": IDLE if st is None else st.state,
                 "online_reason": "" if st is None else st.reason, "online_active": self.active,
                 "online_published": self.published, "online_ended": self.ended,
-                "online_solve_ms": round(self.last_solve_ms, 2), "online_max_solve_ms": round(self.max_solve_ms, 2)}
+                "online_solve_ms": round(self.last_solve_ms, 2), "online_max_solve_ms": round(self.max_solve_ms, 2),
+                "online_contact": self.in_contact, "online_contacts": self.contacts}
         if est is not None:
             vals.update({"online_restarts": est.restarts, "online_rejected": est.rejected,
+                         "online_contact_rows_discarded": est.discarded,
                          "online_anchored": st.anchored, "online_rows": st.rows,
                          "online_seconds": round(st.seconds, 3)})
         e = None if st is None else st.estimate
@@ -224,4 +259,4 @@ class OnlineSession:
                 "gravity_covariance": np.asarray(st.gravity_covariance, float).tolist()}
 
 
-__all__ = ["MOVED", "STILL", "OnlineSession", "Tick"]
+__all__ = ["CONTACT_LOOKBACK", "MOVED", "STILL", "OnlineSession", "Tick"]
