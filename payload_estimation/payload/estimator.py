@@ -459,6 +459,11 @@ class PayloadEstimator:
                            "new object is held")
         return True
 
+    def contact(self, active: bool) -> str:
+        """The collision monitor's collision flag (``collision_monitor/collision``): a contact is not fitted into the
+        online estimate (:meth:`.online_session.OnlineSession.contact`); a line for the log when it changed."""
+        return "" if self.online is None else self.online.contact(active)
+
     # ------------------------------------------------------------------ the online estimate
     def use_online_model(self) -> list[Note]:
         """The online estimate runs against the unloaded model in use (calibrated or nominal) with

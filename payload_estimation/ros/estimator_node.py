@@ -88,6 +88,7 @@ class PayloadEstimatorNode(Node):
         self.create_subscription(Bool, "payload_sampler/active", lambda m: core.online.set_sampling(bool(m.data)),
                                  LATCHED_QOS)
         self.create_subscription(String, "collision_monitor/payload_lost", self._on_payload_lost, LATCHED_QOS)
+        self.create_subscription(Bool, "collision_monitor/collision", self._on_collision, LATCHED_QOS)
         steady_timer(self, ONLINE_PERIOD, self._online_tick)
         # a changed robot_description while a dynamic run is recorded is taken when the recording ends
         self.model = RobotModelSource(self, self.values, self._on_model, busy=lambda: core.recording)
@@ -248,6 +249,12 @@ class PayloadEstimatorNode(Node):
         if self.core.payload_lost():
             self._publish(NO_PAYLOAD)
             self.get_logger().warning("payload lost (collision_monitor): online estimate ended, 0 kg published")
+
+    def _on_collision(self, msg: Bool) -> None:
+        """The collision monitor's collision flag: a contact is left out of the online estimate."""
+        note = self.core.contact(bool(msg.data))
+        if note:
+            self.get_logger().info(note)
 
     def _online_tick(self) -> None:
         """10 Hz: solve the online estimate; publish it (and its gravity uncertainty for the monitor) when new."""

@@ -167,3 +167,29 @@ def test_the_online_estimate_from_grasp_to_a_loss_and_the_release(iiwa):
     assert release.ok and release.message == ("release announced: payload forgotten (0 kg), captures cleared; the "
                                               "collision monitor expects the payload's torque to disappear")
     assert core.status("", False, "iiwa14")[:2] == (OK, "release announced: unloaded")
+
+
+def test_the_monitors_collision_flag_keeps_a_contact_out_of_the_online_estimate(iiwa):
+    """collision_monitor/collision (latched Bool) -> the core: the online estimate fits no row during the contact
+    (the rows of the report's lookback taken out), the status says so; without an online session nothing happens."""
+    assert PayloadEstimator(config(), look_for_calibration=False).contact(True) == ""
+    core = PayloadEstimator(config(), look_for_calibration=False, online=OnlineSession())
+    core.take_robot(iiwa, iiwa.desc.joint_names)
+    q = np.radians([10, 35, -10, -75, 15, 45, 0])
+    for k in range(600):  # unloaded rest, then the grasp and 0.3 s of rows
+        core.add_sample(k / 1000, q, np.zeros(7), iiwa.gravity(q))
+    core.announce_grasp("")
+    for k in range(600, 900):
+        core.add_sample(k / 1000, q, np.zeros(7), iiwa.gravity(q))
+    rows = core.online.estimator.solve().rows
+    assert core.contact(True).startswith("contact reported (collision_monitor): 30 row(s) of the last 0.15 s")
+    assert core.online.estimator.solve().rows == rows - 30 and core.contact(True) == ""
+    for k in range(900, 1000):
+        core.add_sample(k / 1000, q, np.zeros(7), iiwa.gravity(q))
+    assert core.online.estimator.solve().rows == rows - 30  # nothing fitted during the contact
+    vals = core.status("", False, "iiwa14")[2]
+    assert vals["online_contact"] and vals["online_contacts"] == 1 and vals["online_contact_rows_discarded"] == 30
+    assert core.contact(False).startswith("contact released")
+    for k in range(1000, 1300):
+        core.add_sample(k / 1000, q, np.zeros(7), iiwa.gravity(q))
+    assert core.online.estimator.solve().rows > rows - 30  # fitted again once the filters settled
