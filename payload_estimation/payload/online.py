@@ -367,9 +367,9 @@ class OnlinePayloadEstimator:
 
     def solve(self) -> OnlineStatus:
         """Solve the accumulated normal equations now (``update`` does so every ``solve_period``)."""
-        self._t_solve = self._t if self._t is not None else 0.0
-        if not self._grasped or self._count == 0:
+        if not self._grasped or self._count == 0:  # nothing to solve: the schedule starts with the rows
             return self._status
+        self._t_solve = self._t if self._t is not None else 0.0
         self._status = self._solution()
         return self._status
 
@@ -465,6 +465,9 @@ class OnlinePayloadEstimator:
             f.start(*w)
         self._unit = 0.0
         self._started = True
+        # the first solve one filter time constant after the start (the rows at 63 % of their amplitude), not a
+        # whole solve_period later: the monitor carries an estimate (and its σ) as early as the rows allow
+        self._t_solve = self._t + 1 / (2 * math.pi * self.cfg.cutoff) - self.cfg.solve_period
 
     def _learn_anchor(self, t: float, q: np.ndarray, dq: np.ndarray, r: np.ndarray, e: np.ndarray) -> None:
         if np.max(np.abs(dq)) > self.cfg.rest_speed:
@@ -511,20 +514,24 @@ class OnlinePayloadEstimator:
         return (1 + a) / (1 - a)
 
     def _prior(self, p: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """(mean, variance) of the weak prior: mass and first moments within the limits; the inertia about the
-        frame origin that of a point mass at the CoM of ``p`` (the last solution) plus ``inertia_prior`` per kg;
+        """(mean, variance) of the weak prior: mass and, for the mass of ``p``, the CoM within the limits; the inertia
+        about the frame origin that of a point mass at the CoM of ``p`` (the last solution; pulled in to
+        ``max_com_radius``: a wild CoM of a barely separated direction must not set the inertia) plus
+        ``inertia_prior`` per kg;
         with a :class:`ComPrior` and a solution, the first moments m c_prior ± m σ_prior (m from ``p``)."""
         lim = self.cfg.limits
         m, r = lim.max_payload, lim.max_com_radius
         mean = np.zeros(10)
         var = np.array([m, m * r, m * r, m * r] + [m * r * r] * 6) ** 2
+        if p is not None:  # the CoM within max_com_radius for the mass found (not for max_payload: a 1 kg box's
+            var[1:4] = (max(float(p[0]), 0.05) * r) ** 2  # CoM would be free over 7 m, noise makes it implausible)
         if p is not None and self._com_prior is not None:
             mass = max(float(p[0]), 0.05)
             mean[1:4] = mass * np.asarray(self._com_prior.com, float)
             var[1:4] = (mass * self._com_prior.std) ** 2
         if p is not None and self.cfg.inertia_prior > 0:
             mass = max(float(p[0]), 0.05)
-            h = p[1:4]
+            h = p[1:4] * min(1.0, mass * r / max(float(np.linalg.norm(p[1:4])), 1e-12))
             mean[4:] = np.array([h[1] ** 2 + h[2] ** 2, -h[0] * h[1], -h[0] * h[2], h[0] ** 2 + h[2] ** 2,
                                  -h[1] * h[2], h[0] ** 2 + h[1] ** 2]) / mass
             var[4:] = (self.cfg.inertia_prior * mass) ** 2
