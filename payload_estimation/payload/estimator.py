@@ -19,7 +19,9 @@ measuring the stream's health (age, lost), the robot model's source, publishing,
 - The online estimate (issue 32) when the node gives one (:class:`.online_session.OnlineSession`): fed with
   every sample (a sample it cannot take is counted in ``online_errors``, the captures and the recording keep
   it), run against the unloaded model in use, started by ``~/grasped``, ended by ``~/released``, ``~/reset``, an
-  accepted estimate from captures or a recording, or a payload loss the collision monitor reports.
+  accepted estimate from captures or a recording, or a payload loss the collision monitor reports. A CoM prior
+  from the gripper (``grasp_com_prior``, ``grasp_com_prior_std``: :attr:`EstimatorConfig.com_prior`) is given to
+  it at each ``~/grasped``.
 - What the node reports: the answers of ``~/grasped``, ``~/released``, ``~/reset`` and of requests that need
   the live stream, the exports' outcome (``export_failures``) and the status line and values
   (:meth:`PayloadEstimator.status`; levels :data:`OK`, :data:`WARN`, :data:`ERROR`).
@@ -34,6 +36,7 @@ Times ``t`` are the stream's stamps (s); ``age`` the wall-clock age of the newes
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable
@@ -54,10 +57,10 @@ from ..signals.torque_gains import effort_to_torque, torque_gains
 from .dynamic import DynamicFitConfig, MotionRecording, check_recording, estimate_payload_dynamic
 from .estimate import NO_PAYLOAD, PayloadEstimate
 from .model_uncertainty import declared_source
-from .online import OnlineConfig
+from .online import ComPrior, OnlineConfig
 from .online_session import OnlineSession, Tick
 from .recordings import CURRENT_WARNING
-from .result import PayloadLimits
+from .result import PayloadDataError, PayloadLimits
 from .static import StaticFitConfig, UnloadedModel, estimate_payload_static, precision_problem, unloaded_model
 
 LOADED, UNLOADED, CALIBRATION = "loaded", "unloaded", "calibration"
@@ -75,6 +78,10 @@ Note = tuple[str, str]
 NODE_LIMITS = PayloadLimits(max_payload=MAX_PAYLOAD, max_com_radius=MAX_COM_RADIUS)
 """The nodes' plausibility limits (``max_payload`` kg, ``max_com_radius`` m; the fits' own defaults are wider)."""
 
+MIN_COM_PRIOR_STD = 0.005
+"""m, the smallest ``grasp_com_prior_std`` taken: a tighter CoM prior would claim more than a gripper's geometry
+and grasp can know of where the part's CoM is."""
+
 
 @dataclass(frozen=True)
 class EstimatorConfig:
@@ -87,7 +94,9 @@ class EstimatorConfig:
     averages at least this many samples or this long; fit: the static fit (method, noise, model
     uncertainty, precision limits, plausibility limits); torque_gain: N m per unit of effort, one value
     or one per joint; max_recording: s, longest recording; gravity_model: path of the unloaded model
-    ('' none); calibration_file: where ``~/calibrate`` writes ('' the default path under $ROS_HOME).
+    ('' none); calibration_file: where ``~/calibrate`` writes ('' the default path under $ROS_HOME);
+    grasp_com_prior: m, payload frame, what the gripper knows of the CoM of the next grasped payload (() none;
+    the online estimate's :class:`.online.ComPrior`) with 1-σ grasp_com_prior_std (m, isotropic).
     """
 
     settle: SettleConfig = SettleConfig()
@@ -98,6 +107,42 @@ class EstimatorConfig:
     max_recording: float = 30.0
     gravity_model: str = ""
     calibration_file: str = ""
+    grasp_com_prior: tuple[float, ...] = ()
+    grasp_com_prior_std: float = 0.02
+
+    def com_prior_problem(self) -> str | None:
+        """Why ``grasp_com_prior`` / ``grasp_com_prior_std`` cannot be used (None: they can): 3 finite values within
+        ``max_com_radius`` of the payload frame origin (or none), a std of at least :data:`MIN_COM_PRIOR_STD`."""
+        c, std = tuple(self.grasp_com_prior), self.grasp_com_prior_std
+        shown = "[" + ", ".join(f"{x:g}" for x in c) + "]"
+        if not (math.isfinite(std) and std >= MIN_COM_PRIOR_STD):
+            return (f"grasp_com_prior_std {std:g} m is below {MIN_COM_PRIOR_STD:g} m: a tighter CoM prior would claim "
+                    "a CoM the gripper cannot know (its geometry and the grasp place it within centimetres); use "
+                    "0.01-0.03 m, what the part's CoM may be off from grasp_com_prior")
+        if not c:
+            return None
+        if len(c) != 3:
+            return (f"grasp_com_prior {shown} has {len(c)} value(s): give the CoM as 3 values [x, y, z] (m, payload "
+                    "frame), or [0.0] for no prior")
+        if not all(math.isfinite(x) for x in c):
+            return f"grasp_com_prior {shown} is not a finite CoM: give 3 finite numbers [x, y, z] (m, payload frame)"
+        radius, limit = math.hypot(*c), self.fit.limits.max_com_radius
+        if radius > limit:
+            return (f"grasp_com_prior {shown} is {1e3 * radius:.0f} mm from the payload frame origin, beyond "
+                    f"max_com_radius ({limit:g} m): no accepted payload has its CoM there; give it in m in the "
+                    "payload frame (the frame of the estimate's CoM)")
+        return None
+
+    @property
+    def com_prior(self) -> ComPrior | None:
+        """The online estimate's CoM prior for the next grasp (None: none); PayloadDataError if
+        :meth:`com_prior_problem` finds one."""
+        problem = self.com_prior_problem()
+        if problem:
+            raise PayloadDataError(problem)
+        if not self.grasp_com_prior:
+            return None
+        return ComPrior(tuple(float(x) for x in self.grasp_com_prior), float(self.grasp_com_prior_std))
 
     def with_fit(self, **changes) -> EstimatorConfig:
         """This configuration with the static fit's fields in ``changes`` replaced (e.g. ``method``)."""
@@ -172,6 +217,9 @@ class PayloadEstimator:
 
     def __init__(self, config: EstimatorConfig, look_for_calibration: bool = True,
                  online: OnlineSession | None = None):
+        problem = config.com_prior_problem()
+        if problem:
+            raise PayloadDataError(problem)
         self.config = config
         self.look_for_calibration = look_for_calibration
         self.online = online
@@ -231,9 +279,11 @@ class PayloadEstimator:
         return notes + self.use_online_model()
 
     def check(self, config: EstimatorConfig) -> str | None:
-        """Why ``config`` cannot be taken for the current robot model (None: it can)."""
-        if self.dyn is None:
-            return None
+        """Why ``config`` cannot be taken (None: it can): a CoM prior it cannot use, or what does not fit the current
+        robot model."""
+        problem = config.com_prior_problem()
+        if problem or self.dyn is None:
+            return problem
         try:
             torque_gains(list(config.torque_gain), self.dyn.n, self.dyn.desc.joint_names)
         except PayloadEstimationError as e:
@@ -431,7 +481,7 @@ class PayloadEstimator:
         """``~/grasped``: loaded captures forgotten, the online estimate started; ``listening``: a phrase when no
         collision monitor heard the announcement ('' one did)."""
         earlier = self.grasped()
-        online = "online estimation off" if self.online is None else self.online.grasped()
+        online = "online estimation off" if self.online is None else self.online.grasped(self.config.com_prior)
         active = self.online is not None and self.online.active
         self.last = (OK, "grasp announced: payload unknown until estimated")
         return Answer(True, "grasp announced: payload being learned by the collision monitor; "
@@ -706,6 +756,6 @@ def stream_gaps(rec: MotionRecording) -> str:
     return f", {missing} samples missing ({100 * missing / (missing + rec.t.size):.1f} %)" if missing else ""
 
 
-__all__ = ["PayloadEstimator", "EstimatorConfig", "NODE_LIMITS", "OK", "WARN", "ERROR", "Note", "Answer",
-           "EstimateOutcome", "ModelChoice", "checked_gravity_model", "format_estimate", "stream_gaps", "LOADED",
-           "UNLOADED", "CALIBRATION", "CAPTURE_WORDS"]
+__all__ = ["PayloadEstimator", "EstimatorConfig", "NODE_LIMITS", "MIN_COM_PRIOR_STD", "OK", "WARN", "ERROR", "Note",
+           "Answer", "EstimateOutcome", "ModelChoice", "checked_gravity_model", "format_estimate", "stream_gaps",
+           "LOADED", "UNLOADED", "CALIBRATION", "CAPTURE_WORDS"]

@@ -7,7 +7,8 @@
   (:meth:`OnlineSession.tick`), never in the sample path;
 - it runs against the node's current unloaded model (the calibrated gravity model when one is loaded, else the
   nominal description with ``model_uncertainty``); a changed model starts it over (:meth:`OnlineSession.use`);
-- after an announced grasp (:meth:`OnlineSession.grasped`) each tick with a new estimate of a positive mass
+- after an announced grasp (:meth:`OnlineSession.grasped`, optionally with the gripper's :class:`.online.ComPrior`,
+  shown in the status as ``online_com_prior``) each tick with a new estimate of a positive mass
   returns it to publish on ``payload/estimate`` once the arm has moved since the grasp (a joint by ``MOVED``);
   at rest after a grasp nothing is published (the collision monitor's own provisional payload learnt at rest is
   kept; a 0 kg estimate would read as a release), and after the move only while the arm keeps moving (a joint
@@ -35,7 +36,7 @@ import numpy as np
 
 from ..model.dynamics import RigidBodyDynamics
 from .estimate import PayloadEstimate
-from .online import IDLE, OnlineConfig, OnlinePayloadEstimator, OnlineStatus
+from .online import IDLE, ComPrior, OnlineConfig, OnlinePayloadEstimator, OnlineStatus
 from .static import UnloadedModel
 
 MOVED = 0.035
@@ -94,6 +95,7 @@ class OnlineSession:
         self._q_tick: np.ndarray | None = None  # rad, the position at the last publish
         self.in_contact = False  # the collision monitor reports a contact: no row is fitted
         self.contacts = 0  # contacts reported
+        self.prior: ComPrior | None = None  # the CoM prior given at the last grasp
 
     # ------------------------------------------------------------------ configuration
     def use(self, dyn: RigidBodyDynamics | None, model: UnloadedModel | None,
@@ -112,8 +114,9 @@ class OnlineSession:
         return True
 
     # ------------------------------------------------------------------ events
-    def grasped(self) -> str:
-        """A payload was grasped: estimate it from the motion that follows; returns a phrase for the answer."""
+    def grasped(self, prior: ComPrior | None = None) -> str:
+        """A payload was grasped: estimate it from the motion that follows, with the gripper's CoM ``prior`` (None:
+        none); returns a phrase for the answer (whether the prior is used)."""
         if not self.enabled:
             return "online estimation off (parameter online_estimation)"
         if self.estimator is None:
@@ -121,14 +124,17 @@ class OnlineSession:
         if self.sampling:
             return "online estimation not started: a sampling run is active (its estimate will be published)"
         with self._lock:
-            self.estimator.grasped()
+            self.estimator.grasped(prior)
+            self.prior = prior
             self.active, self.published, self.ended, self.moved, self._q_grasp = True, 0, "", False, None
             self._q_tick = None
             self._last_est, self._last_state = None, self.estimator.status.state
             anchored = self.estimator.status.anchored
         return ("payload estimated online from the next motion (published on payload/estimate once the arm "
                 "moves; state in ~/status online_state)" + ("" if anchored else
-                                                                "; no unloaded rest before the grasp: not anchored"))
+                                                                "; no unloaded rest before the grasp: not anchored")
+                + (f"; with the gripper's CoM prior {prior_words(prior)} (parameter grasp_com_prior)" if prior else
+                   "; no CoM prior (parameter grasp_com_prior)"))
 
     def released(self) -> None:
         """The payload was released: back to no payload (the anchor is learnt again at rest)."""
@@ -235,7 +241,8 @@ class OnlineSession:
                 "online_reason": "" if st is None else st.reason, "online_active": self.active,
                 "online_published": self.published, "online_ended": self.ended,
                 "online_solve_ms": round(self.last_solve_ms, 2), "online_max_solve_ms": round(self.max_solve_ms, 2),
-                "online_contact": self.in_contact, "online_contacts": self.contacts}
+                "online_contact": self.in_contact, "online_contacts": self.contacts,
+                "online_com_prior": prior_words(self.prior) if self.prior else "none"}
         if est is not None:
             vals.update({"online_restarts": est.restarts, "online_rejected": est.rejected,
                          "online_contact_rows_discarded": est.discarded,
@@ -259,4 +266,9 @@ class OnlineSession:
                 "gravity_covariance": np.asarray(st.gravity_covariance, float).tolist()}
 
 
-__all__ = ["CONTACT_LOOKBACK", "MOVED", "STILL", "OnlineSession", "Tick"]
+def prior_words(prior: ComPrior) -> str:
+    """A CoM prior as an operator reads it: ``[30.0, -20.0, 90.0] mm (σ 20.0 mm, payload frame)``."""
+    return f"{np.round(1e3 * np.asarray(prior.com, float), 1).tolist()} mm (σ {1e3 * prior.std:.1f} mm, payload frame)"
+
+
+__all__ = ["CONTACT_LOOKBACK", "MOVED", "STILL", "OnlineSession", "Tick", "prior_words"]

@@ -8,13 +8,17 @@ also what a bare run uses); the shared rows (static test, limits) equal it (test
 
 from __future__ import annotations
 
-from ..payload.estimator import EstimatorConfig
+from ..node_limits import MAX_COM_RADIUS
+from ..payload.estimator import MIN_COM_PRIOR_STD, EstimatorConfig
 from ..payload.gravity import PayloadLimits
 from ..payload.static import STATIC_METHODS, StaticFitConfig
 from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, SETTLE_PARAMS, STREAM_PARAMS, settle_config
 from .parameters import Param, ParameterTable
 
 _D = EstimatorConfig()  # the defaults
+
+NO_COM_PRIOR = [0.0]
+"""``grasp_com_prior``'s value for no prior (a ROS list parameter cannot be empty: [] is not a list of numbers)."""
 
 PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + ParameterTable([
     Param("method", _D.fit.method,
@@ -69,6 +73,17 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           "motion) and publish it on payload/estimate at 10 Hz once the arm moves, its gravity uncertainty on "
           "~/online_estimate (status keys online_*); nothing is published at rest, while payload_sampler runs or "
           "after ~/released", applies="next grasp"),
+    Param("grasp_com_prior", list(_D.grasp_com_prior) or NO_COM_PRIOR,
+          "m, [x, y, z] in the payload frame (the frame of the estimate's CoM): what the gripper knows of the grasped "
+          "part's CoM (e.g. the grasp point plus half the part's height along the flange axis), given to the online "
+          "estimate at ~/grasped: it bounds the CoM component the motion has not separated yet (along the vertical "
+          f"until the part is tilted); [0.0]: no prior. Within max_com_radius ({MAX_COM_RADIUS:g} m by default)",
+          low=-10.0, high=10.0, min_items=1, applies="next grasp"),
+    Param("grasp_com_prior_std", _D.grasp_com_prior_std,
+          "m, 1-σ of grasp_com_prior (each axis): how far the true CoM may be from it. Refused below "
+          f"{MIN_COM_PRIOR_STD:g} m (a tighter prior would claim a CoM the gripper cannot know); too small a value "
+          "makes the estimate and its σ wrong until the motion separates the CoM",
+          low=0.0, low_open=True, high=1.0, applies="next grasp"),
 ])
 
 
@@ -84,7 +99,15 @@ def estimator_config(values: dict) -> EstimatorConfig:
                            anchor_window=float(v["anchor_window"]), fit=fit,
                            torque_gain=tuple(float(g) for g in v["torque_gain"]),
                            max_recording=float(v["max_recording"]), gravity_model=str(v["gravity_model"]),
-                           calibration_file=str(v["calibration_file"]))
+                           calibration_file=str(v["calibration_file"]),
+                           grasp_com_prior=com_prior_values(v["grasp_com_prior"]),
+                           grasp_com_prior_std=float(v["grasp_com_prior_std"]))
 
 
-__all__ = ["PARAMS", "estimator_config"]
+def com_prior_values(value) -> tuple[float, ...]:
+    """``grasp_com_prior`` for the core: () for :data:`NO_COM_PRIOR`, else its values (m; the core checks them)."""
+    values = [float(x) for x in value]
+    return () if values == NO_COM_PRIOR else tuple(values)
+
+
+__all__ = ["NO_COM_PRIOR", "PARAMS", "com_prior_values", "estimator_config"]

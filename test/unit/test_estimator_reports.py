@@ -1,13 +1,16 @@
 """What the payload estimator node reports, decided by its core (:class:`payload.estimator.PayloadEstimator`)
 without DDS: refusals of requests without a model or live joint_states, the status line and level after each
 outcome (fit rejected, estimate accepted, export failed, reset, stream lost), parameter changes and their log
-lines, and the online estimate from an announced grasp to a payload loss or the release (issue 32).
+lines, and the online estimate from an announced grasp to a payload loss or the release (issue 32), with the
+gripper's CoM prior (parameters grasp_com_prior, grasp_com_prior_std) and its refusals.
 
 References: the payload MuJoCo simulates (the online estimate's mass), real files written by
 :func:`files.exports.write_exports`, the node's parameter table for the configuration.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -193,3 +196,82 @@ def test_the_monitors_collision_flag_keeps_a_contact_out_of_the_online_estimate(
     for k in range(1000, 1300):
         core.add_sample(k / 1000, q, np.zeros(7), iiwa.gravity(q))
     assert core.online.estimator.solve().rows > rows - 30  # fitted again once the filters settled
+
+
+def _grasp_and_turn_the_flange(core, dyn, body) -> dict:
+    """Unloaded rest with the flange pointing down, ``body`` grasped (announced), then joint 7 turned 60 deg over 2 s:
+    a move that never tilts the payload (the vertical CoM component stays unseparated but for the move's inertial
+    torques). Returns the grasp's answer and the online estimator's status at the end."""
+    q0 = np.radians([0, 30, 0, -90, 0, 60, 0])  # flange z along the world's -z
+    arm = SimulatedArm(dyn.desc, SimConfig(seed=3, model_error=0.03, sensor=SensorConfig(noise_std=0.1, offset=0.3)))
+    arm.reset(q0)
+    out = {}
+    for k in range(3000):
+        if k == 600:
+            arm.attach_payload(body)
+            out["answer"] = core.announce_grasp("")
+        if k == 800:
+            arm.set_trajectory([(2.0, q0 + np.radians([0, 0, 0, 0, 0, 0, 60]), None)])
+        arm.step(1)
+        s = arm.state()
+        core.add_sample(s.t, s.q, s.dq, s.tau)
+        if k % 100 == 0:
+            core.online_tick()
+    out["status"] = core.online.estimator.solve()
+    return out
+
+
+def test_a_com_prior_from_the_gripper_is_given_to_the_online_estimate_at_the_next_grasp(iiwa):
+    """Parameters grasp_com_prior / grasp_com_prior_std (15 mm off MuJoCo's CoM on x and z, σ 20 mm) set at run time:
+    the next grasp's online estimate uses it (answer and status say so). On a move that does not tilt the payload
+    the vertical CoM σ is the prior's (≤ 20 mm) instead of ~70 mm, and every component stays within 3σ of the
+    truth; without the prior the answer and status say none."""
+    box = BodyInertia(2.5, np.array([0.03, -0.02, 0.09]), np.diag([0.012, 0.009, 0.006]))
+    keys = ("mass", "cx", "cy", "cz")
+    core = PayloadEstimator(config(model_uncertainty=0.03), look_for_calibration=False, online=OnlineSession())
+    core.take_robot(iiwa, iiwa.desc.joint_names)
+    without = _grasp_and_turn_the_flange(core, iiwa, box)
+    assert without["answer"].message.split("; or call")[0].endswith("; no CoM prior (parameter grasp_com_prior)")
+    assert core.status("", False, "iiwa14")[2]["online_com_prior"] == "none"
+    prior = (box.com + np.array([0.015, -0.01, 0.015])).tolist()
+    new = config(model_uncertainty=0.03, grasp_com_prior=prior, grasp_com_prior_std=0.02)
+    assert core.check(new) is None and core.reconfigure(new, {"grasp_com_prior", "grasp_com_prior_std"}) == []
+    core.announce_release("")
+    with_prior = _grasp_and_turn_the_flange(core, iiwa, box)
+    used = "[45.0, -30.0, 105.0] mm (σ 20.0 mm, payload frame)"
+    assert f"; with the gripper's CoM prior {used} (parameter grasp_com_prior)" in with_prior["answer"].message
+    assert core.status("", False, "iiwa14")[2]["online_com_prior"] == used
+    std = {name: np.array([r["status"].estimate.std[k] for k in keys]) for name, r in
+           (("without", without), ("with", with_prior))}
+    e = with_prior["status"].estimate
+    err = np.array([e.mass - box.mass, *(e.com - box.com)])
+    assert std["without"][3] > 0.05 and std["with"][3] <= 0.021, std  # z: vertical in the payload frame here
+    assert np.all(np.abs(err) <= 3 * std["with"]), (err, std["with"])
+
+
+def test_a_com_prior_the_gripper_cannot_know_is_refused():
+    """NaN, a std below 5 mm, not 3 values, beyond max_com_radius: refused by the core's check (before a robot model
+    too) and at start-up, each with what to give instead; [0.0] (the default) is no prior; ComPrior is public."""
+    from payload_estimation.payload import ComPrior
+    from payload_estimation.payload.online import ComPrior as online_prior
+    from payload_estimation.payload.result import PayloadDataError
+
+    assert ComPrior is online_prior
+    core = PayloadEstimator(config(), look_for_calibration=False, online=OnlineSession())
+    assert DEFAULTS["grasp_com_prior"] == [0.0] and config().com_prior is None and core.check(config()) is None
+    assert config(grasp_com_prior=[0.01, 0, 0.1]).com_prior == ComPrior((0.01, 0.0, 0.1), 0.02)
+    bad = {"grasp_com_prior": ([float("nan"), 0.0, 0.1], "grasp_com_prior [nan, 0, 0.1] is not a finite CoM: give 3 "
+                                                         "finite numbers [x, y, z] (m, payload frame)"),
+           "grasp_com_prior_std": (0.002, "grasp_com_prior_std 0.002 m is below 0.005 m: a tighter CoM prior would "
+                                          "claim a CoM the gripper cannot know"),
+           "two values": ([0.01, 0.1], "grasp_com_prior [0.01, 0.1] has 2 value(s): give the CoM as 3 values [x, y, "
+                                       "z] (m, payload frame), or [0.0] for no prior"),
+           "too far": ([0.0, 0.3, 0.45], "grasp_com_prior [0, 0.3, 0.45] is 541 mm from the payload frame origin, "
+                                         "beyond max_com_radius (0.5 m)")}
+    for name, (value, message) in bad.items():
+        changed = config(**{"grasp_com_prior_std" if name == "grasp_com_prior_std" else "grasp_com_prior": value})
+        assert core.check(changed).startswith(message), name
+        with pytest.raises(PayloadDataError, match=re.escape(message.split(":")[0])):
+            PayloadEstimator(changed)
+    assert PARAMS.by_name["grasp_com_prior"].check([float("nan"), 0.0, 0.1])  # the node refuses it before the core
+    assert core.check(config(grasp_com_prior=[0.0, 0.3, 0.45], max_com_radius=0.6)) is None
