@@ -25,43 +25,22 @@ from data_paths import on_ci  # noqa: E402
 def pytest_configure(config):
     config.addinivalue_line("markers", "needs_data(*paths): external data the test reads (../shared/datasets, never "
                             "copied into the repository): skipped when absent, an error under CI")
-    config.addinivalue_line("markers", "xdist_group(name): tests one pytest-xdist worker runs in order (set below)")
 
 
 def _missing_data(item) -> list[str]:
     return [str(p) for mark in item.iter_markers("needs_data") for p in mark.args if not Path(p).exists()]
 
 
-def _in_integration(item) -> bool:
-    return "integration" in Path(str(item.path)).parts
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """One rule for external data: absent, the test skips with a one-line reason (under CI: it fails, below).
-
-    Groups for ``-n N --dist loadgroup`` (./run test): every integration test in one group, run in order on
-    one worker (DDS timing, node processes), while the other workers take the unit tests module by module.
-    """
+    """One rule for external data: absent, the test skips with a one-line reason (under CI: it fails, below)."""
     for item in items:
-        item.add_marker(pytest.mark.xdist_group("integration" if _in_integration(item) else Path(str(item.path)).stem))
         if (missing := _missing_data(item)) and not on_ci():
             item.add_marker(pytest.mark.skip(reason=f"{', '.join(missing)} not present (external data, "
                                              "../shared/datasets)"))
 
 
-_niced: list[bool] = []
-
-
 def pytest_runtest_setup(item):
-    """Under CI, absent external data fails the test that needs it: it must not silently stop running.
-
-    Under pytest-xdist, a worker running unit tests lowers its own priority once: the integration tests on
-    the other worker (node processes, real-time simulation, DDS deadlines) get the CPU when they need it.
-    """
-    if os.environ.get("PYTEST_XDIST_WORKER") and not _in_integration(item) and not _niced:
-        os.nice(10)
-        _niced.append(True)
+    """Under CI, absent external data fails the test that needs it: it must not silently stop running."""
     if (missing := _missing_data(item)) and on_ci():
         pytest.fail(f"CI is set but {', '.join(missing)} is absent: check out shared/ (datasets) beside the "
                     "repository", pytrace=False)
