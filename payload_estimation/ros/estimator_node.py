@@ -41,6 +41,7 @@ from .node_support import (
     RobotModelSource,
     StatusReporter,
     joint_names_for,
+    log_notes,
     steady_timer,
 )
 from .parameters import ParameterError
@@ -105,19 +106,10 @@ class PayloadEstimatorNode(Node):
     def _check_params(self, values: dict) -> str | None:
         return None if self.core is None else self.core.check(estimator_config(values))
 
-    def _log(self, notes) -> None:
-        for level, text in notes:  # one call site per severity: rclpy refuses a call site that changes it
-            if level == "error":
-                self.get_logger().error(text)
-            elif level == "warning":
-                self.get_logger().warning(text)
-            else:
-                self.get_logger().info(text)
-
     def _on_model(self, desc) -> None:
         names = joint_names_for(desc, self.values["joint_names"])
         try:
-            self._log(self.core.take_robot(RigidBodyDynamics(desc), names))
+            log_notes(self.get_logger(), self.core.take_robot(RigidBodyDynamics(desc), names))
         except PayloadEstimationError as e:  # the torque gains do not fit this robot
             raise ParameterError(f"torque_gain: {e}") from e
         with self._input_lock:
@@ -130,7 +122,8 @@ class PayloadEstimatorNode(Node):
         self.values.update(PARAMS.values(self, names))
         if self.input is not None and names & set(STREAM_PARAMS.by_name):
             self.input.configure(self.values)
-        self._log(self.core.reconfigure(estimator_config(self.values), names, bool(self.values["online_estimation"])))
+        online = bool(self.values["online_estimation"])
+        log_notes(self.get_logger(), self.core.reconfigure(estimator_config(self.values), names, online))
         if self.dyn is not None and "gravity_model" in names:
             self.status.publish()
         self.get_logger().info(f"parameters changed: {sorted(names)}")
@@ -232,7 +225,7 @@ class PayloadEstimatorNode(Node):
 
     def _srv_grasped(self, request, response):
         """An object was grasped: its payload is unknown until estimated; the monitor learns it provisionally."""
-        self._log(self.core.use_online_model())
+        log_notes(self.get_logger(), self.core.use_online_model())
         a = self.core.announce_grasp(self._announce("grasped"))
         self.get_logger().info(a.message)
         self.status.publish()
@@ -260,7 +253,7 @@ class PayloadEstimatorNode(Node):
         """10 Hz: solve the online estimate; publish it (and its gravity uncertainty for the monitor) when new."""
         if self.dyn is None:
             return
-        self._log(self.core.use_online_model())
+        log_notes(self.get_logger(), self.core.use_online_model())
         tick = self.core.online_tick()
         if tick is None:
             return

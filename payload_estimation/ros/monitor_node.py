@@ -52,6 +52,7 @@ from .node_support import (
     RobotModelSource,
     StatusReporter,
     joint_names_for,
+    log_notes,
     steady_timer,
 )
 from .qos import COMMAND_QOS, EVENT_QOS, LATCHED_QOS, SENSOR_QOS
@@ -145,12 +146,7 @@ class CollisionMonitorNode(Node):
                                + (f" ({sorted(pending)} wait for a safe point)" if pending else ""))
 
     def _log(self, notes) -> None:
-        for level, text in notes:  # one call site per severity: rclpy refuses a call site that changes it
-            if level == "warning":
-                self.get_logger().warning(text)
-            else:
-                self.get_logger().info(text)
-        if notes:
+        if log_notes(self.get_logger(), notes):
             self.status.publish()
 
     # ------------------------------------------------------------------ 1 kHz path

@@ -66,6 +66,19 @@ STREAM_PARAMS = ParameterTable([
 """Parameters of the joint_states input, shared by every node."""
 
 
+def log_notes(logger, notes) -> bool:
+    """Log a core's ``(level, text)`` notes ("error", "warning", else info); True if there were any. One call
+    site per severity: rclpy refuses a call site whose severity changes."""
+    for level, text in notes:
+        if level == "error":
+            logger.error(text)
+        elif level == "warning":
+            logger.warning(text)
+        else:
+            logger.info(text)
+    return bool(notes)
+
+
 def steady_timer(node, period: float, callback: Callable[[], None]):
     """A timer on the steady (wall) clock: it fires while sim time stands still."""
     return node.create_timer(period, callback, clock=Clock(clock_type=ClockType.STEADY_TIME))
