@@ -631,12 +631,22 @@ class MonitorSupervisor:
         self._active = (now, t, qs)
         return t, qs
 
+    def _reach(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per-joint (lower, upper) rad of the measured ``q`` and the active trajectory's points, or None (none
+        known). A stop point is extrapolated from the sample's velocity; the arm was decelerating towards the
+        trajectory's points, so a stop beyond them (a sampling pose's move, a busy machine's 0.2 s lead) would
+        leave the region the trajectory keeps to (the sampler's envelope): it is clipped to this box."""
+        if self._active is None:
+            return None
+        pts = np.vstack([np.asarray(q, float)[None, :], self._active[2]])
+        return pts.min(axis=0), pts.max(axis=0)
 
     def react(self, action: Action, now: float, q: np.ndarray, dq: np.ndarray | None,
               lead: float) -> tuple[Command | None, Note | None]:
         """The trajectory to command at ``now`` for the reaction's ``action`` (None: none) and the line to log;
         (q rad, dq rad/s) is the sample ``lead`` s old. HOLD_POSITION: :meth:`stop`, then the stop point ramping the
-        velocities down (``stop_deceleration``, at least ``hold_time`` s, the lead taken up to :data:`MAX_LEAD`);
+        velocities down (``stop_deceleration``, at least ``hold_time`` s, the lead taken up to :data:`MAX_LEAD`), never
+        beyond the active trajectory's points (:meth:`_reach`);
         RESUME: :meth:`resume` with a first segment of at least ``move_duration`` at ``resume_velocity_scale``."""
         cfg, plan = self.cfg, self.planner
         if action not in (Action.HOLD_POSITION, Action.RESUME):
@@ -645,8 +655,11 @@ class MonitorSupervisor:
             raise PayloadEstimationError(f"the reaction asks for {action.value} but the monitor has no planner to "
                                          "command it: build MonitorSupervisor with planner=...")
         if action is Action.HOLD_POSITION:
+            reach = self._reach(q)
             kept = self.stop(now)
             q_stop, t_stop = plan.stop_point(q, dq, cfg.stop_deceleration, cfg.hold_time, min(lead, MAX_LEAD))
+            if reach is not None:
+                q_stop = np.clip(q_stop, *reach)
             return Command(np.array([t_stop]), np.asarray(q_stop)[None, :], np.zeros((1, len(q)))), (
                 "warning", "stopping: holding the current position" + (" (trajectory remainder kept for resume)"
                                                                         if kept else ""))

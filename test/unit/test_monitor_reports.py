@@ -137,7 +137,7 @@ def test_the_stop_holds_at_the_stop_point_and_the_resume_continues_the_remainder
     plan_t = np.array([0.5, 1.0, 2.0])
     plan_q = Q0 + np.radians([[2.0] * 7, [4.0] * 7, [6.0] * 7])
     sup.commanded(10.0, plan_t, plan_q)
-    q, dq = Q0 + np.radians(1.5), np.full(7, 0.3)
+    q, dq = Q0 + np.radians(1.5), np.full(7, 0.1)
     hold, note = sup.react(Action.HOLD_POSITION, 10.6, q, dq, lead=0.5)  # a 0.5 s old sample: 0.2 s taken
     q_stop, t_stop = stop_point(desc, q, dq, cfg.stop_deceleration, cfg.hold_time, 0.2)
     np.testing.assert_allclose(hold.q, q_stop[None, :])
@@ -155,6 +155,29 @@ def test_the_stop_holds_at_the_stop_point_and_the_resume_continues_the_remainder
     bare = MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, cfg)
     with pytest.raises(PayloadEstimationError, match="no planner"):
         bare.react(Action.HOLD_POSITION, 0.0, q, dq, 0.0)
+
+
+def test_a_stop_never_goes_beyond_the_points_of_the_move_it_interrupts(desc):
+    """Chaos seed 1 under CI: a sampling pose move (14 deg in 0.4 s, 1.1 rad/s at its middle) stopped from a 0.2 s
+    old sample was extrapolated 26 deg, 19 deg outside the sampler's envelope; the stop point is clipped to the
+    box of the measured position and the trajectory's points, which a sampling move keeps inside the envelope."""
+    cfg = SupervisorConfig()
+    sup = MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, cfg, frame=desc.payload_frame_name,
+                            planner=planner(desc))
+    step = np.radians([0.0, 14.0, 14.0, -14.0, 0.0, 14.0, 0.0])
+    sup.set_sampling(True)
+    sup.commanded(10.0, np.array([0.4]), (Q0 + step)[None, :])
+    q, dq = Q0 + step / 2, step / 0.4 * 1.875  # the quintic's peak velocity, half way
+    free, _ = stop_point(desc, q, dq, cfg.stop_deceleration, cfg.hold_time, 0.2)
+    assert np.degrees(np.max(np.abs(free - Q0 - step))) > 10.0  # what the unclipped stop commanded
+    hold, note = sup.react(Action.HOLD_POSITION, 10.2, q, dq, lead=0.2)
+    lo, hi = np.minimum(q, Q0 + step), np.maximum(q, Q0 + step)
+    assert np.all(hold.q[0] >= lo - 1e-12) and np.all(hold.q[0] <= hi + 1e-12)
+    np.testing.assert_allclose(hold.q[0][[1, 2, 3, 5]], (Q0 + step)[[1, 2, 3, 5]])  # moving joints: at the pose
+    np.testing.assert_allclose(hold.q[0][[0, 4, 6]], q[[0, 4, 6]])
+    assert note == ("warning", "stopping: holding the current position")  # sampling: no remainder kept
+    unknown = MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, cfg, planner=planner(desc))
+    np.testing.assert_allclose(unknown.react(Action.HOLD_POSITION, 0.0, q, dq, 0.2)[0].q[0], free)  # no move known
 
 
 def test_inputs_are_taken_or_refused_and_counted_also_before_a_robot_model(desc):
