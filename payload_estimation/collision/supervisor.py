@@ -16,10 +16,11 @@ between them, so the ROS node (``ros/monitor_node.py``) only translates messages
   thresholds are ``sampling_threshold_factor`` x the configured ones plus 3 σ of the torque of the payload
   not yet known (:meth:`.payload_change.PayloadWatch.update`); a published estimate replaces it.
 - **Stop and resume** (:meth:`~MonitorSupervisor.stop`, :meth:`~MonitorSupervisor.resume`): on a stop the
-  remainder of the last commanded trajectory is kept (not while sampling: the sampler commands its own next
-  move) and resumed after the release; a newer command (:meth:`~MonitorSupervisor.commanded`) supersedes
-  it: resuming the old remainder would drive the arm to a stale target. :meth:`~MonitorSupervisor.react` turns
-  the reaction's action into the trajectory to command (the stop point, the resumed remainder) with the
+  remainder of the last commanded trajectory is kept (not while sampling, and never the sampler's own
+  trajectory: it aborts and commands its own next move) and resumed after the release, with its velocities;
+  a newer command (:meth:`~MonitorSupervisor.commanded`) supersedes it: resuming the old remainder would drive
+  the arm to a stale target. :meth:`~MonitorSupervisor.react` turns the reaction's action into the trajectory
+  to command (the stop point, never beyond the interrupted trajectory's points; the resumed remainder) with the
   caller's :class:`Planner` (the sampling layer's motion rules: collision/ does not import sampling/).
 - **An estimate's σ** (:meth:`~MonitorSupervisor.uncertainty`): an estimate published with the covariance of
   its gravity parameters (the online estimate, issue 32) widens the thresholds by k_sigma x the torque σ of
@@ -51,7 +52,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -131,11 +132,11 @@ class SupervisorConfig:
 @dataclass(frozen=True)
 class Planner:
     """The motion rules a stop and a resume use, bound to the robot's limits: ``stop_point(q, dq, deceleration,
-    min_time, lead) -> (q_stop rad, t s)`` and ``move_duration(q_from, q_to, velocity_scale, min_duration) -> s``
-    (sampling.poses.stop_point and move_duration)."""
+    min_time, lead) -> (q_stop rad, t s)`` and ``move_duration(q_from, q_to, v_to, velocity_scale, min_duration)
+    -> s``, the move from rest at q_from into q_to with velocity v_to (rad/s; None: to rest) (sampling.poses)."""
 
     stop_point: Callable[[np.ndarray, np.ndarray, float, float, float], tuple[np.ndarray, float]]
-    move_duration: Callable[[np.ndarray, np.ndarray, float, float], float]
+    move_duration: Callable[[np.ndarray, np.ndarray, np.ndarray | None, float, float], float]
 
 
 @dataclass(frozen=True)
@@ -273,8 +274,8 @@ class MonitorSupervisor:
         self._pending_monitor: MonitorConfig | None = None
         self._pending_reaction = False
         self._logged_mass: float | None = None  # provisional mass last logged (a refit every rest block is not news)
-        self._active: tuple[float, np.ndarray, np.ndarray] | None = None  # (start s, t (m,), q (m, n))
-        self._remainder: tuple[np.ndarray, np.ndarray] | None = None
+        self._active: tuple[float, Command, bool] | None = None  # (start s, the trajectory, resumable)
+        self._remainder: Command | None = None
         self.contact: ContactEstimate | None = None  # the contact estimate of the current (or last) event
         self.collision = False  # the reported collision flag (~/collision)
         self._deferred: CollisionEvent | None = None  # a detection waiting for the loss check's verdict
@@ -599,37 +600,43 @@ class MonitorSupervisor:
         self.loss.carried(body, cov, dynamic=not gravity_only)
 
     # ------------------------------------------------------------------ stop and resume
-    def commanded(self, now: float, t: np.ndarray, q: np.ndarray) -> bool:
-        """A trajectory (times s from ``now``, points (m, n) rad) was commanded by someone else: the one to resume
-        after a stop. Returns whether it supersedes an interrupted trajectory, which then is not resumed."""
+    def commanded(self, now: float, t: np.ndarray, q: np.ndarray, velocities: np.ndarray | None = None,
+                  resumable: bool = True) -> bool:
+        """A trajectory (times s from ``now``, points (m, n) rad, their velocities (m, n) rad/s or None) was
+        commanded by someone else: the one to resume after a stop, unless not ``resumable`` (the sampler's: it
+        aborts on a collision and commands its own next move). Returns whether it supersedes an interrupted
+        trajectory, which then is not resumed."""
         superseded = self._remainder is not None
         self._remainder = None
-        self._active = (now, np.asarray(t, float), np.asarray(q, float))
+        v = None if velocities is None else np.asarray(velocities, float)
+        self._active = (now, Command(np.asarray(t, float), np.asarray(q, float), v), resumable)
         return superseded
 
     def stop(self, now: float) -> bool:
         """The arm stops at ``now``: keep what remains of the active trajectory (not while sampling); returns
         whether a remainder is kept for the resume."""
         self._remainder = None
-        if self._active is not None and not self.sampling:
-            start, t, qs = self._active
-            keep = t > now - start
+        if self._active is not None and self._active[2] and not self.sampling:
+            start, c, _ = self._active
+            keep = c.t > now - start
             if keep.any():
-                self._remainder = (t[keep] - (now - start), qs[keep])
+                self._remainder = Command(c.t[keep] - (now - start), c.q[keep],
+                                          None if c.velocities is None else c.velocities[keep])
         self._active = None
         return self._remainder is not None
 
-    def resume(self, now: float, first_segment: Callable[[np.ndarray], float]) -> tuple[np.ndarray, np.ndarray] | None:
-        """The trajectory to command at ``now`` (times s, points rad), or None when nothing is left to resume (none
-        was interrupted, or a newer command superseded it). ``first_segment(q_target)``: the shortest duration (s)
-        of the move from the stopped arm to the remainder's first point; the remainder is shifted to start so."""
+    def resume(self, now: float, first_segment: Callable[[np.ndarray, np.ndarray | None], float]) -> Command | None:
+        """The trajectory to command at ``now`` (the remainder with its velocities), or None when nothing is left to
+        resume (none was interrupted, or a newer command superseded it). ``first_segment(q_target, v_target)``: the
+        shortest duration (s) of the move from the stopped arm to the remainder's first point, arriving there with
+        its velocity (rad/s; None: at rest); the remainder is shifted to start so."""
         if self._remainder is None:
             return None
-        t, qs = self._remainder
-        self._remainder = None
-        t = t - t[0] + max(float(t[0]), float(first_segment(qs[0])))
-        self._active = (now, t, qs)
-        return t, qs
+        c, self._remainder = self._remainder, None
+        v0 = None if c.velocities is None else c.velocities[0]
+        c = replace(c, t=c.t - c.t[0] + max(float(c.t[0]), float(first_segment(c.q[0], v0))))
+        self._active = (now, c, True)
+        return c
 
     def _reach(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """Per-joint (lower, upper) rad of the measured ``q`` and the active trajectory's points, or None (none
@@ -638,7 +645,7 @@ class MonitorSupervisor:
         leave the region the trajectory keeps to (the sampler's envelope): it is clipped to this box."""
         if self._active is None:
             return None
-        pts = np.vstack([np.asarray(q, float)[None, :], self._active[2]])
+        pts = np.vstack([np.asarray(q, float)[None, :], self._active[1].q])
         return pts.min(axis=0), pts.max(axis=0)
 
     def react(self, action: Action, now: float, q: np.ndarray, dq: np.ndarray | None,
@@ -663,12 +670,12 @@ class MonitorSupervisor:
             return Command(np.array([t_stop]), np.asarray(q_stop)[None, :], np.zeros((1, len(q)))), (
                 "warning", "stopping: holding the current position" + (" (trajectory remainder kept for resume)"
                                                                         if kept else ""))
-        resumed = self.resume(now, lambda q0: plan.move_duration(q, q0, cfg.resume_velocity_scale,
-                                                                  cfg.resume_min_duration))
+        resumed = self.resume(now, lambda q0, v0: plan.move_duration(q, q0, v0, cfg.resume_velocity_scale,
+                                                                      cfg.resume_min_duration))
         if resumed is None:
             return None, ("info", "resuming: no interrupted trajectory to continue (released)")
-        t, qs = resumed
-        return Command(t, qs), ("info", f"resuming the interrupted trajectory: {len(t)} point(s), {t[-1]:.2f} s")
+        return resumed, ("info", f"resuming the interrupted trajectory: {len(resumed.t)} point(s), "
+                                 f"{resumed.t[-1]:.2f} s")
 
 
 def status_values(sup: MonitorSupervisor | None, policy: str) -> dict:

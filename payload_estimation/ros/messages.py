@@ -217,6 +217,25 @@ def trajectory_from_msg(msg: JointTrajectory, joint_names: Sequence[str]) -> tup
     return t, q
 
 
+def trajectory_velocities(msg: JointTrajectory, joint_names: Sequence[str]) -> np.ndarray | None:
+    """The velocities (m, n) rad/s of a JointTrajectory that :func:`trajectory_from_msg` accepted, in
+    ``joint_names`` order, or None unless every point carries one per joint (a controller then interpolates
+    without them, e.g. only the last point's 0)."""
+    m = len(msg.joint_names)
+    if not msg.points or any(len(pt.velocities) != m for pt in msg.points):
+        return None
+    pos = {name: i for i, name in enumerate(msg.joint_names)}
+    v = np.array([pt.velocities for pt in msg.points], dtype=float)[:, [pos[j] for j in joint_names]]
+    if not np.all(np.isfinite(v)):
+        raise MessageError("joint_trajectory contains non-finite velocities")
+    return v
+
+
+SAMPLER_MARK = "payload_sampler/motion"
+"""``header.frame_id`` of the sampler's joint_trajectory: the collision monitor never resumes it (the sampler aborts
+on a collision and commands its own next move). A controller ignores the field."""
+
+
 def estimate_to_msg(est: PayloadEstimate, stamp: Time | None = None, frame_id: str | None = None) -> InertiaStamped:
     """PayloadEstimate -> InertiaStamped (inertia about the CoM; zeros if not estimated)."""
     msg = InertiaStamped()

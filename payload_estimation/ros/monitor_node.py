@@ -36,12 +36,14 @@ from ..stream import StampVerdict
 from .contact_messages import contact_line, contact_messages
 from .dedicated_subscription import create_dedicated_subscription
 from .messages import (
+    SAMPLER_MARK,
     clock_seconds,
     estimate_from_msg,
     joint_state_msg,
     sec_to_time,
     trajectory_from_msg,
     trajectory_msg,
+    trajectory_velocities,
 )
 from .monitor_params import PARAMS, monitor_configs, per_joint_check
 from .monitor_setup import PendingParameters, monitor_supervisor
@@ -224,10 +226,11 @@ class CollisionMonitorNode(Node):
             return
         try:
             t, q = trajectory_from_msg(msg, self.joint_names)
+            v = trajectory_velocities(msg, self.joint_names)
         except PayloadEstimationError as e:
             self.get_logger().error(f"ignoring joint_trajectory for resume: {e}", throttle_duration_sec=THROTTLE_S)
             return
-        if self.sup.commanded(clock_seconds(self), t, q):
+        if self.sup.commanded(clock_seconds(self), t, q, v, resumable=msg.header.frame_id != SAMPLER_MARK):
             self.get_logger().info("a new joint_trajectory supersedes the interrupted one: it will not be resumed")
 
     @_locked

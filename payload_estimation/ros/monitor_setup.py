@@ -18,15 +18,20 @@ from ..errors import PayloadEstimationError
 from ..identification.dynamic_model import load_dynamic_model
 from ..model import RobotDescription
 from ..payload.limits import check_payload
-from ..sampling.poses import move_duration, stop_point
+from ..sampling.poses import executed_duration, move_duration, stop_point
 from .monitor_params import MONITOR_KEYS, REACTION_KEYS, monitor_configs, per_joint_check
 from .parameters import ParameterError
 
 
 def planner(desc: RobotDescription) -> Planner:
-    """The stop point and the resume's first segment of ``desc``'s arm (sampling.poses, its limits)."""
-    return Planner(partial(stop_point, desc),
-                   lambda q_from, q_to, scale, least: move_duration(q_from, q_to, desc.limits.velocity, scale, least))
+    """The stop point and the resume's first segment of ``desc``'s arm (sampling.poses, its limits): the first
+    segment at most ``scale`` of the velocity limits from rest to rest, stretched until the path the controller
+    follows into the remainder's first point (with its velocity) stays within the limits."""
+    def first_segment(q_from, q_to, v_to, scale: float, least: float) -> float:
+        rest_to_rest = move_duration(q_from, q_to, desc.limits.velocity, scale, least)
+        return executed_duration(desc, q_from, None, q_to, rest_to_rest, target_velocity=v_to)
+
+    return Planner(partial(stop_point, desc), first_segment)
 
 
 def monitor_supervisor(desc: RobotDescription, values: dict, sampling: bool = False) -> tuple[MonitorSupervisor, str]:

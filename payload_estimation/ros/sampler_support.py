@@ -14,15 +14,18 @@ from trajectory_msgs.msg import JointTrajectory
 from ..errors import PayloadEstimationError
 from ..sampling.sampler import ERROR, OK, commanded_points, outcome_level
 from ..sampling.sampling_run import Finished
-from .messages import trajectory_msg
+from .messages import SAMPLER_MARK, trajectory_msg
 
 
 def motion_msg(joint_names, act) -> JointTrajectory:
     """The ``joint_trajectory`` of a Move, Hold or Excite action (:func:`sampling.sampler.commanded_points`):
-    positions in ``joint_names`` order; without velocities (a move, a hold) the last point's is zero."""
+    positions in ``joint_names`` order; without velocities (a move, a hold) the last point's is zero; marked
+    :data:`.messages.SAMPLER_MARK`."""
     pts = commanded_points(act)
     vel = None if pts[-1][2] is None else np.array([p[2] for p in pts])
-    return trajectory_msg(joint_names, np.array([p[1] for p in pts]), [p[0] for p in pts], velocities=vel)
+    msg = trajectory_msg(joint_names, np.array([p[1] for p in pts]), [p[0] for p in pts], velocities=vel)
+    msg.header.frame_id = SAMPLER_MARK
+    return msg
 
 
 def answer(response, call) -> bool:

@@ -260,14 +260,14 @@ def check_executed(desc: RobotDescription, q_from: np.ndarray, dq_from: np.ndarr
 
 def executed_duration(desc: RobotDescription, q_from: np.ndarray, dq_from: np.ndarray | None, target: np.ndarray,
                       duration: float, margin: float = VELOCITY_MARGIN, stretch: float = 1.02,
-                      max_duration: float = 30.0) -> float:
+                      max_duration: float = 30.0, target_velocity: np.ndarray | None = None) -> float:
     """The shortest of ``duration`` x ``stretch``^k (s) for which the executor's move from (``q_from``,
-    ``dq_from``) to rest at ``target`` stays within the position limits and (1 - ``margin``) of the
-    velocity limits (:func:`check_executed`); raises :class:`MotionLimitError` when none up to
-    ``max_duration`` does (a start velocity beyond the limits themselves)."""
+    ``dq_from``) to ``target``, at rest there or with ``target_velocity`` (rad/s), stays within the position
+    limits and (1 - ``margin``) of the velocity limits (:func:`check_executed`); raises
+    :class:`MotionLimitError` when none up to ``max_duration`` does (a velocity beyond the limits themselves)."""
     while True:
         try:
-            check_executed(desc, q_from, dq_from, [(duration, target, None)], "move", margin)
+            check_executed(desc, q_from, dq_from, [(duration, target, target_velocity)], "move", margin)
             return float(duration)
         except MotionLimitError:
             if duration * stretch > max_duration:

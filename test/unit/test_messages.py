@@ -18,6 +18,7 @@ from payload_estimation.ros.messages import (
     time_to_sec,
     trajectory_from_msg,
     trajectory_msg,
+    trajectory_velocities,
 )
 
 NAMES = ["A1", "A2", "E1", "A3", "A4", "A5", "A6"]
@@ -85,6 +86,17 @@ def test_trajectory_roundtrip_and_validation():
         trajectory_msg(NAMES, np.full((1, 7), np.nan), [1.0])
     with pytest.raises(MessageError, match="missing joint"):
         trajectory_from_msg(msg, NAMES + ["X"])
+
+
+def test_trajectory_velocities_are_read_by_name_or_none_unless_every_point_has_them():
+    rng = np.random.default_rng(1)
+    p, v = rng.uniform(-1, 1, (3, 7)), rng.uniform(-1, 1, (3, 7))
+    msg = trajectory_msg(NAMES, p, [0.5, 1.0, 2.25], velocities=v)
+    np.testing.assert_allclose(trajectory_velocities(msg, list(reversed(NAMES))), v[:, ::-1])
+    assert trajectory_velocities(trajectory_msg(NAMES, p, [0.5, 1.0, 2.25]), NAMES) is None  # only the last's 0
+    msg.points[1].velocities = [float("nan")] * 7
+    with pytest.raises(MessageError, match="non-finite velocities"):
+        trajectory_velocities(msg, NAMES)
 
 
 def test_payload_roundtrip():

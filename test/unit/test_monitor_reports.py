@@ -38,7 +38,7 @@ from payload_estimation.ros.monitor_params import PARAMS
 from payload_estimation.ros.monitor_setup import PendingParameters, monitor_supervisor, planner
 from payload_estimation.ros.node_support import STREAM_PARAMS, JointStateInput
 from payload_estimation.ros.parameters import ParameterError
-from payload_estimation.sampling.poses import move_duration, stop_point
+from payload_estimation.sampling.poses import check_executed, executed_path, move_duration, stop_point
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm
 
 Q0 = np.radians([10, 40, -5, -70, 15, 50, 20])
@@ -155,6 +155,31 @@ def test_the_stop_holds_at_the_stop_point_and_the_resume_continues_the_remainder
     bare = MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, cfg)
     with pytest.raises(PayloadEstimationError, match="no planner"):
         bare.react(Action.HOLD_POSITION, 0.0, q, dq, 0.0)
+
+
+def test_a_resumed_trajectory_keeps_its_velocities_and_its_first_segment_stays_within_the_limits(desc):
+    """Chaos seed 2 under CI: an excitation (100 Hz points with velocities) resumed without its velocities: the
+    controller's path between points at rest needed 1.923 rad/s of A2 (limit 1.920) and sim_node refused it."""
+    cfg = SupervisorConfig()
+    sup = MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, cfg, frame=desc.payload_frame_name,
+                            planner=planner(desc))
+    t = np.arange(1, 101) * 0.01
+    w = 2 * np.pi / 1.0
+    v_peak = 0.9 * desc.limits.velocity  # an excitation near the limits: sin at 1 Hz on every joint
+    plan_q = Q0 + (v_peak / w) * np.sin(w * t)[:, None]
+    plan_v = v_peak * np.cos(w * t)[:, None]
+    sup.commanded(10.0, t, plan_q, plan_v)
+    q_stop = plan_q[29]
+    sup.react(Action.HOLD_POSITION, 10.3, q_stop, plan_v[29], lead=0.0)
+    resume, _ = sup.react(Action.RESUME, 20.0, q_stop, None, lead=0.0)
+    np.testing.assert_allclose(resume.q, plan_q[30:])
+    np.testing.assert_allclose(resume.velocities, plan_v[30:])  # the remainder as commanded
+    np.testing.assert_allclose(np.diff(resume.t), np.diff(t[30:]))
+    pts = list(zip(resume.t, resume.q, resume.velocities))
+    check_executed(desc, q_stop, None, pts, "resume")  # from rest into a moving remainder, within the limits
+    assert resume.t[0] >= cfg.resume_min_duration
+    without = executed_path(q_stop, None, [(a, b, None) for a, b, _ in pts])[1]
+    assert np.max(np.abs(without) / desc.limits.velocity) > 1.0  # what the velocities keep from happening
 
 
 def test_a_stop_never_goes_beyond_the_points_of_the_move_it_interrupts(desc):
