@@ -13,7 +13,8 @@ joint_states faults (a message stamped 1000 s ahead, a 1 s gap, stamps starting 
 - every service answers within ``SERVICE_LIMIT`` s;
 - while the sampler runs (from its "~/sample: ..." log line to "sampling done/aborted"), no commanded or
   measured joint position leaves ±(amplitude + 1.5)° of the run's pick configuration
-  (``sweep_amplitude_deg`` for ``~/sweep``), and the pick configuration the sampler reports is where
+  (``sweep_amplitude_deg`` for ``~/sweep``; a run that starts from the pick kept from an aborted run keeps
+  that run's envelope, as the sampler does), and the pick configuration the sampler reports is where
   the arm was at the start or the pick it kept from an aborted run;
 - the sampler is not stranded: the same refusal of every ``~/sample``/``~/record_reference``/``~/sweep``
   for 10 s or more must name a service that gets out of it;
@@ -239,6 +240,11 @@ class SamplerRun:
     outcome: str = ""
 
 
+def _pick_key(q: np.ndarray) -> tuple:
+    """A pick configuration (rad, from the sampler's status) as a dict key, to 0.1 deg."""
+    return tuple(np.round(np.degrees(q), 1))
+
+
 def _status_values(st) -> dict[str, str]:
     return {kv.key: kv.value for kv in st.values}
 
@@ -422,6 +428,7 @@ class ChaosRun:
         self.unjudged = 0  # residual silences not judged: the probe or the monitor process was starved
         self.current: SamplerRun | None = None
         self.finished: list[SamplerRun] = []
+        self.anchor_amplitude: dict[tuple, float] = {}  # pick configuration -> amplitude (deg) of its envelope
         self.refusals: list[tuple[float, str]] = []  # (wall, reason) of consecutive refused motion calls
 
     # --- reporting ---------------------------------------------------------------------------------
@@ -696,6 +703,10 @@ class ChaosRun:
             q_start = next((q for t, q in reversed(list(p.measured)) if t <= r.t_start), None)
             anchor = _deg_list(before[-1].get("pick_anchor_deg", "")) if before else None
             reported = _deg_list(after[0].get("last_pick_configuration_deg", "")) if after else None
+            if anchor is not None:  # a kept pick keeps the envelope of the run that left it (a sweep's: 25 deg)
+                r.amplitude_deg = max(r.amplitude_deg, self.anchor_amplitude.get(_pick_key(anchor), 0.0))
+            if reported is not None:
+                self.anchor_amplitude[_pick_key(reported)] = r.amplitude_deg
             self._check_envelope(r, q_start, anchor, reported, measured, commanded)
 
     def _check_envelope(self, r: SamplerRun, q_start, anchor, reported, measured: list, commanded: list) -> None:
