@@ -51,7 +51,7 @@ from ..model.description import RobotDescription
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
 from ..node_limits import MAX_PAYLOAD
-from .excitation_sequence import ExcitationSequence, Excite, Record
+from .excitation_sequence import REFERENCE_TAIL, TAIL, ExcitationSequence, Excite, Record
 from .payload_excitation import (
     ExcitationPlan,
     ExcitationPlanConfig,
@@ -635,7 +635,8 @@ class SamplingRun:
             self.excitation_plan = res.plan
             if not self.reference:
                 out.append(ClearCaptures())
-            self.sequence = ExcitationSequence(res.plan, self.seq_config, check=self._check)
+            self.sequence = ExcitationSequence(res.plan, self.seq_config, check=self._check,
+                                               tail=REFERENCE_TAIL if self.reference else TAIL)
         else:
             if res.fallback:
                 self.fallback, self.mode = res.fallback, RunMode.STATIC
