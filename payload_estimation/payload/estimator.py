@@ -682,10 +682,12 @@ class PayloadEstimator:
                 "reference_run": "" if ref is None else f"{ref.t.size} samples, {ref.duration:.2f} s",
                 "calibration": self.calibration_note}
 
-    def status(self, model_error: str, stream_lost: bool, source: str) -> tuple[int, str, dict]:
+    def status(self, model_error: str, stream: str | bool, source: str) -> tuple[int, str, dict]:
         """(level, message, values) of ``~/status``: the last outcome (:attr:`last`) unless the robot model is
-        missing (``model_error`` says why), the unloaded model is refused or ``stream_lost``; ``source`` names
+        missing (``model_error`` says why), the unloaded model is refused or the joint_states ``stream`` has a
+        problem (its text, e.g. "no joint_states received in 3 s"; True: "joint_states lost"); ``source`` names
         where the robot model came from."""
+        stream = "joint_states lost" if stream is True else stream or ""
         est = self.current
         level, text = self.last
         if self.dyn is None:
@@ -695,8 +697,8 @@ class PayloadEstimator:
         elif self.calibration_refused:
             level = ERROR if level == ERROR else WARN
             text = f"{text}; calibration file refused, nominal model used: {self.calibration_note}"
-        elif stream_lost:
-            level, text = WARN, f"{text}; joint_states lost: captures rejected"
+        elif stream:
+            level, text = WARN, f"{text}; {stream}: captures rejected"
         vals = {"mass": est.mass, "com_x": est.com[0], "com_y": est.com[1], "com_z": est.com[2],
                 "condition_number": est.condition_number, "residual_rms": est.residual_rms,
                 "samples": est.samples, **self.status_values(),

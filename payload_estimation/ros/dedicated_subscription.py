@@ -69,6 +69,8 @@ class DedicatedSubscription:
         node.context.on_shutdown(self._request_stop)
         self.taken = 0
         """Messages taken so far (for diagnostics and tests)."""
+        self.faults = 0
+        """Failed waits or takes (logged at ERROR; the thread goes on): it never ends silently."""
         self._thread = threading.Thread(target=self._run, name=f"{node.get_name()}:{self.topic}", daemon=True)
         self._thread.start()
         self._destroyed = False
@@ -81,18 +83,27 @@ class DedicatedSubscription:
         except Exception:  # noqa: BLE001 - the guard condition may already be gone at shutdown
             pass
 
+    def _stopping(self) -> bool:
+        return self._stop.is_set() or not self._node.context.ok()
+
     def _run(self) -> None:
         _rclpy = self._rclpy
         ws = _rclpy.WaitSet(1, 1, 0, 0, 0, 0, self._node.context.handle)
         sub, log = self._handle, self._node.get_logger()
-        while not self._stop.is_set() and self._node.context.ok():
+        while not self._stopping():
             ws.clear_entities()
             ws.add_subscription(sub)
             ws.add_guard_condition(self._wake.handle)
             try:
                 ws.wait(WAKE_NS)
-            except Exception:  # noqa: BLE001 - context shut down while waiting
-                break
+            except Exception as e:  # noqa: BLE001 - context shut down while waiting; otherwise: say so, go on
+                if self._stopping():
+                    break
+                self.faults += 1
+                log.error(f"{self.topic}: waiting for messages failed ({type(e).__name__}: {e}); retrying",
+                          throttle_duration_sec=2.0)
+                self._stop.wait(0.01)  # a wait that keeps failing must not spin a core
+                continue
             if self._stop.is_set():
                 break
             if sub.pointer not in ws.get_ready_entities("subscription"):
@@ -100,8 +111,13 @@ class DedicatedSubscription:
             while True:
                 try:
                     taken = sub.take_message(self._msg_type, False)
-                except Exception:  # noqa: BLE001 - handle destroyed under us at shutdown
-                    return
+                except Exception as e:  # noqa: BLE001 - handle destroyed under us at shutdown; otherwise: go on
+                    if self._stopping():
+                        return
+                    self.faults += 1
+                    log.error(f"{self.topic}: taking a message failed ({type(e).__name__}: {e}); message dropped",
+                              throttle_duration_sec=2.0)
+                    break
                 if taken is None:
                     break
                 self.taken += 1
@@ -112,7 +128,7 @@ class DedicatedSubscription:
                         else:
                             self._callback(taken[0])
                 except Exception as e:  # noqa: BLE001
-                    if self._stop.is_set() or not self._node.context.ok():
+                    if self._stopping():
                         return  # shutting down: publishers in the callback are already gone
                     log.error(f"{self.topic} callback failed: {type(e).__name__}: {e}", throttle_duration_sec=2.0)
 

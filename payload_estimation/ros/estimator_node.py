@@ -277,8 +277,8 @@ class PayloadEstimatorNode(Node):
         self.status.publish()
 
     def _snapshot(self) -> tuple[bytes, str, dict]:
-        lost = self.input is not None and self.input.age() is not None and self.input.lost()
-        level, text, vals = self.core.status(self.model.error, lost, self.values["robot"] or "robot_description")
+        stream = "" if self.input is None else self.input.problem()
+        level, text, vals = self.core.status(self.model.error, stream, self.values["robot"] or "robot_description")
         return bytes([level]), text, vals | (self.input.counters() if self.input is not None else {})
 
     def destroy_node(self) -> None:

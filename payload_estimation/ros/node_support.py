@@ -285,6 +285,7 @@ class JointStateInput:
         self.watchdog = StreamWatchdog(float(values["joint_state_timeout"]))
         self.bad_messages = 0
         self._blind = False  # the loss was reported by lost_changed
+        self._created = time.monotonic()
 
     def configure(self, values: dict) -> None:
         """Apply changed STREAM_PARAMS values (from the next sample on)."""
@@ -318,6 +319,15 @@ class JointStateInput:
     def age(self) -> float | None:
         """Wall s since the newest joint_states (None: none yet)."""
         return self.watchdog.age(time.monotonic())
+
+    def problem(self) -> str:
+        """What is wrong with the stream for a status line ("": nothing): none for ``joint_state_timeout`` s since
+        this input was made (the robot model loaded), or the newest older than that."""
+        now = time.monotonic()
+        if self.watchdog.age(now) is None:
+            missing = now - self._created > self.watchdog.timeout
+            return f"no joint_states received in {now - self._created:.0f} s" if missing else ""
+        return "joint_states lost" if self.watchdog.lost(now) else ""
 
     def lost_changed(self, wall: float | None = None) -> bool | None:
         """For a watchdog timer at ``wall`` (monotonic s; None: now): True once when the stream is found lost (none

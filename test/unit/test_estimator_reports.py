@@ -74,6 +74,8 @@ def test_requests_are_refused_without_a_robot_model_or_live_joint_states(lwr4):
     assert core.status("", False, "robot_description")[:2] == (OK, "unloaded (no payload estimated yet)")
     assert core.status("", True, "robot_description")[:2] == (WARN, "unloaded (no payload estimated yet); "
                                                                     "joint_states lost: captures rejected")
+    assert core.status("", "no joint_states received in 3 s", "robot_description")[:2] == (
+        WARN, "unloaded (no payload estimated yet); no joint_states received in 3 s: captures rejected")
 
 
 def test_the_status_follows_each_outcome_and_an_export_failure_is_counted(lwr4, tmp_path):

@@ -11,6 +11,8 @@ directly, the node's parameter table for the configuration.
 from __future__ import annotations
 
 import json
+import re
+import time
 
 import numpy as np
 import pytest
@@ -277,3 +279,17 @@ def test_the_watchdog_reports_a_lost_stream_once_and_its_return_once():
     assert stream.lost_changed(wall=1.1) is False and stream.lost_changed(wall=1.2) is None
     timeout = values["joint_state_timeout"]
     assert stream.lost_changed(wall=1.0 + timeout + 0.01) is True and stream.lost_changed(wall=5.0) is None
+
+
+def test_a_stream_that_never_arrives_is_a_status_problem_after_the_timeout():
+    """Chaos seed 1 under CI: the estimator received no joint_states for a whole run, and its status said OK."""
+    values = {p.name: p.default for p in STREAM_PARAMS.params}
+    stream = JointStateInput(None, ("a",), values)
+    assert stream.problem() == ""  # just made: not yet a problem
+    stream._created -= values["joint_state_timeout"] + 2.6
+    assert re.fullmatch(r"no joint_states received in \d+ s", stream.problem())
+    stream.watchdog.feed(time.monotonic())
+    assert stream.problem() == ""
+    stale = JointStateInput(None, ("a",), values)
+    stale.watchdog.feed(time.monotonic() - values["joint_state_timeout"] - 0.1)
+    assert stale.problem() == "joint_states lost"
