@@ -682,12 +682,10 @@ class PayloadEstimator:
                 "reference_run": "" if ref is None else f"{ref.t.size} samples, {ref.duration:.2f} s",
                 "calibration": self.calibration_note}
 
-    def status(self, model_error: str, stream: str | bool, source: str) -> tuple[int, str, dict]:
+    def status(self, model_error: str, stream: str, source: str) -> tuple[int, str, dict]:
         """(level, message, values) of ``~/status``: the last outcome (:attr:`last`) unless the robot model is
         missing (``model_error`` says why), the unloaded model is refused or the joint_states ``stream`` has a
-        problem (its text, e.g. "no joint_states received in 3 s"; True: "joint_states lost"); ``source`` names
-        where the robot model came from."""
-        stream = "joint_states lost" if stream is True else stream or ""
+        problem (its text, e.g. "joint_states lost"; "": none); ``source`` names where the robot model came from."""
         est = self.current
         level, text = self.last
         if self.dyn is None:

@@ -64,16 +64,16 @@ def test_requests_are_refused_without_a_robot_model_or_live_joint_states(lwr4):
     assert not reset.ok and reset.message == f"reset rejected: no robot model ({WAITING})"
     release = core.announce_release("; nobody listens", WAITING)
     assert release.message == f"release announced to the collision monitor, but {reset.message}; nobody listens"
-    assert core.status(WAITING, False, "robot_description")[:2] == (ERROR, f"no robot model ({WAITING})")
+    assert core.status(WAITING, "", "robot_description")[:2] == (ERROR, f"no robot model ({WAITING})")
     core.take_robot(RigidBodyDynamics(lwr4), lwr4.joint_names)
     assert core.refusal("recording", "", None).message == ("recording rejected: no valid joint_states received yet "
                                                            "(check the topic and joint names)")
     assert core.refusal("capture", "", 0.75, lost=True).message == ("capture rejected: joint_states stale: last valid "
                                                                     "message 0.75 s ago (wall clock)")
     assert core.refusal("capture", "", 0.01) is None and core.refusal("estimate", "", None, stream=False) is None
-    assert core.status("", False, "robot_description")[:2] == (OK, "unloaded (no payload estimated yet)")
-    assert core.status("", True, "robot_description")[:2] == (WARN, "unloaded (no payload estimated yet); "
-                                                                    "joint_states lost: captures rejected")
+    assert core.status("", "", "robot_description")[:2] == (OK, "unloaded (no payload estimated yet)")
+    assert core.status("", "joint_states lost", "robot_description")[:2] == (
+        WARN, "unloaded (no payload estimated yet); joint_states lost: captures rejected")
     assert core.status("", "no joint_states received in 3 s", "robot_description")[:2] == (
         WARN, "unloaded (no payload estimated yet); no joint_states received in 3 s: captures rejected")
 
@@ -81,10 +81,10 @@ def test_requests_are_refused_without_a_robot_model_or_live_joint_states(lwr4):
 def test_the_status_follows_each_outcome_and_an_export_failure_is_counted(lwr4, tmp_path):
     core, _ = loaded_core(lwr4, method="differential", model_uncertainty=0.0, torque_offset_std=0.0)
     rejected = core.estimate()  # differential without an unloaded anchor: the fit is refused
-    assert rejected.fit_failed and core.status("", False, "lwr4")[:2] == (WARN, rejected.message)
+    assert rejected.fit_failed and core.status("", "", "lwr4")[:2] == (WARN, rejected.message)
     core.configure(config(method="one-shot", model_uncertainty=0.0, torque_offset_std=0.0))
     out = core.estimate()
-    assert out.ok and core.status("", False, "lwr4")[:2] == (OK, "payload estimated"), out.message
+    assert out.ok and core.status("", "", "lwr4")[:2] == (OK, "payload estimated"), out.message
     assert abs(out.estimate.mass - BODY.mass) < 0.05 * BODY.mass, out.message
 
     def write(est, directory):
@@ -98,14 +98,14 @@ def test_the_status_follows_each_outcome_and_an_export_failure_is_counted(lwr4, 
     blocker.write_text("not a directory")
     failed = core.export(out.estimate, str(blocker), write)
     assert failed.fault and failed.message.startswith(f"; export to {blocker} FAILED: ")
-    level, text, vals = core.status("", False, "lwr4")
+    level, text, vals = core.status("", "", "lwr4")
     assert level == WARN and text.startswith(f"payload estimated; export FAILED: {blocker}: ")
     assert text.endswith("(check export_dir)") and vals["export_failures"] == 1 and vals["mass"] == out.estimate.mass
     assert vals["configured_method"] == "one-shot" and vals["model"].startswith("lwr4 (lwr4): ")
     reset = core.forget()
     assert reset.ok and reset.message == "payload reset: unloaded (0 kg); captures cleared"
-    assert core.status("", False, "lwr4")[:3:2] == (OK, core.status("", False, "lwr4")[2])
-    assert core.status("", False, "lwr4")[1] == "reset: unloaded" and core.current.mass == 0
+    assert core.status("", "", "lwr4")[:3:2] == (OK, core.status("", "", "lwr4")[2])
+    assert core.status("", "", "lwr4")[1] == "reset: unloaded" and core.current.mass == 0
 
 
 def test_parameter_changes_say_what_they_changed(lwr4, tmp_path):
@@ -119,7 +119,7 @@ def test_parameter_changes_say_what_they_changed(lwr4, tmp_path):
     missing = tmp_path / "missing.yaml"
     notes = core.reconfigure(config(gravity_model=str(missing)), {"gravity_model"})
     assert notes[0][0] == "error" and notes[0][1].startswith(f"gravity_model {missing} did not load")
-    assert core.status("", False, "lwr4")[:2] == (ERROR, f"{core.gravity_error}: estimates refused")
+    assert core.status("", "", "lwr4")[:2] == (ERROR, f"{core.gravity_error}: estimates refused")
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +147,7 @@ def test_the_online_estimate_from_grasp_to_a_loss_and_the_release(iiwa):
             assert grasp.ok and grasp.message.startswith("grasp announced: payload being learned by the collision "
                                                          "monitor; payload estimated online from the next motion")
             assert "; or call payload_sampler/sample; nobody listens" in grasp.message
-            assert core.status("", False, "iiwa14")[1] == "grasp announced: payload unknown until estimated"
+            assert core.status("", "", "iiwa14")[1] == "grasp announced: payload unknown until estimated"
         if k == 800:
             arm.set_trajectory([(2.0, q0 + np.radians([40, -15, 20, 25, -30, 30, 20]), None)])
         arm.step(1)
@@ -159,19 +159,19 @@ def test_the_online_estimate_from_grasp_to_a_loss_and_the_release(iiwa):
     assert len(published) >= 10
     assert all(t.uncertainty is not None and t.uncertainty["mass"] == t.estimate.mass for t in published)
     assert abs(published[-1].estimate.mass - 2.5) < 0.1
-    level, text, vals = core.status("", False, "iiwa14")
+    level, text, vals = core.status("", "", "iiwa14")
     assert level == OK and text.startswith("online estimate ") and vals["online_published"] == len(published)
     bad = [core.add_sample(3.0 + k / 1000, s.q[:6], s.dq[:6], s.tau) for k in range(10)]  # 6 of 7 joints
     assert any(b.startswith("online estimate: sample not taken (ValueError: ") for b in bad)
-    assert core.status("", False, "iiwa14")[2]["online_errors"] == core.online_errors > 0
+    assert core.status("", "", "iiwa14")[2]["online_errors"] == core.online_errors > 0
     assert core.payload_lost() and core.current.mass == 0 and not core.online.active
-    assert core.status("", False, "iiwa14")[:2] == (WARN, "payload lost (collision monitor): unloaded; announce "
+    assert core.status("", "", "iiwa14")[:2] == (WARN, "payload lost (collision monitor): unloaded; announce "
                                                           "~/released, then ~/grasped when a new object is held")
     assert not core.payload_lost()  # the latched report again
     release = core.announce_release("")
     assert release.ok and release.message == ("release announced: payload forgotten (0 kg), captures cleared; the "
                                               "collision monitor expects the payload's torque to disappear")
-    assert core.status("", False, "iiwa14")[:2] == (OK, "release announced: unloaded")
+    assert core.status("", "", "iiwa14")[:2] == (OK, "release announced: unloaded")
 
 
 def test_the_monitors_collision_flag_keeps_a_contact_out_of_the_online_estimate(iiwa):
@@ -192,7 +192,7 @@ def test_the_monitors_collision_flag_keeps_a_contact_out_of_the_online_estimate(
     for k in range(900, 1000):
         core.add_sample(k / 1000, q, np.zeros(7), iiwa.gravity(q))
     assert core.online.estimator.solve().rows == rows - 30  # nothing fitted during the contact
-    vals = core.status("", False, "iiwa14")[2]
+    vals = core.status("", "", "iiwa14")[2]
     assert vals["online_contact"] and vals["online_contacts"] == 1 and vals["online_contact_rows_discarded"] == 30
     assert core.contact(False).startswith("contact released")
     for k in range(1000, 1300):
@@ -234,7 +234,7 @@ def test_a_com_prior_from_the_gripper_is_given_to_the_online_estimate_at_the_nex
     core.take_robot(iiwa, iiwa.desc.joint_names)
     without = _grasp_and_turn_the_flange(core, iiwa, box)
     assert without["answer"].message.split("; or call")[0].endswith("; no CoM prior (parameter grasp_com_prior)")
-    assert core.status("", False, "iiwa14")[2]["online_com_prior"] == "none"
+    assert core.status("", "", "iiwa14")[2]["online_com_prior"] == "none"
     prior = (box.com + np.array([0.015, -0.01, 0.015])).tolist()
     new = config(model_uncertainty=0.03, grasp_com_prior=prior, grasp_com_prior_std=0.02)
     assert core.check(new) is None and core.reconfigure(new, {"grasp_com_prior", "grasp_com_prior_std"}) == []
@@ -242,7 +242,7 @@ def test_a_com_prior_from_the_gripper_is_given_to_the_online_estimate_at_the_nex
     with_prior = _grasp_and_turn_the_flange(core, iiwa, box)
     used = "[45.0, -30.0, 105.0] mm (σ 20.0 mm, payload frame)"
     assert f"; with the gripper's CoM prior {used} (parameter grasp_com_prior)" in with_prior["answer"].message
-    assert core.status("", False, "iiwa14")[2]["online_com_prior"] == used
+    assert core.status("", "", "iiwa14")[2]["online_com_prior"] == used
     std = {name: np.array([r["status"].estimate.std[k] for k in keys]) for name, r in
            (("without", without), ("with", with_prior))}
     e = with_prior["status"].estimate
