@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
+from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
@@ -27,6 +28,7 @@ from ..model import RobotDescription, load_robot, robot_from_description
 from ..payload.estimator import NODE_LIMITS
 from ..signals import SettleConfig
 from ..stream import StampGuard, StampVerdict, StreamWatchdog
+from ..stream.latched_wait import LatchedWait, Publisher
 from .messages import JointSample, JointStateConverter
 from .parameters import Param, ParameterError, ParameterTable
 from .qos import LATCHED_QOS
@@ -102,7 +104,9 @@ class RobotModelSource:
     taken (logged with what changed), a malformed or refused one is logged at ERROR, counted and shown
     in the status while the current model is kept. ``busy()`` returning True defers a new
     description (e.g. while sampling); it is taken once the node is idle (:meth:`retry`, also called
-    by a timer every :data:`RETRY_PERIOD` s).
+    by a timer every :data:`RETRY_PERIOD` s). Until the first model arrives the same timer says what the wait
+    means (no publisher, a publisher with another QoS) and subscribes again when a compatible publisher's latched
+    message does not come (:class:`stream.latched_wait.LatchedWait`).
     """
 
     def __init__(self, node, values: dict, on_model: Callable[[RobotDescription], None],
@@ -121,6 +125,8 @@ class RobotModelSource:
         self._refused_text: str | None = None  # the newest refused text: logged once, counted every time
         self.ignored = 0
         self._deferred: str | None = None
+        self._subscription = None
+        self._wait: LatchedWait | None = None
         status = getattr(node, "status", None)
         if isinstance(status, StatusReporter):  # the node's status shows what happened to its descriptions
             status.extra.append(self.status_values)
@@ -132,7 +138,8 @@ class RobotModelSource:
                 raise ParameterError(f"robot {robot!r}: {e}") from e
             self._take(desc, f"robot parameter ({robot})")
         else:
-            node.create_subscription(String, "robot_description", self._on_description, LATCHED_QOS)
+            self._wait = LatchedWait(self._topic())
+            self._subscribe()
             steady_timer(node, RETRY_PERIOD, self.retry)
             self.error = f"waiting for the robot model on {self._topic()}"
             node.get_logger().warning(self.error)
@@ -144,9 +151,33 @@ class RobotModelSource:
     def _topic(self) -> str:
         return self.node.resolve_topic_name("robot_description")
 
+    def _subscribe(self) -> None:
+        if self._subscription is not None:
+            self.node.destroy_subscription(self._subscription)
+        self._subscription = self.node.create_subscription(String, "robot_description", self._on_description,
+                                                           LATCHED_QOS)
+        self._wait.subscribed(time.monotonic())
+
+    def _publishers(self) -> list[Publisher]:
+        return [Publisher(i.node_name, i.qos_profile.reliability == ReliabilityPolicy.RELIABLE,
+                          i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL)
+                for i in self.node.get_publishers_info_by_topic(self._topic())]
+
+    def _check_wait(self) -> None:
+        """No model yet: what the wait means (the status says it), and a fresh subscription when a compatible
+        publisher's latched message has not come."""
+        again, text = self._wait.check(time.monotonic(), self._publishers())
+        if again:
+            self._subscribe()
+            self.node.get_logger().warning(text)
+        elif text != self.error:
+            self.node.get_logger().warning(text, throttle_duration_sec=10.0)
+        self.error = text
+
     def status_values(self) -> dict[str, object]:
         """Status keys: where the model came from, descriptions refused (count, last reason) and pending."""
         return {"robot_model": f"{self.desc.name} (from the {self.source})" if self.desc else "none",
+                "robot_description_resubscribed": 0 if self._wait is None else self._wait.resubscribed,
                 "robot_descriptions_refused": self.refused, "robot_description_last_refused": self.last_refused,
                 "robot_description_pending": "changed model, taken when idle" if self._deferred is not None else ""}
 
@@ -164,7 +195,10 @@ class RobotModelSource:
         self._load_text(msg.data)
 
     def retry(self) -> None:
-        """Take a description deferred while busy, if the node is idle now."""
+        """Take a description deferred while busy, if the node is idle now; without any model yet, check the
+        wait."""
+        if self.desc is None and self._wait is not None and not self.refused:
+            self._check_wait()
         if self._deferred is not None and not self.busy():
             text, self._deferred = self._deferred, None
             self._load_text(text)

@@ -108,3 +108,33 @@ def test_sim_node_publishes_the_description_it_simulates(spin, robot):
         np.testing.assert_allclose(RigidBodyDynamics(got).gravity(q), RigidBodyDynamics(ref).gravity(q), atol=1e-9)
     finally:
         sim.stop()
+
+
+def test_the_wait_for_a_description_says_why_and_subscribes_again_while_a_publisher_stays_silent(spin):
+    """A volatile publisher never delivers to the node's transient-local subscription: the status says so (and
+    what to do). A compatible publisher that has not delivered its message is subscribed to again (CI once left
+    a node waiting while its neighbours had their model); a description published later still arrives."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    client, add = spin
+    ns = f"{NS}/wait"
+    add(PayloadEstimatorNode(namespace=ns, use_global_arguments=False,
+                             parameter_overrides=[Parameter("robot", value="")]))
+    topic = f"{ns}/payload_estimator/status"
+
+    def status(predicate, timeout=10.0):
+        return latest(client, DiagnosticArray, topic, lambda m: predicate(m.status[0]), timeout).status[0]
+
+    assert "no node publishes it yet" in status(lambda s: "no node publishes" in s.message).message
+    volatile = client.create_publisher(String, f"{ns}/robot_description", QoSProfile(
+        depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE))
+    st = status(lambda s: "volatile" in s.message)
+    assert st.level == b"\x02" and "rd_client offers volatile durability" in st.message
+    client.destroy_publisher(volatile)
+    latched = client.create_publisher(String, f"{ns}/robot_description", LATCHED_QOS)  # silent so far
+    st = status(lambda s: "subscribed again" in s.message, timeout=15.0)
+    values = {kv.key: kv.value for kv in st.values}
+    assert int(values["robot_description_resubscribed"]) >= 1
+    latched.publish(String(data=urdf("iiwa14").read_text()))
+    st = status(lambda s: s.level != b"\x02")
+    assert "iiwa" in {kv.key: kv.value for kv in st.values}["robot_model"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from payload_estimation.stream import StampGuard, StampVerdict, StreamWatchdog
@@ -81,3 +82,28 @@ def test_watchdog_counts_outages_on_the_wall_clock():
     assert w.lost(6.0) and w.losses == 2
     with pytest.raises(ValueError):
         StreamWatchdog(timeout=0.0)
+
+
+def test_a_latched_topic_wait_says_why_and_subscribes_again_only_for_a_compatible_publisher():
+    from payload_estimation.stream.latched_wait import LatchedWait, Publisher
+
+    w = LatchedWait("/arm/robot_description", patience=2.0, max_patience=5.0)
+    w.subscribed(10.0)
+    again, text = w.check(20.0, [])
+    assert not again and "no node publishes it yet" in text and "/arm/robot_description" in text
+    # a volatile publisher never matches: subscribing again cannot help, the user must change it
+    volatile = Publisher("my_publisher", reliable=True, transient_local=False)
+    again, text = w.check(30.0, [volatile])
+    assert not again and "my_publisher offers volatile durability" in text and "transient-local" in text
+    assert not w.check(31.0, [Publisher("x", False, False)])[0]
+    assert "best-effort reliability and volatile durability" in w.check(31.0, [Publisher("x", False, False)])[1]
+    # a compatible publisher whose latched message has not come: again after 2 s, then 4, then at most 5
+    rsp = Publisher("robot_state_publisher", True, True)
+    w.subscribed(100.0)
+    assert w.check(101.9, [rsp, volatile]) == (False, "waiting for the robot model on /arm/robot_description: "
+                                                      "1 publisher(s)")
+    times = [t for t in np.arange(102.0, 125.0, 0.5) if w.check(float(t), [rsp])[0]]
+    assert times == [102.0, 106.0, 111.0, 116.0, 121.0] and w.resubscribed == 5
+    assert "subscribed again 5 time(s)" in w.check(121.5, [rsp])[1]
+    with pytest.raises(Exception, match="patience"):
+        LatchedWait("/t", patience=3.0, max_patience=2.0)
