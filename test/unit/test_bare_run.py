@@ -9,6 +9,7 @@ its answers are the node's, and no calibration file of the machine running it co
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
@@ -34,6 +35,7 @@ def test_the_estimators_defaults_are_the_node_parameter_tables():
         {**{p.name: p.default for p in PARAMS.params}, "method": "differential"})
 
 
+@pytest.mark.slow
 def test_a_bare_run_answers_an_implausible_estimate_as_the_node_does():
     """max_payload below the grasped mass: the estimator rejects the fit with the node's answer, the run ends
     estimate_rejected, nothing reaches the monitor."""

@@ -38,6 +38,7 @@ def test_monitor_prefix_needs_processes(capsys):
     assert "--processes" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_start_processes_runs_the_node_under_the_prefix():
     """The child really runs under the prefix: ``nice -n 7`` shows in its scheduling niceness."""
     base = os.nice(0)

@@ -402,6 +402,7 @@ def test_disturbance_is_the_external_torque_without_the_lag(lwr4):
     assert np.abs(u[k0 - 20:k0 - 1]).max() < 1e-3  # nothing before the contact
 
 
+@pytest.mark.slow
 def test_residual_noise_matches_monte_carlo(lwr4):
     """The noise model of residual_noise against the empirical std of r over 20 000 noisy samples at rest."""
     q = np.radians([10, 40, -5, -70, 15, 50, 20])
@@ -583,6 +584,7 @@ def _save_run(run: Run, path):
     return write_samples_csv(Samples(run.q, run.tau, dq=run.dq, t=run.t), path)
 
 
+@pytest.mark.slow
 def test_residual_command(lwr4, tmp_path, capsys):
     import json
 

@@ -84,6 +84,7 @@ def test_cond_matches_independent_regressor(iiwa, designer):
     assert designer.cond(tr) == pytest.approx(np.linalg.cond(np.vstack(rows)), rel=1e-8)
 
 
+@pytest.mark.slow
 def test_optimisation_improves_cond(iiwa):
     cfg = ExcitationConfig(f0=0.2, n_eval=40, maxiter=3, popsize=3, progress=False, seed=5)
     res = ExcitationDesigner(iiwa, cfg).optimise()

@@ -125,6 +125,7 @@ def _mujoco_runs(robot: str, model_error: float, runs: int, fit) -> tuple[np.nda
 
 
 @pytest.mark.parametrize("method", ["one-shot", "differential"])
+@pytest.mark.slow
 def test_sigma_covers_the_error_against_mujoco_truth(method):
     """5 % model error in the simulated robot, sensor offsets: |error| <= 3σ for the mass and each CoM
     component in every run, with the shipped defaults."""
@@ -137,6 +138,7 @@ def test_sigma_covers_the_error_against_mujoco_truth(method):
         assert np.median(np.abs(errs[:, 0]) / 1.0) < 0.02 and np.median(np.linalg.norm(errs[:, 1:], axis=1)) < 0.003
 
 
+@pytest.mark.slow
 def test_noise_only_sigma_does_not_cover_model_error():
     """What the σ used to be (noise only, from the fit residual): the same runs are not covered."""
     errs, stds = _mujoco_runs("lwr4", 0.05, 30, lambda dyn, q, tau, qu, tu: estimate_payload_gravity(
@@ -229,6 +231,7 @@ def _excitation(desc, q0: np.ndarray, seed: int, rate: float = 50.0):
 
 
 @pytest.mark.parametrize("method", ["motion", "full + static"])
+@pytest.mark.slow
 def test_motion_std_matches_brute_force_resampling_of_the_model(lwr4, method):
     """In motion the whole model is uncertain (link masses, CoMs and inertias, offsets). Draw the true
     robot from the declared distribution 300 times; the scatter of the fits against the nominal model
@@ -270,6 +273,7 @@ def test_motion_std_matches_brute_force_resampling_of_the_model(lwr4, method):
     assert np.all((np.abs(errs) <= 3 * stds).mean(axis=0) >= 0.98)
 
 
+@pytest.mark.slow
 def test_motion_sigma_covers_the_error_against_mujoco_truth():
     """The `estimate` path on a MuJoCo motion (5 % model error, offsets, 0.1 N m noise, random pick
     configurations): against the nominal model σ covers the error; without the model's uncertainty it

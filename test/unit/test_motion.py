@@ -271,6 +271,7 @@ def _run_sequence_on_sim(robot: str, seed: int = 3):
 
 
 @pytest.mark.parametrize("robot", ["lwr4", "iiwa14"])
+@pytest.mark.slow
 def test_sequence_on_the_simulated_arm_captures_every_pose_and_returns_at_rest(robot):
     from payload_estimation.sampling.sequence import Capture, Done, Estimate, Move
 

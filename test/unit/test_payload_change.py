@@ -159,6 +159,7 @@ def iiwa_desc(iiwa):
     return iiwa.desc
 
 
+@pytest.mark.slow
 def test_mujoco_announced_grasp_is_learnt_not_a_collision(iiwa_desc, iiwa):
     assert len(_run(iiwa_desc, iiwa, announce=False)[0]) == 1  # unannounced: the grasp reads as a collision
     detections, watch = _run(iiwa_desc, iiwa, announce=True)

@@ -40,6 +40,7 @@ DYNAMIC = ExcitationPlanConfig(duration=1.6, harmonics=5, velocity_scale=0.8, ma
 
 
 @pytest.mark.parametrize("robot", ["lwr4", "iiwa14"])
+@pytest.mark.slow
 def test_dynamic_sample_on_the_mujoco_arm(robot):
     desc = load_robot(robot)
     offsets = np.random.default_rng(1).uniform(-0.5, 0.5, desc.n)
@@ -64,6 +65,7 @@ def test_dynamic_sample_on_the_mujoco_arm(robot):
         assert env.contains(q) and np.all(np.abs(q - r.q0) <= 7 * DEG + 1e-9)
 
 
+@pytest.mark.slow
 def test_stretched_up_the_reference_run_refuses_and_the_sample_is_static():
     """At the stretched-up pose no excitation is safe with an unseen mass: ~/record_reference fails with
     the reason (no motion commanded) and the sample, as the sampler's auto mode does, uses the static
@@ -77,6 +79,7 @@ def test_stretched_up_the_reference_run_refuses_and_the_sample_is_static():
     assert r.collisions == 0 and r.estimate is not None
 
 
+@pytest.mark.slow
 def test_a_gentle_excitation_reports_the_inertia_as_not_determined():
     """With a tenth of the acceleration budget the inertia is not excited: listed in ``undetermined``
     and left out (not guessed); mass and CoM still come out."""
@@ -91,6 +94,7 @@ def test_a_gentle_excitation_reports_the_inertia_as_not_determined():
     assert abs(est.mass - BODY.mass) <= 0.01 * BODY.mass
 
 
+@pytest.mark.slow
 def test_a_dynamic_sample_with_nothing_attached_says_no_payload_and_exports_no_body():
     """Nothing grasped: the dynamic fit's mass is within noise of 0, so the result is 0 kg with the static
     path's 'no payload detected' and nothing about the inertia of nothing; the URDF export has no link."""

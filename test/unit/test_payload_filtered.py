@@ -60,6 +60,7 @@ def test_the_filtered_form_is_exact_without_accelerations(lwr4, reference):
     np.testing.assert_allclose(_found(est), _truth(PAYLOAD), atol=2e-5)
 
 
+@pytest.mark.slow
 def test_mujoco_differential_motion_gives_mass_com_and_inertia():
     """The MuJoCo LWR (3 % link-model error, ±0.5 N m offsets, 0.1 N m noise) runs one 3 s excitation
     within ±7° without and with a payload, recorded at 1 kHz with the measured velocities. The

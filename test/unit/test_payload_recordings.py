@@ -210,6 +210,7 @@ def test_model_with_friction_instead_of_an_unloaded_run(runs, tmp_path, capsys):
 
 # ---------------------------------------------------------------------------------------- few poses
 
+@pytest.mark.slow
 def test_one_pose_says_how_many_poses_are_needed(runs, tmp_path, capsys):
     """A logged stretch at rest at one pose (a few hundred samples with sensor jitter) cannot give the
     CoM: the message says one pose cannot, and that 2 poses with different last-link orientations

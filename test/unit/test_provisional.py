@@ -84,6 +84,7 @@ def test_detector_threshold_scale_while_the_payload_is_provisional():
     assert widened.update(0.001, r) is not None
 
 
+@pytest.mark.slow
 def test_an_unknown_com_slows_the_first_move_so_the_monitor_stays_quiet():
     """After the first rest pose the mass is known but the CoM along gravity is not (MuJoCo truth, no model
     error or noise): 4.25 kg with its CoM 15 cm out reads as 10 N m of external torque if the first move

@@ -65,6 +65,7 @@ def loaded_after(statement: str) -> set[str]:
     return set(out.stdout.split())
 
 
+@pytest.mark.slow
 def test_an_api_and_a_light_module_stay_light():
     """Importing an API loads none of its fits; a light module (the Samples record, a sequence's
     steps, a reaction rule) does not pull in the folder's heavy modules through its __init__."""

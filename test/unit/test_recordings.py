@@ -226,6 +226,7 @@ def logged_run(tmp_path_factory):
     return desc, truth, clean, path, int(dup.size), traj.period
 
 
+@pytest.mark.slow
 def test_identify_logged_run_with_friction_auto(logged_run, tmp_path, capsys):
     """Through the command line, as a user would: the log loads as it is (repeats and gaps
     counted), friction auto picks viscous + offset and recovers the known values, the

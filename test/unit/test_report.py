@@ -58,6 +58,7 @@ def test_static_captures_find_every_rest(recording):
     assert len(caps) == n_moves + 2  # the start, one rest after every sampler move, the end of the move
 
 
+@pytest.mark.slow
 def test_report_estimates_the_payload_and_compares_residuals(recording, tmp_path, capsys):
     desc, path, _ = recording
     out = tmp_path / "rep"

@@ -80,6 +80,7 @@ def _residual_json(capsys, *args) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_residual_on_identified_model_holds_the_friction(friction_arm, capsys):
     """On a motion the model was not identified from, the description's residual shows the sensor's
     friction and bias (several N m); the identified model's stays within a few tenths."""
@@ -148,6 +149,7 @@ def test_observer_subtracts_the_friction_offset():
 
 
 @pytest.mark.needs_data(dataset(f"{LWR}/measurements_1.csv"), dataset(f"{LWR}/measurements_3.csv"))
+@pytest.mark.slow
 def test_real_lwr_residual_on_least_squares_model(tmp_path, capsys):
     """Real LWR 4+ (no contact): the description alone raises false alarms at 6 N m on the unseen
     excitation; coefficients fitted on measurements_1 (least squares with viscous + Coulomb + offset, a

@@ -137,6 +137,7 @@ def test_alignment_finds_trajectory_start(run):
     np.testing.assert_allclose(aligned.base_coefficients(), model.base_coefficients(), rtol=1e-3, atol=2e-3)
 
 
+@pytest.mark.slow
 def test_gravity_only_from_static_poses(tmp_path, capsys):
     desc = load_robot("lwr4")
     arm = _arm(desc, seed=2)
@@ -169,6 +170,7 @@ def test_gravity_only_from_static_poses(tmp_path, capsys):
     assert any(line.startswith("| all ") for line in capsys.readouterr().out.splitlines())
 
 
+@pytest.mark.slow
 def test_commands_excite_identify_validate(tmp_path, capsys):
     desc = load_robot("iiwa14")
     traj_csv = tmp_path / "traj.csv"
@@ -230,6 +232,7 @@ def test_bad_input(run, tmp_path):
         identify_gravity(desc, Samples(rec.q[:3], rec.tau[:3]))
 
 
+@pytest.mark.slow
 def test_a_params_file_with_other_base_columns_reads_alike(tmp_path):
     """A PARAMS.yaml written with another choice of base columns (an older version chose link-frame
     columns by QR) predicts the same torques: the base regressor is Y K⁺ for whatever K the file has."""
@@ -254,6 +257,7 @@ needs_lwr_iit = pytest.mark.needs_data(LWR_IIT)
 
 
 @needs_lwr_iit
+@pytest.mark.slow
 def test_identify_physical_from_the_published_lwr_urdf_predicts_an_unseen_motion(tmp_path, capsys):
     """The Gaz 2016 URDF as shipped has six links whose inertia is not physically consistent: the prior
     is projected (said in one line) and identify --physical writes a consistent link set. Identified from

@@ -267,6 +267,7 @@ def test_link_side_torque_during_motion_with_friction():
         assert np.all(err < (coulomb + 1e-3 if sees else 1e-3))
 
 
+@pytest.mark.slow
 def test_noise_statistics_offsets_and_seed():
     desc = load_robot("lwr4")
     sigma = np.array([0.1, 0.2, 0.05, 0.3, 0.1, 0.02, 0.04])

@@ -144,6 +144,7 @@ def rest_torque(desc, body: BodyInertia | None, q=Q0) -> np.ndarray:
     return np.mean([s.tau for s in arm.run(1.0)][-100:], axis=0)
 
 
+@pytest.mark.slow
 def test_provisional_thresholds_cover_the_unknown_load_and_narrow_as_it_is_learnt(desc):
     """While sampling, thresholds = factor x configured + 3 sigma of the torque of the payload not yet known:
     before any rest pose they cover the whole load MuJoCo applies; each new rest pose shrinks the fit's sigma
