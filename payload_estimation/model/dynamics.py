@@ -109,6 +109,8 @@ class RigidBodyDynamics:
         # Gravity parameters only feed pinocchio's (m, mc) entries: a 4n x 4n sub-map.
         self._link_to_pin_g = self.maps.link_to_pin[np.ix_(grav_cols, grav_cols)]
         self._payload_to_pin_g = self.maps.payload_to_pin[np.ix_(grav_cols, np.arange(N_GRAVITY_PARAMS))]
+        self._payload_to_last = self.maps.payload_to_pin[N_PARAMS * (n - 1):]  # the last joint's body carries it
+        self._motion_zero = pin.Motion.Zero()
 
     @property
     def n(self) -> int:
@@ -174,6 +176,29 @@ class RigidBodyDynamics:
         y = pin.computeJointTorqueRegressor(self.model, self.data, np.asarray(q, float),
                                             np.asarray(dq, float), np.asarray(ddq, float))
         return y @ self.maps.payload_to_pin
+
+    def payload_momentum_rows(self, q, dq) -> tuple[np.ndarray, np.ndarray]:
+        """(W1, W2), each n x 10, of the payload parameters (payload frame) in the momentum form
+        (:func:`payload.filtered.momentum_rows`): W1 p_L = M_L(q) dq and W2 p_L = C_L dq + g_L - dM_L/dt dq, exactly
+        (no step along the motion) and in one kinematic pass: with the last joint's local Jacobian J, its time
+        variation J̇, v = J dq, gravity g in that joint's frame and the body regressor Y (I a + v x* I v = Y(v, a) p),
+        W1 = Jᵀ Y(0, v) and W2 = Jᵀ Y(v, -g) - J̇ᵀ Y(0, v) (τ_L = Jᵀ(I(a - g) + v x* I v);
+        d/dt(Jᵀ I v) = J̇ᵀ I v + Jᵀ I a)."""
+        q, dq = np.asarray(q, float), np.asarray(dq, float)
+        last = self.model.njoints - 1
+        pin.computeJointJacobiansTimeVariation(self.model, self.data, q, dq)
+        j = pin.getJointJacobian(self.model, self.data, last, pin.LOCAL)
+        jd = pin.getJointJacobianTimeVariation(self.model, self.data, last, pin.LOCAL)
+        v = pin.Motion(j @ dq)
+        g = self.data.oMi[last].actInv(self.model.gravity)
+        h = pin.bodyRegressor(self._motion_zero, v) @ self._payload_to_last
+        return j.T @ h, j.T @ (pin.bodyRegressor(v, -g) @ self._payload_to_last) - jd.T @ h
+
+    def momentum_torques(self, q, dq) -> tuple[np.ndarray, np.ndarray]:
+        """(M(q) dq, C dq + g - dM/dt dq = g - Cᵀ dq) (n each; N m s, N m) of this model's bodies, exactly
+        (dM/dt = C + Cᵀ)."""
+        q, dq = np.asarray(q, float), np.asarray(dq, float)
+        return self.mass_matrix(q) @ dq, self.gravity(q) - self.coriolis(q, dq).T @ dq
 
     def payload_gravity_regressor(self, q) -> np.ndarray:
         """n x 4 regressor of p_L,g = (m_L, m_L c_L) (payload frame): g_L(q) - g(q) = Y_Lg p_L,g."""

@@ -111,3 +111,35 @@ def test_bad_stamps_and_orders_are_refused(lwr4):
         estimate_payload_filtered(lwr4, np.arange(4.0), q, 0 * q, 0 * q, order=0)
     with pytest.raises(PayloadDataError, match="3 stamps for 4 samples"):
         estimate_payload_filtered(lwr4, np.arange(3.0), q, 0 * q, 0 * q)
+
+
+@pytest.mark.parametrize("robot", ["lwr4", "iiwa14"])
+def test_the_one_pass_momentum_rows_are_the_regressors(robot):
+    """The payload's momentum rows from the last joint's Jacobian and the body regressor (what the dynamic
+    sample's fit uses) equal the rows from seven joint-torque-regressor calls with a step along the motion
+    (W2 to that step's error), and times the payload's parameters they are the loaded minus the unloaded model's
+    M dq and C dq + g - dM/dt dq; the model's own momentum torques likewise (pinocchio's M, C, g: exact)."""
+    from payload_estimation.payload.filtered import momentum_rows, momentum_torques
+
+    dyn = RigidBodyDynamics(load_robot(robot))
+    heavy = dyn.with_payload(PAYLOAD)
+    rng = np.random.default_rng(3)
+    q = rng.uniform(-1.5, 1.5, (20, dyn.n))
+    dq = rng.uniform(-1.5, 1.5, (20, dyn.n))
+    w1, w2 = momentum_rows(dyn.payload_regressor, q, dq)
+    p = PAYLOAD.to_params()
+    m_dq, rest = momentum_torques(dyn, q, dq)
+    m_dq_heavy, rest_heavy = momentum_torques(heavy, q, dq)
+    for k in range(len(q)):
+        f1, f2 = dyn.payload_momentum_rows(q[k], dq[k])
+        np.testing.assert_allclose(f1, w1[k], atol=1e-12)
+        np.testing.assert_allclose(f2, w2[k], atol=1e-7)
+        np.testing.assert_allclose(f1 @ p, m_dq_heavy[k] - m_dq[k], atol=1e-10)
+        np.testing.assert_allclose(f2 @ p, rest_heavy[k] - rest[k], atol=1e-10)
+    # the unloaded model's own: M dq and, along the motion, g - Cᵀ dq = C dq + g - dM/dt dq (finite difference)
+    step = 1e-6
+    for k in range(3):
+        np.testing.assert_allclose(m_dq[k], dyn.mass_matrix(q[k]) @ dq[k], atol=1e-12)
+        dm = (dyn.mass_matrix(q[k] + step * dq[k]) - dyn.mass_matrix(q[k] - step * dq[k])) / (2 * step)
+        expect = dyn.coriolis(q[k], dq[k]) @ dq[k] + dyn.gravity(q[k]) - dm @ dq[k]
+        np.testing.assert_allclose(rest[k], expect, atol=1e-6)
