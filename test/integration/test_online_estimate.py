@@ -215,3 +215,51 @@ def test_a_drop_during_the_move_is_payload_lost_and_the_estimate_goes_back_to_un
                     and probe.mon().get("payload_losses") == str(losses + 1), 5.0), probe.mon()
     assert call_trigger(probe, "payload_estimator/released", 10.0).success
     assert wait_for(lambda: probe.est().get("online_state") == "idle", 5.0), probe.est()
+
+
+def test_a_com_prior_set_by_parameter_reaches_the_online_estimate_at_the_next_grasp(probe):
+    """``grasp_com_prior`` through the estimator's parameter service: a too tight σ is refused with the reason; a
+    prior 15 mm off the true CoM (σ 20 mm) is taken at the next ``~/grasped`` (its answer and the status say so):
+    at rest after the grasp the vertical CoM's σ is the prior's, and after a joint-7 turn (which hardly tilts the
+    payload) the truth lies within 3σ."""
+    from rcl_interfaces.srv import SetParameters
+    from test_parameters import call
+
+    def set_params(**values):
+        req = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
+        res = call(probe, SetParameters, f"{NS}/payload_estimator/set_parameters", req)
+        return [(r.successful, r.reason) for r in res.results]
+
+    call_trigger(probe, "sim_node/detach_payload", 10.0)
+    assert call_trigger(probe, "payload_estimator/released", 10.0).success
+    names = load_robot(ROBOT).joint_names
+    probe.pub_traj.publish(trajectory_msg(names, [Q0], [2.0]))  # flange vertical: joint 7 turns it about its axis
+    _settle(probe, 3.0)
+    [(ok, why)] = set_params(grasp_com_prior_std=0.001)
+    assert not ok and "below" in why, why
+    prior = (COM + [0.0, 0.0, 0.015]).tolist()
+    try:
+        assert set_params(grasp_com_prior=prior, grasp_com_prior_std=0.02) == [(True, ""), (True, "")]
+        assert call_trigger(probe, "payload_estimator/grasped", 10.0).success
+        assert call_trigger(probe, "sim_node/attach_payload", 10.0).success
+        res = call_trigger(probe, "payload_estimator/grasped", 10.0)
+        assert res.success and "with the gripper's CoM prior" in res.message, res.message
+        assert wait_for(lambda: probe.est().get("online_com_prior", "none") != "none", 5.0), probe.est()
+        _settle(probe, 0.5)
+        # at rest the vertical CoM is not separated from the mass: its σ is the prior's (without one: 256 mm here)
+        assert wait_for(lambda: "online_com_std_mm" in probe.est()
+                        and json.loads(probe.est()["online_com_std_mm"])[2] <= 20.5, 5.0), probe.est()
+        turn = Q0 + np.radians([0, 0, 0, 0, 0, 0, 90])
+        probe.pub_traj.publish(trajectory_msg(names, [turn], [DURATION]))
+        _settle(probe, DURATION + 0.5)
+        v = probe.est()
+        _, mass, com = probe.estimates[-1]
+        std_c = np.array(json.loads(v["online_com_std_mm"])) * 1e-3
+        print("with the CoM prior after a joint-7 turn:", mass, com, v)
+        assert std_c[2] <= 0.0205, std_c
+        assert np.all(np.abs(com - COM) <= 3 * std_c + 1e-3), (com, std_c)
+        assert probe.collisions == 0 and probe.holds == 0, (probe.collisions, probe.holds, probe.mon())
+    finally:
+        set_params(grasp_com_prior=[0.0])
+        call_trigger(probe, "sim_node/detach_payload", 10.0)
+        call_trigger(probe, "payload_estimator/released", 10.0)
