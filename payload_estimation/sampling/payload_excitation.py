@@ -13,23 +13,35 @@ fast (a fraction of a second) and reproducible by ``seed``.
 The payload is grasped but not yet known when the excitation runs: the collision monitor's model
 carries only what one rest pose at q0 shows of it. Given that mass's standard deviation
 (:class:`UnknownPayload`), every candidate is also scaled down until 3 σ of the unseen mass's torque
-along it stays within the torque budget (:func:`unknown_payload_torque`); where even
-``min_scale`` of the motion would exceed it (at the stretched-up pose the mass does not show at
-rest at all) planning raises :class:`UnsafeExcitation` and the sampler uses the static poses.
+along it stays within the torque budget (:func:`unknown_payload_torque`). Where even ``min_scale`` of
+the motion would exceed it (at the stretched-up pose the mass does not show at rest at all),
+:func:`plan_tilted_excitation` starts with a short tilt (:class:`Tilt`): a rest-to-rest move of half the
+envelope on the joint that shows the mass best, slow enough for the unseen mass, a hold there while the
+collision monitor fits the mass, the excitation around the tilted pose, and the move back to q0; where no
+tilt helps either, planning raises :class:`UnsafeExcitation` and the sampler uses the static poses.
 
 Units: rad, rad/s, rad/s², s.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..collision.provisional import payload_gravity_posterior
 from ..errors import PayloadEstimationError
 from ..identification.excitation import FourierTrajectory, constraint_nullspace
 from ..model.dynamics import RigidBodyDynamics
-from .poses import VELOCITY_MARGIN, Envelope, MotionLimitError, check_executed, executed_path, make_envelope
+from .poses import (
+    VELOCITY_MARGIN,
+    Envelope,
+    MotionLimitError,
+    check_executed,
+    executed_path,
+    make_envelope,
+    unknown_payload_duration,
+)
 
 CHECK_SAMPLES = 400  # per period: where the limits are checked
 FIT_SAMPLES = 40  # per period: where the payload regressor is evaluated for the condition number
@@ -37,6 +49,13 @@ TORQUE_SAMPLES = 80  # per period: where the unseen payload's torque is bounded
 BUDGET_MARGIN = 0.9  # plan to this fraction of the torque budget (the run re-checks at its own q0)
 POINT_RATE = 100.0
 """Hz: points of the commanded excitation (with velocities; the controller interpolates between them)."""
+TILT_FRACTION = 0.5
+"""Of the envelope's room on a joint: how far a tilt goes (the excitation keeps the rest of it)."""
+TILT_HOLD = 0.4
+"""s at rest at the tilted pose: the arm's own settling (~0.15 s) and the collision monitor's fit of the mass there
+(0.05 s at rest, then 0.2 s for its residual to converge: the sampler's monitor_fit_delay)."""
+TILT_CANDIDATES = 4
+"""Tilts tried (best first, by the mass's standard deviation after them) before falling back to static poses."""
 
 
 class UnsafeExcitation(MotionLimitError):
@@ -86,13 +105,45 @@ class ExcitationPlanConfig:
 
 
 @dataclass(frozen=True)
+class Tilt:
+    """A tilt before the excitation (module docstring): ``q`` the tilted pose (rad) the excitation runs around,
+    reached from the pick configuration in ``move`` s (rest-to-rest quintic), held ``hold`` s, and left back to it
+    in ``back`` s after the excitation (faster: the mass has shown at the tilted pose by then)."""
+
+    q: np.ndarray
+    move: float
+    back: float
+    hold: float = TILT_HOLD
+
+    @property
+    def seconds(self) -> float:
+        return self.move + self.hold + self.back
+
+
+def _quintic_points(q_from: np.ndarray, q_to: np.ndarray, seconds: float, rate: float, t0: float
+                    ) -> list[tuple[float, np.ndarray, np.ndarray]]:
+    """Rest-to-rest quintic from ``q_from`` to ``q_to`` in ``seconds`` at ``rate`` Hz, times from ``t0`` (its first
+    point, at ``q_from``, left out: the previous segment ends there)."""
+    step = np.asarray(q_to, float) - np.asarray(q_from, float)
+    k = max(int(round(seconds * rate)), 1)
+    out = []
+    for i in range(1, k + 1):
+        tau = i / k
+        s = tau ** 3 * (10 - 15 * tau + 6 * tau * tau)
+        ds = 30 * tau * tau * (1 - tau) ** 2 / seconds
+        out.append((t0 + i / rate, q_from + s * step, ds * step))
+    return out
+
+
+@dataclass(frozen=True)
 class ExcitationPlan:
     """The planned excitation: ``trajectory`` (one period from q0 back to q0), the ``envelope`` it
     keeps to, its peak |q - q0|, velocity and acceleration per joint (rad, rad/s, rad/s²) and the
     ``condition_number`` of its column-scaled payload regressor (lower: better determined); the
     ``velocity_budget`` (rad/s per joint) it was planned for; ``scale``: the fraction of its limits'
     motion it was scaled to for the unseen payload's torque (1: none), and that torque (N m, 0: not
-    bounded)."""
+    bounded); ``tilt``: the tilt it starts with (None: the excitation runs around ``envelope.q0`` itself, which is
+    ``trajectory.q0``; with a tilt ``trajectory.q0`` is the tilted pose)."""
 
     trajectory: FourierTrajectory
     envelope: Envelope
@@ -103,19 +154,29 @@ class ExcitationPlan:
     velocity_budget: np.ndarray
     scale: float = 1.0
     unknown_torque: float = 0.0
+    tilt: Tilt | None = None
 
     @property
     def duration(self) -> float:
-        return self.trajectory.period
+        return self.trajectory.period + (self.tilt.seconds if self.tilt is not None else 0.0)
+
+    @property
+    def rest_poses(self) -> np.ndarray:
+        """The poses (k, n) the arm rests at before the excitation: the pick configuration (and the tilted pose)."""
+        q0 = np.asarray(self.envelope.q0, float)
+        return q0[None] if self.tilt is None else np.array([q0, self.tilt.q])
 
     def recentred(self, envelope: Envelope) -> ExcitationPlan:
         """The same motion around ``envelope.q0`` (e.g. a reference run's excitation at a pick
         configuration a fraction of a degree away); raises MotionLimitError when it does not fit
         that envelope."""
-        t = self.trajectory
-        plan = ExcitationPlan(FourierTrajectory(np.array(envelope.q0, float), t.a, t.b, t.f0, t.joint_names),
+        t, tilt = self.trajectory, self.tilt
+        if tilt is not None:
+            tilt = replace(tilt, q=np.asarray(envelope.q0, float) + (tilt.q - np.asarray(self.envelope.q0, float)))
+        centre = np.array(envelope.q0 if tilt is None else tilt.q, float)
+        plan = ExcitationPlan(FourierTrajectory(centre, t.a, t.b, t.f0, t.joint_names),
                               envelope, self.peak_deviation, self.peak_velocity, self.peak_acceleration,
-                              self.condition_number, self.velocity_budget, self.scale, self.unknown_torque)
+                              self.condition_number, self.velocity_budget, self.scale, self.unknown_torque, tilt)
         lo, hi = envelope.q0 - plan.peak_deviation, envelope.q0 + plan.peak_deviation
         if np.any(lo < envelope.lower - 1e-9) or np.any(hi > envelope.upper + 1e-9):
             raise MotionLimitError("the reference run's excitation does not fit the envelope of this pick "
@@ -125,9 +186,21 @@ class ExcitationPlan:
         return plan
 
     def points(self, rate: float = 100.0) -> list[tuple[float, np.ndarray, np.ndarray]]:
-        """[(time_from_start s, positions, velocities)] at ``rate`` Hz for a trajectory controller."""
+        """[(time_from_start s, positions, velocities)] at ``rate`` Hz for a trajectory controller, from rest at
+        the pick configuration (t = 0) back to rest there; with a tilt: the tilt, its hold, the excitation around
+        the tilted pose and the move back."""
         t, q, dq, _ = self.trajectory.sample(rate)
-        return [(float(t[k]), q[k].copy(), dq[k].copy()) for k in range(len(t))]
+        excitation = [(float(t[k]), q[k].copy(), dq[k].copy()) for k in range(len(t))]
+        if self.tilt is None:
+            return excitation
+        q0, tilt = np.asarray(self.envelope.q0, float), self.tilt
+        zero = np.zeros_like(q0)
+        out = [(0.0, q0.copy(), zero.copy())] + _quintic_points(q0, tilt.q, tilt.move, rate, 0.0)
+        t_hold = out[-1][0]
+        out += [(t_hold + k / rate, tilt.q.copy(), zero.copy()) for k in range(1, int(round(tilt.hold * rate)) + 1)]
+        t_start = out[-1][0]
+        out += [(t_start + tk, qk, dqk) for tk, qk, dqk in excitation[1:]]
+        return out + _quintic_points(tilt.q, q0, tilt.back, rate, out[-1][0])
 
 
 def _peaks(traj: FourierTrajectory) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -230,6 +303,62 @@ def plan_payload_excitation(dyn: RigidBodyDynamics, q0: np.ndarray, config: Exci
     return ExcitationPlan(traj, env, peak_q, peak_v, peak_a, cond, vmax, fraction, torque)
 
 
+def plan_tilted_excitation(dyn: RigidBodyDynamics, config: ExcitationPlanConfig | None, envelope: Envelope,
+                           unknown: UnknownPayload, mass_limit: float, why: str = "") -> ExcitationPlan:
+    """Where no excitation around ``envelope.q0`` keeps the unseen mass's torque within ``unknown.torque_budget``:
+    the excitation around a tilted pose (:class:`Tilt`, module docstring). Candidates: each joint but the last,
+    either way, by TILT_FRACTION of its room in the envelope (at least 1.5°: the monitor fits a new pose from 1°
+    on); the first :data:`TILT_CANDIDATES`, best first by the mass's standard deviation after resting at q0 and
+    there (at most ``mass_limit`` / 3 kg: a heavier payload is refused anyway), whose excitation plans. The move
+    into the tilt is slow enough for the mass seen at q0 (:func:`.poses.unknown_payload_duration`) and within
+    ``config.velocity_scale`` of the limits. Raises :class:`UnsafeExcitation` (``why``: what failed at q0) when
+    none plans."""
+    config = config if config is not None else ExcitationPlanConfig()
+    q0 = np.asarray(envelope.q0, float)
+    vmax = config.velocity_scale * np.asarray(dyn.desc.limits.velocity, float)
+    candidates = []
+    for j in range(dyn.n - 1):
+        for sign in (1.0, -1.0):
+            room = envelope.upper[j] - q0[j] if sign > 0 else q0[j] - envelope.lower[j]
+            if TILT_FRACTION * room < np.radians(1.5):
+                continue
+            qt = q0.copy()
+            qt[j] += sign * TILT_FRACTION * room
+            candidates.append((unknown_mass_std(dyn, np.array([q0, qt]), mass_limit), j, qt))
+    candidates.sort(key=lambda c: c[0])
+    def seconds(poses: np.ndarray, q_from: np.ndarray, q_to: np.ndarray) -> float:
+        """The quintic's duration for the mass seen at ``poses``, within the velocity budget, on the points' grid."""
+        _, cov = payload_gravity_posterior(dyn, poses)
+        shrink = min(1.0, mass_limit / (3.0 * float(np.sqrt(cov[0, 0]))))  # no mass beyond the limit (the floor's)
+        cov[0, :] *= shrink
+        cov[:, 0] *= shrink
+        t = max(unknown_payload_duration(dyn, q_from, q_to, cov, unknown.torque_budget, unknown.k_sigma),
+                1.875 * float(np.max(np.abs(q_to - q_from) / vmax)), 0.2)
+        return float(np.ceil(t * POINT_RATE)) / POINT_RATE
+
+    failures = []
+    for std, j, qt in candidates[:TILT_CANDIDATES]:
+        try:
+            plan = plan_payload_excitation(dyn, qt, config, Envelope(qt, envelope.lower, envelope.upper),
+                                           replace(unknown, mass_std=std, min_scale=0.05))
+        except UnsafeExcitation as e:
+            failures.append(f"joint {j + 1}: {e}")
+            continue
+        tilt = Tilt(qt, seconds(q0[None], q0, qt), seconds(np.array([q0, qt]), qt, q0))
+        tilted = replace(plan, envelope=envelope, tilt=tilt)
+        q = np.array([p[1] for p in tilted.points(POINT_RATE)])
+        return replace(tilted, peak_deviation=np.max(np.abs(q - q0), axis=0))
+    raise UnsafeExcitation(f"{why + '; ' if why else ''}no tilt within the envelope helps either"
+                           + (f" ({failures[0]})" if failures else " (no joint has room for one)"))
+
+
+def unknown_mass_std(dyn: RigidBodyDynamics, poses: np.ndarray, mass_limit: float) -> float:
+    """Standard deviation (kg) of the payload mass as known from rest at ``poses`` (k, n; the monitor's provisional
+    posterior), at most ``mass_limit`` / 3: a heavier payload is refused anyway."""
+    _, cov = payload_gravity_posterior(dyn, poses)
+    return min(float(np.sqrt(cov[0, 0])), mass_limit / 3.0)
+
+
 def executed_peak_velocity(desc, traj: FourierTrajectory, rate: float = POINT_RATE) -> np.ndarray:
     """Peak |dq| per joint (rad/s) of the controller's path through ``traj``'s points at ``rate`` Hz from
     rest at q0 (:func:`.poses.executed_path`: quintic segments with zero waypoint accelerations, whose
@@ -258,7 +387,9 @@ def check_excitation(plan: ExcitationPlan, desc, rate: float = 1000.0) -> None:
     the joint limits, no joint exceeds its velocity limit (what the commanded points must obey), and
     the controller's path between the commanded points (:data:`POINT_RATE` Hz, from rest at q0) stays
     within (1 - VELOCITY_MARGIN) of the velocity limits (:func:`.poses.check_executed`)."""
-    t, q, dq, _ = plan.trajectory.sample(rate)
+    points = plan.points(rate)
+    t = np.array([p[0] for p in points])
+    q, dq = np.array([p[1] for p in points]), np.array([p[2] for p in points])
     lim = desc.limits.position
     env = plan.envelope
     outside = (q < env.lower - 1e-9) | (q > env.upper + 1e-9) | (q < lim[:, 0]) | (q > lim[:, 1])
@@ -268,9 +399,11 @@ def check_excitation(plan: ExcitationPlan, desc, rate: float = 1000.0) -> None:
             k, j = (int(v) for v in np.argwhere(bad)[0])
             value = f"{np.degrees(q[k][j]):.3f} deg" if bad is outside else f"{dq[k][j]:.3f} rad/s"
             raise MotionLimitError(f"excitation point at {t[k]:.3f} s {what} {desc.joint_names[j]} ({value})")
-    check_executed(desc, plan.trajectory.q0, None, [p for p in plan.points(POINT_RATE) if p[0] > 0], "excitation")
+    check_executed(desc, np.asarray(plan.envelope.q0, float), None, [p for p in plan.points(POINT_RATE) if p[0] > 0],
+                   "excitation")
 
 
-__all__ = ["ExcitationPlan", "ExcitationPlanConfig", "POINT_RATE", "UnknownPayload", "UnsafeExcitation",
-           "check_excitation", "executed_peak_velocity", "plan_payload_excitation", "scaled_condition",
-           "unknown_payload_torque", "within_executed"]
+__all__ = ["ExcitationPlan", "ExcitationPlanConfig", "POINT_RATE", "TILT_HOLD", "Tilt", "UnknownPayload",
+           "UnsafeExcitation", "check_excitation", "executed_peak_velocity", "plan_payload_excitation",
+           "plan_tilted_excitation", "scaled_condition", "unknown_mass_std", "unknown_payload_torque",
+           "within_executed"]

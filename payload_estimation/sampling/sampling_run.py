@@ -59,6 +59,8 @@ from .payload_excitation import (
     UnsafeExcitation,
     check_excitation,
     plan_payload_excitation,
+    plan_tilted_excitation,
+    unknown_mass_std,
     unknown_payload_torque,
 )
 from .poses import (
@@ -314,16 +316,20 @@ class PlanMotion:
         rest at q0 (e.g. stretched up, :class:`UnsafeExcitation`): its inertial torque along the motion
         could exceed ``unknown_payload_torque`` and read as a collision. A reference run plans for the
         payload it will be compared with (the same bound: it depends on q0 alone)."""
-        unknown = UnknownPayload(_unknown_mass_std(dyn, self.q0, self.mass_limit), self.unknown_payload_torque)
+        unknown = UnknownPayload(unknown_mass_std(dyn, self.q0[None], self.mass_limit), self.unknown_payload_torque)
         if self.reference_plan is not None:
             plan = self.reference_plan.recentred(self.envelope)
-            torque = unknown_payload_torque(dyn, plan.trajectory, unknown.mass_std, unknown.k_sigma)
+            std = unknown_mass_std(dyn, plan.rest_poses, self.mass_limit)  # with a tilt: seen there too
+            torque = unknown_payload_torque(dyn, plan.trajectory, std, unknown.k_sigma)
             if torque > unknown.torque_budget:
                 raise UnsafeExcitation(f"the payload's mass does not show at rest here as it did where the "
                                        f"reference was recorded: its torque along the excitation could "
                                        f"reach {torque:.1f} N m (3 σ)")
         else:
-            plan = plan_payload_excitation(dyn, self.q0, self.excitation, self.envelope, unknown)
+            try:
+                plan = plan_payload_excitation(dyn, self.q0, self.excitation, self.envelope, unknown)
+            except UnsafeExcitation as e:  # stretched up: tilt first, where the mass shows
+                plan = plan_tilted_excitation(dyn, self.excitation, self.envelope, unknown, self.mass_limit, str(e))
         check_excitation(plan, self.desc)
         return plan
 
@@ -671,7 +677,8 @@ class SamplingRun:
                     self._check(ret.target)
                     out.append(ret)
         elif isinstance(act, Done):
-            what = (f"a {seq.plan.duration:.2f} s excitation{_scaled(seq.plan)}" if self.excitation is not None
+            what = (f"a {seq.plan.duration:.2f} s excitation{_tilted(seq.plan, self.names)}{_scaled(seq.plan)}"
+                    if self.excitation is not None
                     else f"{seq.n} poses")
             if self.fallback:
                 what += f" ({self.fallback})"
@@ -791,13 +798,6 @@ class SamplingRun:
                                   code="motion_limit")
 
 
-def _unknown_mass_std(dyn: RigidBodyDynamics, q0: np.ndarray, mass_limit: float) -> float:
-    """Standard deviation (kg) of the payload mass as known from rest at q0 (the monitor's provisional
-    posterior), at most mass_limit / 3: a heavier payload is refused anyway."""
-    _, cov = payload_gravity_posterior(dyn, q0[None])
-    return min(float(np.sqrt(cov[0, 0])), mass_limit / 3.0)
-
-
 def _plan_within(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope, sweep: bool = False) -> PosePlan:
     """plan_poses (or plan_sweep) around q0; the plan's envelope is the run's (identical unless anchored)."""
     from .poses import plan_poses
@@ -807,6 +807,16 @@ def _plan_within(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope
         return plan_sweep(dyn, q0, config, envelope)
     plan = plan_poses(dyn, q0, config)
     return replace(plan, envelope=envelope) if plan.envelope is not envelope else plan
+
+
+def _tilted(plan: ExcitationPlan, names) -> str:
+    """' (tilted first: ...)' for an excitation that starts with a tilt; '' if not."""
+    if plan.tilt is None:
+        return ""
+    step = np.degrees(plan.tilt.q - plan.envelope.q0)
+    moved = ", ".join(f"{names[j]} {step[j]:+.1f} deg" for j in np.flatnonzero(np.abs(step) > 1e-6))
+    return (f" (tilted first, {moved}, where the mass does not show at rest: {plan.tilt.move:.2f} s there, "
+            f"{plan.tilt.hold:.2f} s held, {plan.tilt.back:.2f} s back)")
 
 
 def _scaled(plan: ExcitationPlan) -> str:
