@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_dynamic.py [--robots lwr4 iiwa14] [--runs 10] [--seed 0]
     .venv/bin/python bench/bench_dynamic.py --coverage [--runs 50] [--seed 100]   # is the reported σ honest?
+    .venv/bin/python bench/bench_dynamic.py --coverage --stretched-up [--runs 20]  # ... where it tilts first?
 
 Each run is the three nodes' logic on the MuJoCo arm without ROS (``sampling.bare_run``) at a random pick
 configuration (``benchlib.pick_configurations``: stretched up, near the limits, random) with a box
@@ -139,7 +140,7 @@ def coverage_one(desc, q, body, offsets, seed: int) -> dict:
                         excitation=DYNAMIC)
     r = bare_run(desc, q, body, cfg)
     row = {"code": r.finished.code, "time": r.duration, "static": r.plan is None, "z": None, "std": None,
-           "err": None}
+           "err": None, "tilt": r.plan is not None and r.plan.tilt is not None}
     est = r.estimate
     if est is not None:
         err = np.r_[est.mass - body.mass, est.com - body.com]
@@ -166,16 +167,21 @@ def coverage_report(rows: list[dict], args, seconds: float, total: int) -> str:
     head = ["robot", "estimated", "static fallback", "mass ≤3σ", "cx ≤3σ", "cy ≤3σ", "cz ≤3σ",
             "≤1σ / ≤2σ (all components; Gaussian 68 / 95 %)", "all four ≤3σ", "max |err|/σ"]
     worst = sorted((r for r in rows if r["z"] is not None), key=lambda r: -np.max(np.abs(r["z"])))[:5]
-    wl = [[r["robot"], r["kind"], f"{r['mass']:.2f}", "static poses" if r["static"] else "excitation",
+    wl = [[r["robot"], r["kind"], f"{r['mass']:.2f}", "static poses" if r["static"] else
+           "tilt + excitation" if r.get("tilt") else "excitation",
            " ".join(f"{1e3 * e:+.2f}" for e in r["err"][1:]) + f" mm, {1e3 * r['err'][0]:+.1f} g",
            " ".join(f"{1e3 * s:.2f}" for s in r["std"][1:]) + f" mm, {1e3 * r['std'][0]:.1f} g",
            " ".join(f"{z:+.1f}" for z in r["z"])] for r in worst]
+    up = args.stretched_up
+    where = ("every run at the stretched-up pose, where both runs tilt first (the time column: the sample's robot "
+             "time, median " + (f"{np.median([r['time'] for r in rows]):.2f} s" if rows else "–") + ")"
+             if up else "pick configurations of ``benchlib.pick_configurations``")
     return "\n".join([
-        f"## σ coverage of the dynamic sample (issue 32): {' '.join(args.robots)}", "",
-        f"`.venv/bin/python bench/bench_dynamic.py --coverage --robots {' '.join(args.robots)} --runs {args.runs} "
-        f"--seed {args.seed}` ({seconds:.0f} s) on {machine()}."
+        f"## σ coverage of the dynamic sample (issue 32): {' '.join(args.robots)}{', stretched up' if up else ''}", "",
+        f"`.venv/bin/python bench/bench_dynamic.py --coverage{' --stretched-up' if up else ''} --robots "
+        f"{' '.join(args.robots)} --runs {args.runs} --seed {args.seed}` ({seconds:.0f} s) on {machine()}."
         + ("" if len(rows) == total else f" **Partial: {len(rows)} of {total} runs so far.**"), "",
-        f"{args.runs} grasps per robot as above (pick configurations of ``benchlib.pick_configurations``, 0.5-5 kg "
+        f"{args.runs} grasps per robot as above ({where}, 0.5-5 kg "
         "boxes, 3 % link model error, ±0.5 N m offsets, 0.1 N m noise), each sampled once with the dynamic "
         "defaults after its reference run; the errors of mass and CoM components against MuJoCo's truth over "
         "the σ the estimate reports. Target (issue 32): ≥ 95 % of mass and CoM component errors within 3σ.", "",
@@ -192,7 +198,10 @@ def coverage_main(args) -> int:
     for robot in args.robots:
         desc = load_robot(robot)
         rng = np.random.default_rng(args.seed)
-        for k, (kind, q) in enumerate(pick_configurations(desc, args.runs, rng)):
+        picks = pick_configurations(desc, args.runs, rng)
+        if args.stretched_up:
+            picks = [picks[0]] * args.runs
+        for k, (kind, q) in enumerate(picks):
             body = payload(rng, float(rng.uniform(0.5, 5.0)))
             offsets = rng.uniform(-0.5, 0.5, desc.n)
             row = {"robot": robot, "kind": kind, "mass": body.mass,
@@ -243,6 +252,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--coverage", action="store_true", help="σ coverage of the dynamic sample instead (issue 32)")
+    ap.add_argument("--stretched-up", action="store_true", help="with --coverage: every run at the stretched-up pose "
+                    "(both runs tilt first)")
     ap.add_argument("--modes", nargs="+", choices=("static", "dynamic"), default=["static", "dynamic"],
                     help="the table's sampling modes")
     args = ap.parse_args()
