@@ -80,7 +80,7 @@ PARAMS = ParameterTable([
     Param("initial_positions", [0.0], "rad, start configuration; [0.0]: the robot's documented bent start pose "
           "(lwr4: [10, 40, -5, -70, 15, 50, 20] deg, iiwa14 and other 7-joint arms: [-10, 35, 5, -75, -10, 55, 15] "
           "deg, the demo's pick configurations), not the stretched-up zeros where the payload's mass does not show "
-          "at rest and dynamic sampling refuses", read_only=True),
+          "at rest and dynamic sampling must tilt first", read_only=True),
     Param("payload_mass", 1.0, "kg, payload of ~/attach_payload", low=0.0, high=1000.0, low_open=True,
           applies="next ~/attach_payload"),
     Param("payload_com", [0.0, 0.0, 0.05], "m, its CoM in the payload frame", low=-10.0, high=10.0, min_items=3,

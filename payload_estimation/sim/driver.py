@@ -8,7 +8,7 @@ attaches the payload. Thread-safe: the physics thread and the node's callbacks s
 :func:`driver_config` maps the node's parameter values to a :class:`DriverConfig` (the one mapping).
 
 Start pose: ``initial_positions`` = ``[0.0]`` (the default) means :func:`start_pose`: a bent pose, never
-the stretched-up zero pose, where the payload's mass does not show at rest and dynamic sampling refuses.
+the stretched-up zero pose, where the payload's mass does not show at rest and dynamic sampling must tilt first.
 Units: s (sim time unless named wall), rad, N, N m.
 """
 
