@@ -91,6 +91,9 @@ ENVELOPE_MARGIN_DEG = 1.5
 STRANDED_S = 10.0  # s of identical refusals of every motion call that name no way out
 WAY_OUT = re.compile(r"~/|payload_sampler/|payload_estimator/|collision_monitor/|sim_node/|\bset \w+")
 """A refusal names a way out: a service to call or a parameter to set."""
+STAMP_LAG = 0.5
+"""s: how late the probe may stamp a joint_states sample (its callback's wall time; a backlog of its depth-200 queue
+and a busy executor): the arm's position at a run's start is any sample stamped within this of it."""
 MASS_TOL, COM_TOL = 0.01, 0.005  # the clean run after the schedule: relative, m
 
 SAMPLER_SERVICES = {"sample": 6, "record_reference": 4, "sweep": 1, "cancel": 4, "forget_pick": 2}
@@ -701,16 +704,20 @@ class ChaosRun:
             measured = [(t, q, "") for t, q in list(p.measured) if r.t_start <= t <= r.t_end]
             commanded = [c for c in list(p.commanded) if r.t_start <= c[0] <= r.t_end]
             q_start = next((q for t, q in reversed(list(p.measured)) if t <= r.t_start), None)
+            # the probe stamps a sample when its callback runs: a busy probe's backlog is stamped late (seed 16: the
+            # arm 3.8 deg into a return move, stamped after the sampler had seen it back and the next run had begun)
+            near = [q for t, q in list(p.measured) if abs(t - r.t_start) <= STAMP_LAG]
             anchor = _deg_list(before[-1].get("pick_anchor_deg", "")) if before else None
             reported = _deg_list(after[0].get("last_pick_configuration_deg", "")) if after else None
             if anchor is not None:  # a kept pick keeps the envelope of the run that left it (a sweep's: 25 deg)
                 r.amplitude_deg = max(r.amplitude_deg, self.anchor_amplitude.get(_pick_key(anchor), 0.0))
             if reported is not None:
                 self.anchor_amplitude[_pick_key(reported)] = r.amplitude_deg
-            self._check_envelope(r, q_start, anchor, reported, measured, commanded)
+            self._check_envelope(r, q_start, anchor, reported, measured, commanded, near)
 
-    def _check_envelope(self, r: SamplerRun, q_start, anchor, reported, measured: list, commanded: list) -> None:
-        starts = [x for x in (q_start, anchor) if x is not None]
+    def _check_envelope(self, r: SamplerRun, q_start, anchor, reported, measured: list, commanded: list,
+                        near: list = ()) -> None:
+        starts = [x for x in (q_start, anchor, *near) if x is not None]
         center = reported if reported is not None else q_start
         if center is None:
             return
