@@ -132,11 +132,14 @@ class SupervisorConfig:
 @dataclass(frozen=True)
 class Planner:
     """The motion rules a stop and a resume use, bound to the robot's limits: ``stop_point(q, dq, deceleration,
-    min_time, lead) -> (q_stop rad, t s)`` and ``move_duration(q_from, q_to, v_to, velocity_scale, min_duration)
-    -> s``, the move from rest at q_from into q_to with velocity v_to (rad/s; None: to rest) (sampling.poses)."""
+    min_time, lead) -> (q_stop rad, t s)``, ``move_duration(q_from, q_to, v_to, velocity_scale, min_duration)
+    -> s``, the move from rest at q_from into q_to with velocity v_to (rad/s; None: to rest), and
+    ``stop_duration(starts, q_stop, t) -> s``: ``t`` stretched until the controller's path to q_stop from every
+    (q, dq) of ``starts`` stays within the velocity limits (sampling.poses)."""
 
     stop_point: Callable[[np.ndarray, np.ndarray, float, float, float], tuple[np.ndarray, float]]
     move_duration: Callable[[np.ndarray, np.ndarray, np.ndarray | None, float, float], float]
+    stop_duration: Callable[[list, np.ndarray, float], float] = lambda starts, q_stop, t: t
 
 
 @dataclass(frozen=True)
@@ -664,9 +667,13 @@ class MonitorSupervisor:
         if action is Action.HOLD_POSITION:
             reach = self._reach(q)
             kept = self.stop(now)
-            q_stop, t_stop = plan.stop_point(q, dq, cfg.stop_deceleration, cfg.hold_time, min(lead, MAX_LEAD))
+            lead = min(lead, MAX_LEAD)
+            q_stop, t_stop = plan.stop_point(q, dq, cfg.stop_deceleration, cfg.hold_time, lead)
             if reach is not None:
                 q_stop = np.clip(q_stop, *reach)
+            if dq is not None:  # the controller starts from the arm now: at its speed, or slowed down since the sample
+                q, dq = np.asarray(q, float), np.asarray(dq, float)
+                t_stop = plan.stop_duration([(q + dq * lead, dq), (q + 0.5 * dq * lead, 0.5 * dq)], q_stop, t_stop)
             return Command(np.array([t_stop]), np.asarray(q_stop)[None, :], np.zeros((1, len(q)))), (
                 "warning", "stopping: holding the current position" + (" (trajectory remainder kept for resume)"
                                                                         if kept else ""))

@@ -18,9 +18,12 @@ from ..errors import PayloadEstimationError
 from ..identification.dynamic_model import load_dynamic_model
 from ..model import RobotDescription
 from ..payload.limits import check_payload
-from ..sampling.poses import executed_duration, move_duration, stop_point
+from ..sampling.poses import MotionLimitError, executed_duration, move_duration, stop_point
 from .monitor_params import MONITOR_KEYS, REACTION_KEYS, monitor_configs, per_joint_check
 from .parameters import ParameterError
+
+STOP_MARGIN = 0.01
+"""Of the velocity limits: how far below them the controller's path into a stop point stays."""
 
 
 def planner(desc: RobotDescription) -> Planner:
@@ -31,7 +34,17 @@ def planner(desc: RobotDescription) -> Planner:
         rest_to_rest = move_duration(q_from, q_to, desc.limits.velocity, scale, least)
         return executed_duration(desc, q_from, None, q_to, rest_to_rest, target_velocity=v_to)
 
-    return Planner(partial(stop_point, desc), first_segment)
+    def stop_duration(starts, q_stop, t: float) -> float:
+        """The stop's duration ``t`` (s), stretched until the controller's path from each start to ``q_stop`` stays
+        within the velocity limits (chaos seed 1: a stop from a move near the limit needed 2.243 of E1's 2.234 rad/s
+        in 0.2 s, the arm slower than in the sample the stop point came from, and the simulator refused it)."""
+        try:
+            return max(executed_duration(desc, q0, v0, q_stop, t, margin=STOP_MARGIN, max_duration=max(2.0, 4 * t))
+                       for q0, v0 in starts)
+        except MotionLimitError:  # already above the limits: nothing slower helps
+            return t
+
+    return Planner(partial(stop_point, desc), first_segment, stop_duration)
 
 
 def monitor_supervisor(desc: RobotDescription, values: dict, sampling: bool = False) -> tuple[MonitorSupervisor, str]:

@@ -27,6 +27,7 @@ from payload_estimation.collision.supervisor import (
     EstimateRefused,
     MonitorInputs,
     MonitorSupervisor,
+    Planner,
     SupervisorConfig,
     monitor_status,
 )
@@ -205,6 +206,35 @@ def test_a_stop_never_goes_beyond_the_points_of_the_move_it_interrupts(desc):
     assert note == ("warning", "stopping: holding the current position")  # sampling: no remainder kept
     unknown = MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, cfg, planner=planner(desc))
     np.testing.assert_allclose(unknown.react(Action.HOLD_POSITION, 0.0, q, dq, 0.2)[0].q[0], free)  # no move known
+
+
+def test_a_stop_from_near_the_velocity_limit_takes_long_enough_for_the_controller(desc):
+    """Chaos seed 1 (CI): a stop during a move near E1's velocity limit, from a 0.2 s old sample, commanded a 0.2 s
+    segment that needed 2.243 of its 2.234 rad/s from where the arm was, slower than in the sample: the simulator
+    refused it and the arm went on. The stop's time is stretched until the controller's path stays within the
+    limits from the arm at its speed and slowed down to half; the stop point is the same."""
+    from payload_estimation.sampling.poses import MotionLimitError, check_executed
+
+    cfg = SupervisorConfig()
+    vlim = np.asarray(desc.limits.velocity, float)
+    step = np.zeros(desc.n)
+    step[2] = np.radians(40.0)
+    q, dq = Q0.copy(), np.zeros(desc.n)
+    dq[2] = 0.97 * vlim[2]
+    starts = [(q + dq * 0.2, dq), (q + 0.1 * dq, 0.5 * dq)]
+    bare = Planner(planner(desc).stop_point, planner(desc).move_duration)  # without the stretch (as before)
+    results = []
+    for plan in (bare, planner(desc)):
+        sup = MonitorSupervisor(RigidBodyDynamics(desc), CONFIG, cfg, frame=desc.payload_frame_name, planner=plan)
+        sup.commanded(10.0, np.array([1.0]), (Q0 + step)[None, :])
+        results.append(sup.react(Action.HOLD_POSITION, 10.2, q, dq, lead=0.2)[0])
+    (before, after) = results
+    np.testing.assert_allclose(after.q, before.q)
+    assert after.t[0] > before.t[0] == pytest.approx(cfg.hold_time, abs=0.05)
+    with pytest.raises(MotionLimitError):  # the old stop, from the arm slowed down: above the limit
+        check_executed(desc, *starts[1], [(before.t[0], before.q[0], None)], "stop", 0.0)
+    for q0, v0 in starts:
+        check_executed(desc, q0, v0, [(after.t[0], after.q[0], None)], "stop", 0.0)
 
 
 def test_inputs_are_taken_or_refused_and_counted_also_before_a_robot_model(desc):
