@@ -328,11 +328,7 @@ def plan_tilted_excitation(dyn: RigidBodyDynamics, config: ExcitationPlanConfig 
     candidates.sort(key=lambda c: c[0])
     def seconds(poses: np.ndarray, q_from: np.ndarray, q_to: np.ndarray) -> float:
         """The quintic's duration for the mass seen at ``poses``, within the velocity budget, on the points' grid."""
-        _, cov = payload_gravity_posterior(dyn, poses)
-        shrink = min(1.0, mass_limit / (3.0 * float(np.sqrt(cov[0, 0]))))  # no mass beyond the limit (the floor's)
-        cov[0, :] *= shrink
-        cov[:, 0] *= shrink
-        t = max(unknown_payload_duration(dyn, q_from, q_to, cov, unknown.torque_budget, unknown.k_sigma),
+        t = max(unknown_payload_floor(dyn, poses, q_from, q_to, mass_limit, unknown.torque_budget, unknown.k_sigma),
                 1.875 * float(np.max(np.abs(q_to - q_from) / vmax)), 0.2)
         return float(np.ceil(t * POINT_RATE)) / POINT_RATE
 
@@ -350,6 +346,18 @@ def plan_tilted_excitation(dyn: RigidBodyDynamics, config: ExcitationPlanConfig 
         return replace(tilted, peak_deviation=np.max(np.abs(q - q0), axis=0))
     raise UnsafeExcitation(f"{why + '; ' if why else ''}no tilt within the envelope helps either"
                            + (f" ({failures[0]})" if failures else " (no joint has room for one)"))
+
+
+def unknown_payload_floor(dyn: RigidBodyDynamics, poses: np.ndarray, q_from: np.ndarray, q_to: np.ndarray,
+                          mass_limit: float, torque_budget: float, k_sigma: float = 3.0) -> float:
+    """Shortest rest-to-rest quintic (s) from ``q_from`` to ``q_to`` for the payload as seen at rest at ``poses``
+    (k, n; :func:`.poses.unknown_payload_duration` with the monitor's provisional posterior), its mass feared up to
+    ``mass_limit`` only: a heavier payload is refused anyway."""
+    _, cov = payload_gravity_posterior(dyn, poses)
+    shrink = min(1.0, mass_limit / (3.0 * float(np.sqrt(cov[0, 0]))))
+    cov[0, :] *= shrink
+    cov[:, 0] *= shrink
+    return unknown_payload_duration(dyn, q_from, q_to, cov, torque_budget, k_sigma)
 
 
 def unknown_mass_std(dyn: RigidBodyDynamics, poses: np.ndarray, mass_limit: float) -> float:
@@ -405,5 +413,6 @@ def check_excitation(plan: ExcitationPlan, desc, rate: float = 1000.0) -> None:
 
 __all__ = ["ExcitationPlan", "ExcitationPlanConfig", "POINT_RATE", "TILT_HOLD", "Tilt", "UnknownPayload",
            "UnsafeExcitation", "check_excitation", "executed_peak_velocity", "plan_payload_excitation",
-           "plan_tilted_excitation", "scaled_condition", "unknown_mass_std", "unknown_payload_torque",
+           "plan_tilted_excitation", "scaled_condition", "unknown_mass_std", "unknown_payload_floor",
+           "unknown_payload_torque",
            "within_executed"]

@@ -45,7 +45,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..collision.provisional import payload_gravity_posterior
 from ..errors import PayloadEstimationError
 from ..model.description import RobotDescription
 from ..model.dynamics import RigidBodyDynamics
@@ -61,6 +60,7 @@ from .payload_excitation import (
     plan_payload_excitation,
     plan_tilted_excitation,
     unknown_mass_std,
+    unknown_payload_floor,
     unknown_payload_torque,
 )
 from .poses import (
@@ -71,7 +71,6 @@ from .poses import (
     checked_move,
     make_envelope,
     stop_point,
-    unknown_payload_duration,
 )
 from .sequence import (
     Capture,
@@ -783,13 +782,8 @@ class SamplingRun:
     def _unknown_payload_floor(self, q_from: np.ndarray, q_to: np.ndarray, k: int) -> float:
         """Move duration floor (s) while the captured poses leave the payload's mass or CoM uncertain."""
         visited = self.plan.poses[:k] if k > 0 else self.q0[None]
-        _, cov = payload_gravity_posterior(self.dyn, visited)
-        # a mass beyond mass_limit is refused anyway: the unknown mass need not be feared beyond it
-        shrink = min(1.0, self.cfg.mass_limit / (3.0 * float(np.sqrt(cov[0, 0]))))
-        cov = cov.copy()
-        cov[0, :] *= shrink
-        cov[:, 0] *= shrink
-        return unknown_payload_duration(self.dyn, q_from, q_to, cov, self.cfg.unknown_payload_torque)
+        return unknown_payload_floor(self.dyn, visited, q_from, q_to, self.cfg.mass_limit,
+                                     self.cfg.unknown_payload_torque)
 
     def _check(self, target: np.ndarray) -> None:
         """Last line of defence: nothing leaves the envelope of q0, whatever the program hands out."""
