@@ -3,7 +3,7 @@ driven for 60 s per seed by a seeded random schedule of description re-publicati
 service calls, parameter sets, grasp/release and joint_states faults; invariants checked from outside
 after every step, then a clean estimate within 1 % / 5 mm. The driver and the invariants: chaos_driver.py.
 
-Seeds: ``PE_CHAOS_SEEDS`` (comma-separated, default ``1``; CI runs seed 1 on Kilted and seed 2 on Jazzy;
+Seeds: ``PE_CHAOS_SEEDS`` (comma-separated, default ``1``; CI runs seed 2, on Jazzy only;
 empty: the chaos runs are skipped); ``PE_CHAOS_DURATION`` (s, default 60). One seed takes about 110 s of wall time:
 start-up, the 60 s schedule, the drain and the clean estimate.
 A failure prints its seed, the step, the event, the invariant and the node's last log lines; rerun one
