@@ -104,9 +104,10 @@ class CollisionMonitor:
         self.restarts = 0
         self.explain: Callable[[float, np.ndarray, np.ndarray, BodyInertia | None], np.ndarray | None] | None = None
 
-    def set_payload(self, body: BodyInertia | None, gravity_only: bool = False) -> None:
-        """The observer's payload (payload frame), see :meth:`MomentumObserver.set_payload`."""
-        self.observer.set_payload(body, gravity_only)
+    def set_payload(self, body: BodyInertia | None, gravity_only: bool = False) -> bool:
+        """The observer's payload (payload frame), see :meth:`MomentumObserver.set_payload` (True: the residual
+        was moved to the new model at once, the arm at rest)."""
+        return self.observer.set_payload(body, gravity_only)
 
     def reset(self, keep_residual: bool = True) -> None:
         """Re-initialise the time base (observer, detector clock, contact history); an active event

@@ -40,6 +40,9 @@ from ..model.parameters import BodyInertia
 
 QUADRATURES = ("trapezoid", "hold")
 
+SHIFT_REST_VELOCITY = 0.01
+"""rad/s: every joint this slow at the last sample, a payload change moves the residual by ĝ's change at once."""
+
 
 class ObserverInputError(PayloadEstimationError):
     """An observer argument or sample has the wrong shape; the message names it."""
@@ -141,6 +144,8 @@ class MomentumObserver:
         self.payload: BodyInertia | None = None  # payload frame
         self.payload_gravity_only = False
         self._bind(dyn.model, dyn.model)
+        self._q_prev = np.zeros(n)  # position and velocity of the previous accepted sample
+        self._dq_prev = np.zeros(n)
         self._p_prev = np.zeros(n)  # momentum M̂ dq of the previous accepted sample
         self._beta_prev = np.zeros(n)  # β of the previous accepted sample
         self._r = np.zeros(n)
@@ -223,7 +228,7 @@ class MomentumObserver:
         return self._t_prev
 
     # ------------------------------------------------------------------ model
-    def set_payload(self, body: BodyInertia | None, gravity_only: bool = False) -> None:
+    def set_payload(self, body: BodyInertia | None, gravity_only: bool = False) -> bool:
         """Carry ``body`` (mass kg, CoM m, inertia about the CoM kg m², payload frame) from now on;
         None or zero mass: unloaded.
 
@@ -231,8 +236,12 @@ class MomentumObserver:
         unloaded; ĝ^L = g + Y_L,g(q) p_L,g is evaluated as the gravity of the model with the payload
         merged into the last link (identical: gravity depends on (m, m c) only). Otherwise the payload
         also enters M̂ and Ĉ (a gravity-only estimate as a point mass: zero inertia about its CoM).
-        The momentum reference is re-initialised at the next sample (the model's momentum jumps),
-        the residual value is kept.
+        With the arm at rest at the last sample (every joint slower than :data:`SHIFT_REST_VELOCITY`) the
+        residual is moved by the change of ĝ there, so that it reads at once what it would have converged
+        to in 5/K_I s (exact at rest: r's steady state is ĝ - τ_J, and its transient is unchanged), and the
+        last sample's momentum and known torque are taken with the new model. In motion the momentum
+        reference is re-initialised at the next sample (the model's momentum jumps) and the residual is kept
+        to converge. Returns whether it was moved.
 
         An estimate record (identification) is converted by the
         caller: ``estimate.body()`` (zero inertia if only gravity was estimated), or
@@ -242,10 +251,7 @@ class MomentumObserver:
             raise ObserverInputError(
                 f"set_payload takes a model.parameters.BodyInertia or None, got {type(body).__name__}; "
                 "convert a payload estimate with estimate.body() (or estimate.as_point_mass().body())")
-        if body is None or body.mass == 0.0:
-            self._bind(self.dyn.model, self.dyn.model)
-            self.payload = None
-        else:
+        if body is not None and body.mass != 0.0:
             com = np.asarray(body.com, float)
             inertia = np.asarray(body.inertia_com, float)
             if not (math.isfinite(body.mass) and com.shape == (3,) and np.all(np.isfinite(com))):
@@ -256,12 +262,27 @@ class MomentumObserver:
                 raise ObserverInputError(f"payload inertia must be a finite 3x3 matrix (kg m², about the CoM), "
                                          f"got {body.inertia_com}")
             body = BodyInertia(float(body.mass), com.copy(), inertia.copy())
+        at_rest = self._t_prev is not None and float(np.max(np.abs(self._dq_prev))) <= SHIFT_REST_VELOCITY
+        g_before = self.gravity(self._q_prev) if at_rest else None
+        if body is None or body.mass == 0.0:
+            self._bind(self.dyn.model, self.dyn.model)
+            self.payload = None
+        else:
             loaded = self.dyn.with_payload(body).model
             self._bind(self.dyn.model if gravity_only else loaded, loaded)
             self.payload = body
         self.payload_gravity_only = bool(gravity_only) and self.payload is not None
-        if self._t_prev is not None:
-            self._restart_next = True
+        if g_before is None:
+            self._restart_next = self._t_prev is not None
+            return False
+        # the last sample as the new model reads it: the next step integrates across the change as any other
+        shift = self.gravity(self._q_prev) - g_before
+        self._r += shift
+        self._u[:] = self._r
+        self._beta_prev = self._beta_prev - shift
+        pin.crba(self._m_model, self._m_data, self._q_prev)
+        self._p_prev = self._M.dot(self._dq_prev)
+        return True
 
     def _bind(self, m_model: pin.Model, g_model: pin.Model) -> None:
         """Use ``m_model`` for M̂, Ĉ and ``g_model`` for ĝ; cache live views of the workspaces."""
@@ -365,6 +386,8 @@ class MomentumObserver:
                 r += self._b * u
         self._restart_next = False
         self._t_prev = t
+        self._q_prev[:] = q
+        self._dq_prev[:] = dq
         self._p_prev = p
         self._beta_prev = beta
         return self._r.copy()

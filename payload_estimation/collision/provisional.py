@@ -119,6 +119,11 @@ class ProvisionalPayload:
             bound = np.maximum(bound, before)
         return bound
 
+    def converged(self) -> None:
+        """The residual reads the last refit already (the observer moved it, the arm at rest): the bound before
+        the refit no longer applies during the settle of :meth:`torque_bound`."""
+        self._cov_before = None
+
     def hold(self) -> None:
         """Forget the rest block in progress (e.g. during a contact: its torque is not the payload's)."""
         self._reset_window()

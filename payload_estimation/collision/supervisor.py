@@ -576,7 +576,8 @@ class MonitorSupervisor:
     def _apply_payload(self) -> None:
         est, point_mass = self.payload, self.cfg.payload_as_point_mass
         if isinstance(est, ProvisionalFit):
-            self.mon.set_payload(*self.watch.observer_model(est, point_mass))
+            if self.mon.set_payload(*self.watch.observer_model(est, point_mass)):
+                self.watch.provisional.converged()  # the residual reads the refit at once: no settle to cover
             self.loss.carried(None)  # a provisional payload: an unannounced change stays a collision
             return
         body, gravity_only = est.observer_model(point_mass) if est is not None else (None, False)

@@ -200,19 +200,25 @@ def block_jackknife_covariance(y: np.ndarray, rhs: np.ndarray, w: np.ndarray, n:
     come ``n`` per sample in time order: the samples are cut into ``blocks`` contiguous stretches, each
     left out once, and (B - 1) / B sum (p_b - mean p)^2 is returned -- it sees residual structure
     (model error, friction) correlated over whole stretches of the motion, which the row-independent
-    covariance does not. None when there are too few samples per block."""
+    covariance does not. None when there are too few samples per block, or when leaving one out leaves a
+    direction undetermined."""
     n_s = y.shape[0] // n
     if n_s < 20 * blocks:
         return None
     sw = np.sqrt(w)
-    est = []
-    for part in np.array_split(np.arange(n_s), blocks):
-        keep = np.ones(n_s, bool)
-        keep[part] = False
-        rows = np.repeat(keep, n)
-        sol, *_ = np.linalg.lstsq(y[rows] * sw[rows, None], rhs[rows] * sw[rows], rcond=None)
-        est.append(sol)
-    est = np.array(est)
+    norms = np.linalg.norm(y * sw[:, None], axis=0)
+    ys = y * (sw[:, None] / np.where(norms > 0, norms, 1.0))  # unit columns: the normal equations stay well scaled
+    rs = rhs * sw
+    # each block's normal equations once; leaving a block out subtracts its share (10 small solves, not 10 fits)
+    bounds = [(int(p[0]) * n, (int(p[-1]) + 1) * n) for p in np.array_split(np.arange(n_s), blocks)]
+    gram = np.array([ys[a:b].T @ ys[a:b] for a, b in bounds])
+    proj = np.array([ys[a:b].T @ rs[a:b] for a, b in bounds])
+    total_g, total_p = gram.sum(axis=0), proj.sum(axis=0)
+    try:
+        est = np.array([np.linalg.solve(total_g - g, total_p - c) for g, c in zip(gram, proj)])
+    except np.linalg.LinAlgError:  # a block carries a direction alone: leaving it out leaves it undetermined
+        return None
+    est = est / np.where(norms > 0, norms, 1.0)
     d = est - est.mean(axis=0)
     return (blocks - 1) / blocks * (d.T @ d)
 

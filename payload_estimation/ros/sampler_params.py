@@ -45,7 +45,7 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + ParameterTable([
           applies=NEXT_RUN),
     Param("monitor_fit_delay", _D.monitor_fit_delay,
           "s after ~/active before the first move (the monitor fits its provisional "
-          "payload after 5/K_I)", low=0.0, high=10.0, applies=NEXT_RUN),
+          "payload after 0.05 s at rest)", low=0.0, high=10.0, applies=NEXT_RUN),
     Param("service_timeout", _D.service_timeout, "s (wall clock) the estimator may take to answer", low=0.0, high=60.0,
           low_open=True, applies=NEXT_RUN),
     Param("collision_clear_timeout", _D.collision_clear_timeout,

@@ -51,9 +51,9 @@ POINT_RATE = 100.0
 """Hz: points of the commanded excitation (with velocities; the controller interpolates between them)."""
 TILT_FRACTION = 0.5
 """Of the envelope's room on a joint: how far a tilt goes (the excitation keeps the rest of it)."""
-TILT_HOLD = 0.4
+TILT_HOLD = 0.3
 """s at rest at the tilted pose: the arm's own settling (~0.15 s) and the collision monitor's fit of the mass there
-(0.05 s at rest, then 0.2 s for its residual to converge: the sampler's monitor_fit_delay)."""
+(0.05 s at rest; its residual reads the fit at once), with 0.1 s to spare."""
 TILT_CANDIDATES = 4
 """Tilts tried (best first, by the mass's standard deviation after them) before falling back to static poses."""
 

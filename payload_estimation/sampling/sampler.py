@@ -110,7 +110,7 @@ class SamplerConfig:
     dwell: float = 1.0
     pick_rest_timeout: float = 3.0
     capture_period: float = 0.005
-    monitor_fit_delay: float = 0.25
+    monitor_fit_delay: float = 0.1
     service_timeout: float = 3.0
     collision_clear_timeout: float = 1.0
     require_monitor: bool = True

@@ -139,7 +139,7 @@ class RunConfig:
     """
 
     pick_rest_timeout: float = 3.0
-    monitor_fit_delay: float = 0.25
+    monitor_fit_delay: float = 0.1
     stream_timeout: float = 0.5
     service_timeout: float = 3.0
     start_tolerance: float = float(np.radians(0.5))

@@ -190,6 +190,37 @@ def test_set_payload_mid_run_takes_effect_immediately(lwr4, loaded_run):
     assert r[half + 250:].max() < 0.05 * max(r[half - 1].max(), 1.0)
 
 
+def test_a_payload_set_at_rest_moves_the_residual_at_once_and_keeps_a_contact(lwr4):
+    # the loaded arm held at rest by the PD (amp 0), pushed from 0.2 s on; the payload model arrives at 1.0 s
+    contact = Contact(0.2, 10.0, 4, np.array([0.05, 0.0, 0.1]), np.array([20.0, -30.0, 10.0]))
+    run = simulate(lwr4.with_payload(PAYLOAD), 1.3, contacts=[contact], amp=0.0)
+    k_set = int(np.searchsorted(run.t, 1.0))
+    late, always = MomentumObserver(lwr4, gains=25.0), MomentumObserver(lwr4, gains=25.0)
+    always.set_payload(PAYLOAD)
+    r_late, r_always = [], []
+    for k, (t, q, dq, tau) in enumerate(zip(run.t, run.q, run.dq, run.tau)):
+        if k == k_set:
+            before = late.residual
+            assert late.set_payload(PAYLOAD)  # at rest: moved
+            assert np.abs(late.residual - before).max() > 5.0  # by the payload's gravity torque (N m)
+        r_late.append(late.update(t, q, dq, tau))
+        r_always.append(always.update(t, q, dq, tau))
+    r_late, r_always = np.array(r_late), np.array(r_always)
+    # from the switch on the residual is the loaded model's, and the contact's torque is still in it (within the
+    # first-order lag of the contact torque, which drifts as the PD yields)
+    np.testing.assert_allclose(r_late[k_set:], r_always[k_set:], atol=1e-3)
+    np.testing.assert_allclose(r_late[k_set:], run.tau_ext[k_set:], atol=0.05 * np.abs(run.tau_ext[-1]).max())
+
+
+def test_a_payload_set_in_motion_leaves_the_residual_to_converge(lwr4, loaded_run):
+    obs = MomentumObserver(lwr4, gains=25.0)
+    residuals(obs, loaded_run)
+    before = obs.residual
+    assert np.abs(loaded_run.dq[-1]).max() > 0.1
+    assert not obs.set_payload(PAYLOAD)
+    np.testing.assert_array_equal(obs.residual, before)
+
+
 def test_sustained_contact_first_order_convergence(lwr4):
     k_gain = 20.0
     contact = Contact(0.5, 10.0, 4, np.array([0.05, 0.0, 0.1]), np.array([20.0, -30.0, 10.0]))

@@ -26,7 +26,7 @@ from payload_estimation.payload.gravity import (
     identify_coefficients,
 )
 from payload_estimation.payload.model_uncertainty import declared_uncertainty
-from payload_estimation.payload.motion import estimate_payload_full, estimate_payload_motion
+from payload_estimation.payload.motion import block_jackknife_covariance, estimate_payload_full, estimate_payload_motion
 
 DEG = np.pi / 180
 PICK = np.array([0, 30, 0, -60, 0, 60, 0]) * DEG  # paper-like pick configuration
@@ -640,3 +640,20 @@ def test_motion_fit_with_nothing_held_says_no_payload():
     assert est.mass == 0.0
     assert any(n.startswith("no payload detected") for n in est.notes), est.notes
     assert not any("inertia" in n for n in est.notes), est.notes
+
+
+def test_the_block_jackknife_is_the_fits_with_each_stretch_left_out():
+    # rows in time order, 7 per sample, weighted, with a residual that drifts over the motion (what it is for)
+    rng = np.random.default_rng(3)
+    n, n_s = 7, 400
+    y = rng.normal(size=(n * n_s, 10)) * np.logspace(0, 2, 10)
+    w = rng.uniform(0.5, 2.0, size=n * n_s)
+    rhs = y @ rng.normal(size=10) + 0.1 * rng.normal(size=n * n_s) + np.repeat(np.sin(np.arange(n_s) / 40), n)
+    sw = np.sqrt(w)
+    fits = []
+    for part in np.array_split(np.arange(n_s), 10):  # the definition: ten weighted fits without one stretch each
+        rows = np.repeat(~np.isin(np.arange(n_s), part), n)
+        fits.append(np.linalg.lstsq(y[rows] * sw[rows, None], rhs[rows] * sw[rows], rcond=None)[0])
+    d = np.array(fits) - np.mean(fits, axis=0)
+    np.testing.assert_allclose(block_jackknife_covariance(y, rhs, w, n), 0.9 * d.T @ d, rtol=1e-8, atol=1e-14)
+    assert block_jackknife_covariance(y[:n * 150], rhs[:n * 150], w[:n * 150], n) is None  # < 20 samples a stretch
