@@ -477,11 +477,12 @@ class PayloadEstimator:
         self.last = (OK, "reset: unloaded")
         return Answer(True, "payload reset: unloaded (0 kg); captures cleared")
 
-    def announce_grasp(self, listening: str = "") -> Answer:
+    def announce_grasp(self, listening: str = "", at: float | None = None) -> Answer:
         """``~/grasped``: loaded captures forgotten, the online estimate started; ``listening``: a phrase when no
-        collision monitor heard the announcement ('' one did)."""
+        collision monitor heard the announcement ('' one did); ``at``: the node clock at the call (s), the first
+        instant the online estimate counts (:meth:`.online.OnlinePayloadEstimator.grasped`)."""
         earlier = self.grasped()
-        online = "online estimation off" if self.online is None else self.online.grasped(self.config.com_prior)
+        online = "online estimation off" if self.online is None else self.online.grasped(self.config.com_prior, at)
         active = self.online is not None and self.online.active
         self.last = (OK, "grasp announced: payload unknown until estimated")
         return Answer(True, "grasp announced: payload being learned by the collision monitor; "

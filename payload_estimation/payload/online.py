@@ -64,6 +64,9 @@ CONVERGED = "converged"
 NOT_EXCITED = "not excited"
 STATES = (IDLE, CONVERGING, CONVERGED, NOT_EXCITED)
 RECENT = 0.3
+MAX_STREAM_LAG = 1.0
+"""s: a grasp announced up to this far ahead of the next sample's stamp counts its rows from the announcement (the
+stream was behind); further ahead the stamps are on another clock and the next sample is taken as the grasp's."""
 """s of rows kept apart so that a contact can take them out again (:meth:`OnlinePayloadEstimator.contact`)."""
 _STEP = 1e-6  # s, the step along the motion for dM/dt dq (a derivative of the model, not of data)
 _COM = ("x", "y", "z")
@@ -290,12 +293,16 @@ class OnlinePayloadEstimator:
         self._clear()
 
     # ------------------------------------------------------------------ events
-    def grasped(self, prior: ComPrior | None = None) -> None:
+    def grasped(self, prior: ComPrior | None = None, at: float | None = None) -> None:
         """A payload was grasped (the gripper closed): from the next sample + ``settle`` the rows count.
         ``prior``: what the gripper knows of the payload's CoM (:class:`ComPrior`; None: only the weak prior of
-        ``limits``)."""
+        ``limits``). ``at``: when it was announced (s, the stream's clock): samples stamped before it that are
+        handled after the call (a stream behind by up to :data:`MAX_STREAM_LAG`) held no payload yet, so the rows
+        count from ``at`` + ``settle`` (an ``at`` further ahead means another clock: ignored, see
+        :attr:`grasp_lag`)."""
         self._clear()
         self._grasped = True
+        self._at = at
         self._com_prior = prior
         self._anchor = self._anchor_candidate() if self.cfg.anchor else None
         self._status = OnlineStatus(CONVERGING, "grasp announced: waiting for the first rows", None,
@@ -409,6 +416,8 @@ class OnlinePayloadEstimator:
         self._first = None
         self._t_solve = -math.inf
         self._since = None
+        self._at: float | None = None
+        self.grasp_lag: float | None = None  # s the stream was behind the grasp announcement (None: not known)
         self._started = False
         self._error_cov = None
         t = self._t if self._t is not None else 0.0
@@ -422,7 +431,9 @@ class OnlinePayloadEstimator:
         self._last_q = q
         pay, ref, err = self._rows(q, dq)
         if self._grasped and self._since is None:
-            self._since = t + self.cfg.settle
+            lag = None if self._at is None else self._at - t
+            self.grasp_lag = lag if lag is not None and lag <= MAX_STREAM_LAG else None
+            self._since = t + max(self.grasp_lag or 0.0, 0.0) + self.cfg.settle
         if self._grasped and not self._started and t >= self._since - 1e-9:
             self._start(pay, ref, err)  # the rows count from here: every filter from zero, together
             return

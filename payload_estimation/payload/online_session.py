@@ -114,9 +114,10 @@ class OnlineSession:
         return True
 
     # ------------------------------------------------------------------ events
-    def grasped(self, prior: ComPrior | None = None) -> str:
-        """A payload was grasped: estimate it from the motion that follows, with the gripper's CoM ``prior`` (None:
-        none); returns a phrase for the answer (whether the prior is used)."""
+    def grasped(self, prior: ComPrior | None = None, at: float | None = None) -> str:
+        """A payload was grasped (announced at ``at``, s on the stream's clock; None: at the next sample): estimate it
+        from the motion that follows, with the gripper's CoM ``prior`` (None: none); returns a phrase for the answer
+        (whether the prior is used)."""
         if not self.enabled:
             return "online estimation off (parameter online_estimation)"
         if self.estimator is None:
@@ -124,7 +125,7 @@ class OnlineSession:
         if self.sampling:
             return "online estimation not started: a sampling run is active (its estimate will be published)"
         with self._lock:
-            self.estimator.grasped(prior)
+            self.estimator.grasped(prior, at)
             self.prior = prior
             self.active, self.published, self.ended, self.moved, self._q_grasp = True, 0, "", False, None
             self._q_tick = None
@@ -247,6 +248,7 @@ class OnlineSession:
             vals.update({"online_restarts": est.restarts, "online_rejected": est.rejected,
                          "online_contact_rows_discarded": est.discarded,
                          "online_anchored": st.anchored, "online_rows": st.rows,
+                         "online_grasp_lag_s": "" if est.grasp_lag is None else round(est.grasp_lag, 3),
                          "online_seconds": round(st.seconds, 3)})
         e = None if st is None else st.estimate
         if e is not None:

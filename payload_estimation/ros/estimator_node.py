@@ -33,7 +33,7 @@ from ..payload.online_session import OnlineSession
 from ..stream import StampVerdict
 from .dedicated_subscription import create_dedicated_subscription
 from .estimator_params import PARAMS, estimator_config
-from .messages import estimate_to_msg
+from .messages import clock_seconds, estimate_to_msg
 from .node_support import (
     STREAM_PARAMS,
     THROTTLE_S,
@@ -226,7 +226,7 @@ class PayloadEstimatorNode(Node):
     def _srv_grasped(self, request, response):
         """An object was grasped: its payload is unknown until estimated; the monitor learns it provisionally."""
         log_notes(self.get_logger(), self.core.use_online_model())
-        a = self.core.announce_grasp(self._announce("grasped"))
+        a = self.core.announce_grasp(self._announce("grasped"), at=clock_seconds(self))
         self.get_logger().info(a.message)
         self.status.publish()
         return self._reply(a, response)
