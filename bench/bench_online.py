@@ -182,23 +182,24 @@ def estimation_run(dyn, case: Case, model) -> dict:
     return out
 
 
-def _contact_load(dyn, mon, case: Case, q: np.ndarray) -> tuple[float, float]:
+def _contact_load(dyn, mon, case: Case, q: np.ndarray, base: float) -> tuple[float, float]:
     """(max over joints of |J^T F| / base threshold, the same over the thresholds in use) at ``q``."""
     tau = dyn.frame_jacobian(q, case.contact[1])[:3].T @ case.contact[2]
-    return float(np.max(np.abs(tau) / BASE_THRESHOLD)), float(np.max(np.abs(tau) / mon.detector.thresholds))
+    return float(np.max(np.abs(tau) / base)), float(np.max(np.abs(tau) / mon.detector.thresholds))
 
 
-def _widen(dyn, status, q) -> np.ndarray:
+def _widen(dyn, status, q, base: float) -> np.ndarray:
     """Threshold scale: 1 + 3σ of the estimate's gravity torque at q over the base threshold."""
-    return 1.0 + 3.0 * status.torque_std(dyn, q) / BASE_THRESHOLD
+    return 1.0 + 3.0 * status.torque_std(dyn, q) / base
 
 
-def monitored_run(dyn, case: Case, model, kind: str) -> dict:
-    """kind 'drop' or 'contact': {"false": detections before the event, "delay": s or None, "verdict": str}."""
+def monitored_run(dyn, case: Case, model, kind: str, base: float = BASE_THRESHOLD) -> dict:
+    """kind 'drop' or 'contact': {"false": detections before the event, "delay": s or None, "verdict": str};
+    ``base``: the monitor's thresholds (N m)."""
     arm = make_arm(dyn, case)
     est = estimators(dyn, model)["calibrated"]
-    mon = CollisionMonitor(dyn, MonitorConfig(contact=None))
-    watch = PayloadWatch(dyn, BASE_THRESHOLD, WatchConfig())
+    mon = CollisionMonitor(dyn, MonitorConfig(contact=None, thresholds=base))
+    watch = PayloadWatch(dyn, base, WatchConfig())
     mon.explain = watch.explain
     loss = PayloadLossClassifier(dyn, LossConfig(watch=True))
     k_grasp, k_move = round(T_GRASP * 1000), round(T_MOVE * 1000)
@@ -220,7 +221,7 @@ def monitored_run(dyn, case: Case, model, kind: str) -> dict:
                 out["speed"] = float(np.linalg.norm(dyn.frame_jacobian(q_now, "payload")[:3] @ dq_now))
                 arm.detach_payload()
             else:
-                out["load"] = _contact_load(dyn, mon, case, q_now)
+                out["load"] = _contact_load(dyn, mon, case, q_now, base)
                 arm.apply_contact(case.contact[1], case.contact[2], None, 0.2)
         arm.step(1)
         s = arm.state()
@@ -233,7 +234,7 @@ def monitored_run(dyn, case: Case, model, kind: str) -> dict:
             body, gravity_only = e.observer_model()
             loss.carried(body, st.gravity_covariance)
             mon.set_payload(body, gravity_only)
-            mon.detector.scale_thresholds(_widen(dyn, st, s.q))
+            mon.detector.scale_thresholds(_widen(dyn, st, s.q, base))
             t_carried = s.t if t_carried is None else t_carried
         if t_carried is not None and watch.announced is not None and s.t >= t_carried + SETTLE:
             watch.estimate(est.estimate.mass)  # the residual has converged to the carried payload: window closed
