@@ -13,7 +13,7 @@ from payload_estimation.model.robot_file import load_robot
 from payload_estimation.payload.filtered import estimate_payload_filtered
 from payload_estimation.payload.model_uncertainty import declared_uncertainty
 from payload_estimation.payload.result import PayloadDataError
-from payload_estimation.signals.causal import causal_lowpass
+from payload_estimation.signals.causal import causal_lowpass, causal_lowpass_derivative
 from payload_estimation.signals.filters import SignalError
 
 DEG = np.pi / 180
@@ -143,3 +143,21 @@ def test_the_one_pass_momentum_rows_are_the_regressors(robot):
         dm = (dyn.mass_matrix(q[k] + step * dq[k]) - dyn.mass_matrix(q[k] - step * dq[k])) / (2 * step)
         expect = dyn.coriolis(q[k], dq[k]) @ dq[k] + dyn.gravity(q[k]) - dm @ dq[k]
         np.testing.assert_allclose(rest[k], expect, atol=1e-6)
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.3])
+def test_the_causal_filters_are_their_recursions_on_a_grid_and_on_irregular_stamps(jitter):
+    # the definition, sample by sample: y_k = a_k y_(k-1) + (1 - a_k) (x_k + x_(k-1)) / 2, and for the derivative
+    # (1 - a_k) (x_k - x_(k-1)) / dt_k, a_k = exp(-2 pi fc dt_k); a 250 Hz grid (one recursion) or stamps 30 % off
+    rng = np.random.default_rng(5)
+    dt = 0.004 * (1 + jitter * rng.uniform(-1, 1, 400))
+    t = 1.75e3 + np.concatenate([[0.0], np.cumsum(dt)])
+    x = rng.normal(size=(t.size, 3, 4)).cumsum(axis=0)
+    a = np.exp(-2 * np.pi * 6.0 * np.diff(t))
+    low, der = np.empty_like(x), np.zeros_like(x)
+    low[0] = x[0]
+    for k in range(1, t.size):
+        low[k] = a[k - 1] * low[k - 1] + (1 - a[k - 1]) * 0.5 * (x[k] + x[k - 1])
+        der[k] = a[k - 1] * der[k - 1] + (1 - a[k - 1]) * (x[k] - x[k - 1]) / (t[k] - t[k - 1])
+    np.testing.assert_allclose(causal_lowpass(t, x, 6.0), low, rtol=1e-9, atol=1e-9 * np.abs(low).max())
+    np.testing.assert_allclose(causal_lowpass_derivative(t, x, 6.0), der, rtol=1e-9, atol=1e-9 * np.abs(der).max())
