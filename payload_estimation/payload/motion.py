@@ -207,7 +207,8 @@ def block_jackknife_covariance(y: np.ndarray, rhs: np.ndarray, w: np.ndarray, n:
         return None
     sw = np.sqrt(w)
     norms = np.linalg.norm(y * sw[:, None], axis=0)
-    ys = y * (sw[:, None] / np.where(norms > 0, norms, 1.0))  # unit columns: the normal equations stay well scaled
+    norms = np.where(norms > 0, norms, 1.0)
+    ys = y * (sw[:, None] / norms)  # unit columns: the normal equations stay well scaled
     rs = rhs * sw
     # each block's normal equations once; leaving a block out subtracts its share (10 small solves, not 10 fits)
     bounds = [(int(p[0]) * n, (int(p[-1]) + 1) * n) for p in np.array_split(np.arange(n_s), blocks)]
@@ -218,7 +219,7 @@ def block_jackknife_covariance(y: np.ndarray, rhs: np.ndarray, w: np.ndarray, n:
         est = np.array([np.linalg.solve(total_g - g, total_p - c) for g, c in zip(gram, proj)])
     except np.linalg.LinAlgError:  # a block carries a direction alone: leaving it out leaves it undetermined
         return None
-    est = est / np.where(norms > 0, norms, 1.0)
+    est = est / norms
     d = est - est.mean(axis=0)
     return (blocks - 1) / blocks * (d.T @ d)
 

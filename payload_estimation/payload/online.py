@@ -64,10 +64,10 @@ CONVERGED = "converged"
 NOT_EXCITED = "not excited"
 STATES = (IDLE, CONVERGING, CONVERGED, NOT_EXCITED)
 RECENT = 0.3
+"""s of rows kept apart so that a contact can take them out again (:meth:`OnlinePayloadEstimator.contact`)."""
 MAX_STREAM_LAG = 1.0
 """s: a grasp announced up to this far ahead of the next sample's stamp counts its rows from the announcement (the
-stream was behind); further ahead the stamps are on another clock and the next sample is taken as the grasp's."""
-"""s of rows kept apart so that a contact can take them out again (:meth:`OnlinePayloadEstimator.contact`)."""
+stream was behind); further off the stamps are on another clock and the next sample is taken as the grasp's."""
 _STEP = 1e-6  # s, the step along the motion for dM/dt dq (a derivative of the model, not of data)
 _COM = ("x", "y", "z")
 
@@ -432,7 +432,7 @@ class OnlinePayloadEstimator:
         pay, ref, err = self._rows(q, dq)
         if self._grasped and self._since is None:
             lag = None if self._at is None else self._at - t
-            self.grasp_lag = lag if lag is not None and lag <= MAX_STREAM_LAG else None
+            self.grasp_lag = lag if lag is not None and abs(lag) <= MAX_STREAM_LAG else None
             self._since = t + max(self.grasp_lag or 0.0, 0.0) + self.cfg.settle
         if self._grasped and not self._started and t >= self._since - 1e-9:
             self._start(pay, ref, err)  # the rows count from here: every filter from zero, together

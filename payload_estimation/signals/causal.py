@@ -25,12 +25,15 @@ def _coefficients(t: np.ndarray, cutoff: float) -> tuple[np.ndarray, np.ndarray]
     return np.exp(-2 * np.pi * cutoff * dt), dt
 
 
-def _uniform(a: np.ndarray, dt: np.ndarray) -> float | None:
-    """The one interval (s) of ``dt`` when they are uniform (:data:`UNIFORM`), else None."""
+def _uniform(dt: np.ndarray, cutoff: float) -> tuple[float, float] | None:
+    """(the one interval s, its coefficient exp(-2π f_c dt)) when the intervals ``dt`` are uniform
+    (:data:`UNIFORM`), else None (also for no interval)."""
     if dt.size == 0:
         return None
     mean = float(np.mean(dt))
-    return mean if float(np.max(np.abs(dt - mean))) <= UNIFORM * mean else None
+    if float(np.max(np.abs(dt - mean))) > UNIFORM * mean:
+        return None
+    return mean, float(np.exp(-2 * np.pi * cutoff * mean))
 
 
 def _recursion(b: np.ndarray, a: float, x: np.ndarray) -> np.ndarray:
@@ -45,9 +48,9 @@ def causal_lowpass(t: np.ndarray, x: np.ndarray, cutoff: float, order: int = 1) 
     trapezoidal input, each starting in steady state on its first input."""
     a, dt = _coefficients(t, cutoff)
     out = np.asarray(x, dtype=float)
-    step = _uniform(a, dt)
-    if step is not None and out.shape[0] > 1:
-        c = float(np.exp(-2 * np.pi * cutoff * step))
+    grid = _uniform(dt, cutoff)
+    if grid is not None:
+        c = grid[1]
         for _ in range(order):
             out = _recursion(np.full(2, 0.5 * (1 - c)), c, out)
         return out
@@ -63,9 +66,9 @@ def causal_lowpass_derivative(t: np.ndarray, x: np.ndarray, cutoff: float) -> np
     """F[dx/dt] along axis 0: the filter applied to the first difference of ``x`` per interval,
     starting at 0 (at rest)."""
     a, dt = _coefficients(t, cutoff)
-    step = _uniform(a, dt)
-    if step is not None and x.shape[0] > 1:
-        c = float(np.exp(-2 * np.pi * cutoff * step))
+    grid = _uniform(dt, cutoff)
+    if grid is not None:
+        step, c = grid
         return _recursion(np.array([1.0, -1.0]) * (1 - c) / step, c, np.asarray(x, dtype=float))
     out = np.zeros_like(x, dtype=float)
     for k in range(1, x.shape[0]):
