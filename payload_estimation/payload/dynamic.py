@@ -28,10 +28,11 @@ import numpy as np
 
 from ..model.dynamics import RigidBodyDynamics
 from .estimate import PayloadEstimate
-from .filtered import DEFAULT_CUTOFF, estimate_payload_filtered
+from .filtered import DEFAULT_CUTOFF, MomentumTerms, estimate_payload_filtered
 from .model_uncertainty import declared_uncertainty
 from .motion import INERTIA_RSD
 from .result import ICOM_NAMES, PayloadDataError, PayloadLimits, as_no_payload, effective_limits, is_no_payload
+from .run_terms import LoadedTerms, box_means, interp_rows, reference_terms
 
 DYNAMIC_INERTIA_ADVICE = ("for the inertia, a longer excitation (payload_sampler excitation_duration, then "
                           "~/record_reference again) or a pick configuration where the excitation need not be "
@@ -95,25 +96,6 @@ class DynamicFitConfig:
     estimate_skew: bool = True
 
 
-def _interp(t_new: np.ndarray, t: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Linear interpolation of the rows of ``x`` (N, n) at ``t_new`` (inside [t0, tN])."""
-    k = np.clip(np.searchsorted(t, t_new, side="right") - 1, 0, len(t) - 2)
-    w = ((t_new - t[k]) / (t[k + 1] - t[k]))[:, None]
-    return x[k] * (1 - w) + x[k + 1] * w
-
-
-def _box(t_new: np.ndarray, step: float, t: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Means of the piecewise-linear ``x`` (N, n) over [t - step/2, t + step/2] at each of ``t_new``:
-    resampling with an anti-aliasing box (point samples of a faster stream would fold its ripple into
-    the band the fit uses)."""
-    integral = np.concatenate([np.zeros((1, x.shape[1])), np.cumsum(0.5 * (x[1:] + x[:-1]) * np.diff(t)[:, None],
-                                                                      axis=0)])
-    lo = np.clip(t_new - step / 2, t[0], t[-1])
-    hi = np.clip(t_new + step / 2, t[0], t[-1])
-    width = np.maximum(hi - lo, 1e-12)[:, None]
-    return (_interp(hi, t, integral) - _interp(lo, t, integral)) / width
-
-
 def check_recording(rec: MotionRecording, n: int, what: str, max_gap: float) -> MotionRecording:
     """``rec`` with repeated stamps dropped; PayloadDataError naming what is wrong (shape, NaN, stamps
     going back, a gap longer than ``max_gap`` s, fewer than 50 samples)."""
@@ -148,24 +130,32 @@ def align_reference(loaded: MotionRecording, reference: MotionRecording, search:
     on_r, _ = reference.motion_span()
     coarse = on_r - on_l
     t = loaded.t[(loaded.t >= on_l) & (loaded.t <= end_l)]
-    dl = _interp(t, loaded.t, loaded.q) - loaded.q[0]
+    dl = interp_rows(t, loaded.t, loaded.q) - loaded.q[0]
 
-    def cost(shift: float) -> float:
-        tr = np.clip(t + shift, reference.t[0], reference.t[-1])
-        return float(np.sum((_interp(tr, reference.t, reference.q) - reference.q[0] - dl) ** 2))
+    def costs(shifts: np.ndarray, every: int = 1) -> np.ndarray:
+        """Summed squared position difference for each of ``shifts`` over every ``every``-th sample (interpolated
+        together, ~10⁵ points at a time: one call per shift was a fifth of the fit the ``sample`` call waits for)."""
+        tk, dk = t[::every], dl[::every]
+        out = []
+        for part in np.array_split(shifts, max(1, shifts.size * tk.size // 100_000)):
+            tr = np.clip(tk[None, :] + part[:, None], reference.t[0], reference.t[-1])
+            d = interp_rows(tr.reshape(-1), reference.t, reference.q).reshape(part.size, tk.size, -1)
+            out.append(np.sum((d - reference.q[0] - dk) ** 2, axis=(1, 2)))
+        return np.concatenate(out) * every
 
     sample = max(float(np.median(np.diff(loaded.t))), 4e-4)
-    # one sample apart over the search window, then a quarter sample around the best, then a parabola
+    # one sample apart over the search window (on every 4th sample: the motion is smooth), then a quarter sample
+    # around the best, then a parabola
     shifts = coarse + np.arange(-search, search + sample / 2, sample)
-    mid = shifts[int(np.argmin([cost(s) for s in shifts]))]
+    mid = shifts[int(np.argmin(costs(shifts, 4)))]
     step = sample / 4
     shifts = mid + step * np.arange(-4, 5)
-    costs = np.array([cost(s) for s in shifts])
-    k = int(np.clip(np.argmin(costs), 1, len(shifts) - 2))
-    c0, c1, c2 = costs[k - 1:k + 2]
+    c = costs(shifts)
+    k = int(np.clip(np.argmin(c), 1, len(shifts) - 2))
+    c0, c1, c2 = c[k - 1:k + 2]
     curv = c0 - 2 * c1 + c2
     best = shifts[k] + (0.5 * step * (c0 - c2) / curv if curv > 0 else 0.0)
-    rms = np.sqrt(cost(best) / dl.size)
+    rms = np.sqrt(float(costs(np.array([best]))[0]) / dl.size)
     if rms > ONSET * 20:
         raise PayloadDataError(f"the reference run does not follow the same motion (positions differ by "
                                f"{np.degrees(rms):.2f} deg RMS after alignment): record the reference again at "
@@ -174,11 +164,15 @@ def align_reference(loaded: MotionRecording, reference: MotionRecording, search:
 
 
 def estimate_payload_dynamic(dyn: RigidBodyDynamics, loaded: MotionRecording, reference: MotionRecording | None = None,
-                        config: DynamicFitConfig | None = None,
-                        previous: PayloadEstimate | None = None) -> PayloadEstimate:
+                             config: DynamicFitConfig | None = None, previous: PayloadEstimate | None = None, *,
+                             loaded_terms: LoadedTerms | None = None,
+                             reference_model: MomentumTerms | None = None) -> PayloadEstimate:
     """Payload (all ten parameters where determined) from the ``loaded`` excitation, differential
     against ``reference`` when given (module docstring); ``previous``: the estimate in use, whose
-    inertia is kept when this motion does not determine it. Raises PayloadDataError / PayloadRejected."""
+    inertia is kept when this motion does not determine it. ``loaded_terms``: the loaded run's model terms as
+    far as they were computed while it was recorded; ``reference_model``: the reference's
+    (:func:`.run_terms.reference_terms`, from its checked recording); both are computed here when not given or
+    computed for another model. Raises PayloadDataError / PayloadRejected."""
     cfg = config or DynamicFitConfig()
     n = dyn.n
     loaded = check_recording(loaded, n, "loaded run", cfg.max_gap)
@@ -196,20 +190,25 @@ def estimate_payload_dynamic(dyn: RigidBodyDynamics, loaded: MotionRecording, re
                                f"{t0 - loaded.t[0]:.3f}..{t1 - loaded.t[0]:.3f} s but the motion spans "
                                f"{start - loaded.t[0]:.3f}..{end - loaded.t[0]:.3f} s: the recording must start at "
                                "rest before the motion and last until it ends")
-    t = np.arange(t0, t1, step)
-    q, dq, tau = (_box(t, step, loaded.t, getattr(loaded, k)) for k in ("q", "dq", "tau"))
+    if loaded_terms is None or not loaded_terms.fits(dyn, step):
+        loaded_terms = LoadedTerms(dyn, step)
+    run = loaded_terms.finish(loaded)
+    run = run.select((run.t >= t0 - 1e-9) & (run.t < t1))
     common = dict(cutoff=cfg.cutoff, limits=cfg.limits, inertia_rsd=cfg.inertia_rsd, own_scale=False, project=True,
-                  inertia_advice=DYNAMIC_INERTIA_ADVICE, estimate_skew=cfg.estimate_skew)
-    tr = t - t[0]
+                  inertia_advice=DYNAMIC_INERTIA_ADVICE, estimate_skew=cfg.estimate_skew, terms=run.terms)
+    tr = run.t - run.t[0]
     if reference is not None:
-        ts = np.clip(t + shift, reference.t[0], reference.t[-1])
-        qu, dqu, tau_u = (_box(ts, step, reference.t, getattr(reference, k)) for k in ("q", "dq", "tau"))
-        est = estimate_payload_filtered(dyn, tr, q, dq, tau, tau_u, reference_q=qu, reference_dq=dqu,
+        if reference_model is None or reference_model.h1.shape != reference.q.shape:
+            reference_model = reference_terms(dyn, reference)
+        ts = np.clip(run.t + shift, reference.t[0], reference.t[-1])
+        tau_u, h1, h2 = (box_means(ts, step, reference.t, x) for x in (reference.tau, reference_model.h1,
+                                                                        reference_model.h2))
+        est = estimate_payload_filtered(dyn, tr, run.q, run.dq, run.tau, tau_u, reference_terms=MomentumTerms(h1, h2),
                                         tracking_uncertainty=cfg.model_uncertainty, **common)
         method = f"dynamic differential ({t1 - t0:.2f} s; {reference_phrase(shift)})"
     else:
         unc = declared_uncertainty(dyn, cfg.model_uncertainty, cfg.torque_offset_std)
-        est = estimate_payload_filtered(dyn, tr, q, dq, tau, model_uncertainty=unc, **common)
+        est = estimate_payload_filtered(dyn, tr, run.q, run.dq, run.tau, model_uncertainty=unc, **common)
         method = f"dynamic one-shot ({t1 - t0:.2f} s, no reference run)"
     if is_no_payload(est):  # nothing held: the fit's notes on the inertia of nothing do not apply
         return as_no_payload(est, method, effective_limits(cfg.limits, True).no_payload_below)

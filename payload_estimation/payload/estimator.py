@@ -15,7 +15,9 @@ measuring the stream's health (age, lost), the robot model's source, publishing,
   ``~/store_reference`` (kept as the unloaded reference run, checked now so that a bad one is found
   before the grasp) or ``~/estimate_motion`` (:func:`.dynamic.estimate_payload_dynamic`, differential
   against the reference when there is one). A recording longer than ``max_recording`` s is cut and
-  refused when it is taken.
+  refused when it is taken. The model terms the fit needs are computed ahead (:mod:`.run_terms`): the
+  reference's when it is stored, the recording's by :meth:`PayloadEstimator.prepare_recording` while it runs
+  (the node calls it from a timer), so that the ``sample`` call waits for the solve only.
 - The online estimate (issue 32) when the node gives one (:class:`.online_session.OnlineSession`): fed with
   every sample (a sample it cannot take is counted in ``online_errors``, the captures and the recording keep
   it), run against the unloaded model in use, started by ``~/grasped``, ended by ``~/released``, ``~/reset``, an
@@ -57,11 +59,13 @@ from ..signals.settle import SampleWindow, SettleConfig, check_static
 from ..signals.torque_gains import effort_to_torque, torque_gains
 from .dynamic import DynamicFitConfig, MotionRecording, check_recording, estimate_payload_dynamic
 from .estimate import NO_PAYLOAD, PayloadEstimate
+from .filtered import MomentumTerms
 from .model_uncertainty import declared_source
 from .online import ComPrior, OnlineConfig
 from .online_session import OnlineSession, Tick
 from .recordings import CURRENT_WARNING
 from .result import PayloadDataError, PayloadLimits
+from .run_terms import LoadedTerms, reference_terms
 from .static import StaticFitConfig, UnloadedModel, estimate_payload_static, precision_problem, unloaded_model
 
 LOADED, UNLOADED, CALIBRATION = "loaded", "unloaded", "calibration"
@@ -82,6 +86,10 @@ NODE_LIMITS = PayloadLimits(max_payload=MAX_PAYLOAD, max_com_radius=MAX_COM_RADI
 MIN_COM_PRIOR_STD = 0.005
 """m, the smallest ``grasp_com_prior_std`` taken: a tighter CoM prior would claim more than a gripper's geometry
 and grasp can know of where the part's CoM is."""
+
+
+PREPARE_PERIOD = 0.1
+"""s between a node's calls of :meth:`PayloadEstimator.prepare_recording` (the estimator node's 10 Hz timer)."""
 
 
 @dataclass(frozen=True)
@@ -238,11 +246,14 @@ class PayloadEstimator:
         self.calibration_note = ""  # which calibration is used, or why the one found was refused
         self.calibration_refused = False
         self.reference: MotionRecording | None = None
+        self._reference_model: MomentumTerms | None = None  # the reference's model torques, for self.dyn
         self._lock = threading.Lock()
         self._window = SampleWindow(horizon=config.window_horizon)
         self._captures: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in CAPTURE_WORDS}
         self._recording: list | None = None  # (t, q, dq, tau) rows while recording
         self._overflow = False
+        self._terms: LoadedTerms | None = None  # the recording's model terms as far as computed
+        self._terms_lock = threading.Lock()  # prepare_recording and the fit may run on different threads
 
     # ------------------------------------------------------------------ configuration
     def set_robot(self, dyn: RigidBodyDynamics, joint_names: tuple[str, ...]) -> ModelChoice:
@@ -252,6 +263,7 @@ class PayloadEstimator:
         choice = self._choose_model(dyn)
         with self._lock:
             self.dyn, self.joint_names, self.gain = dyn, tuple(joint_names), gain
+            self._reference_model = None  # computed again for this model when a fit needs it
             self.frame = dyn.desc.payload_frame_name
             self._captures[LOADED].clear()
             self._captures[UNLOADED].clear()
@@ -595,10 +607,24 @@ class PayloadEstimator:
         """Record every sample with a velocity from now on (a recording in progress starts over)."""
         with self._lock:
             self._recording, self._overflow = [], False
+        with self._terms_lock:
+            self._terms = None if self.dyn is None else LoadedTerms(self.dyn, 1.0 / self.config.dynamic_fit.fit_rate)
         return Answer(True, "recording joint_states")
 
+    def prepare_recording(self) -> int:
+        """Compute the model terms of what has been recorded so far (:class:`.run_terms.LoadedTerms`); returns the
+        fit-grid points computed now (0 when nothing is recorded). Not on the samples' thread: ~40 µs per point."""
+        with self._lock:
+            rows = self._recording
+            count = 0 if rows is None or self._overflow else len(rows)
+        if count == 0:
+            return 0
+        with self._terms_lock:
+            return 0 if self._terms is None else self._terms.update(rows[:count])
+
     def _take_recording(self) -> tuple[MotionRecording | None, str]:
-        """(the recording, '') and recording stopped; (None, why) when there is none or it is unusable."""
+        """(the recording, '') and recording stopped; (None, why) when there is none or it is unusable. Its model
+        terms so far are in ``_terms`` until the next recording starts."""
         with self._lock:
             rows, overflow = self._recording, self._overflow
             self._recording = None
@@ -623,6 +649,7 @@ class PayloadEstimator:
         except PayloadEstimationError as e:
             return Answer(False, f"reference rejected: {e}; record it again", fault=True)
         self.reference = rec
+        self._reference_model = None if self.dyn is None else reference_terms(self.dyn, rec)
         return Answer(True, f"reference run stored: {rec.t.size} samples over {rec.duration:.2f} s, motion "
                             f"{end - start:.2f} s{stream_gaps(rec)}")
 
@@ -634,13 +661,15 @@ class PayloadEstimator:
         if rec is None:
             return EstimateOutcome(f"estimate rejected: {why}")
         try:
-            est = estimate_payload_dynamic(self.dyn, rec, self.reference, self.config.dynamic_fit,
-                                           previous=self.current)
+            with self._terms_lock:
+                est = estimate_payload_dynamic(self.dyn, rec, self.reference, self.config.dynamic_fit,
+                                               previous=self.current, loaded_terms=self._terms,
+                                               reference_model=self._reference_model)
         except PayloadEstimationError as e:
             return self._rejected(e)
         took = time.perf_counter() - t0  # wall: what the caller waits for besides the service's way
         return self._accepted(replace(est, frame=self.frame, notes=est.notes + (
-            f"{rec.t.size} samples{stream_gaps(rec)}, fitted in {took:.2f} s (wall)",)))
+            f"{rec.t.size} samples{stream_gaps(rec)}, fitted in {1e3 * took:.0f} ms (wall)",)))
 
     # ------------------------------------------------------------------ outcomes
     def _rejected(self, e: Exception) -> EstimateOutcome:

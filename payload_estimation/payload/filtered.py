@@ -24,7 +24,7 @@ Units: t s, q rad, dq rad/s, torques N m; ``cutoff`` Hz. Payload parameters as
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -73,13 +73,55 @@ def filtered_rows(regressor: Regressor, t: np.ndarray, q: np.ndarray, dq: np.nda
     return _filtered(t, *momentum_rows(regressor, q, dq), cutoff, order)
 
 
-def filtered_payload_rows(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarray, dq: np.ndarray,
-                          cutoff: float = DEFAULT_CUTOFF, order: int = DEFAULT_ORDER) -> np.ndarray:
-    """:func:`filtered_rows` of ``dyn.payload_regressor`` (N, n, 10), from the payload's momentum rows in one
-    kinematic pass per sample (:meth:`RigidBodyDynamics.payload_momentum_rows`: exact, about half the time of seven
-    regressor calls; it is most of a dynamic sample's fit, which the ``sample`` call waits for)."""
-    rows = [dyn.payload_momentum_rows(qk, vk) for qk, vk in zip(np.asarray(q, float), np.asarray(dq, float))]
-    return _filtered(t, np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), cutoff, order)
+@dataclass(frozen=True)
+class MomentumTerms:
+    """The model along N samples (:func:`momentum_terms`): its own momentum torques ``h1`` = M dq (N, n) N m s and
+    ``h2`` = g - Cᵀ dq (N, n) N m, and the payload's momentum rows ``w1``, ``w2`` (N, n, 10) when computed."""
+
+    h1: np.ndarray
+    h2: np.ndarray
+    w1: np.ndarray | None = None
+    w2: np.ndarray | None = None
+
+    def select(self, keep: np.ndarray) -> MomentumTerms:
+        """The samples where ``keep`` is true (or those it indexes)."""
+        rows = (None if w is None else w[keep] for w in (self.w1, self.w2))
+        return MomentumTerms(self.h1[keep], self.h2[keep], *rows)
+
+    @staticmethod
+    def concatenate(parts: list[MomentumTerms]) -> MomentumTerms:
+        """One after the other."""
+        def joined(k: str) -> np.ndarray | None:
+            return None if any(getattr(p, k) is None for p in parts) else np.concatenate([getattr(p, k) for p in parts])
+
+        return MomentumTerms(*(joined(k) for k in ("h1", "h2", "w1", "w2")))
+
+    def filtered_torque(self, t: np.ndarray, cutoff: float, order: int) -> np.ndarray:
+        """F[tau] (N, n) of the model's own torque, without accelerations."""
+        return _filtered(t, self.h1, self.h2, cutoff, order)
+
+    def filtered_rows(self, t: np.ndarray, cutoff: float, order: int) -> np.ndarray:
+        """F[d/dt W1] + F[W2] (N, n, 10) of the payload."""
+        if self.w1 is None or self.w2 is None:
+            raise ValueError("momentum terms computed without the payload's rows")
+        return _filtered(t, self.w1, self.w2, cutoff, order)
+
+
+def momentum_terms(dyn: RigidBodyDynamics, q: np.ndarray, dq: np.ndarray, rows: bool = True) -> MomentumTerms:
+    """:class:`MomentumTerms` of ``dyn``'s own bodies (its payload left out) along the samples (N, n), exactly
+    (:meth:`RigidBodyDynamics.momentum_torques`; the payload's rows in one kinematic pass per sample,
+    :meth:`RigidBodyDynamics.payload_momentum_rows`)."""
+    own = dyn if dyn.payload is None else dyn.with_payload(None)
+    q, dq = np.asarray(q, float).reshape(-1, dyn.n), np.asarray(dq, float).reshape(-1, dyn.n)
+    h1, h2 = np.empty_like(q), np.empty_like(q)
+    w1 = w2 = None
+    if rows:
+        w1, w2 = np.empty(q.shape + (10,)), np.empty(q.shape + (10,))
+    for k, (qk, vk) in enumerate(zip(q, dq)):
+        h1[k], h2[k] = own.momentum_torques(qk, vk)
+        if rows:
+            w1[k], w2[k] = dyn.payload_momentum_rows(qk, vk)
+    return MomentumTerms(h1, h2, w1, w2)
 
 
 def _filtered(t: np.ndarray, w1: np.ndarray, w2: np.ndarray, cutoff: float, order: int) -> np.ndarray:
@@ -94,18 +136,6 @@ def momentum_torques(dyn: RigidBodyDynamics, q: np.ndarray, dq: np.ndarray) -> t
     return np.array([o[0] for o in out]).reshape(q.shape), np.array([o[1] for o in out]).reshape(q.shape)
 
 
-def filtered_reference(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarray, dq: np.ndarray,
-                       cutoff: float = DEFAULT_CUTOFF, order: int = DEFAULT_ORDER) -> np.ndarray:
-    """F[tau] (N, n) of ``dyn``'s own (unloaded) torque along the samples, without accelerations
-    (:func:`filtered_rows` of ``dyn.regressor`` times the links' parameters, computed by
-    :func:`momentum_torques`)."""
-    if dyn.payload is not None:  # the regressor's columns are the links alone
-        from ..model.dynamics import link_params
-
-        return filtered_rows(dyn.regressor, t, q, dq, cutoff, order) @ link_params(dyn.desc)
-    return _filtered(t, *momentum_torques(dyn, np.asarray(q, float), np.asarray(dq, float)), cutoff, order)
-
-
 def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarray, dq: np.ndarray,
                               tau_loaded: np.ndarray, tau_reference: np.ndarray | None = None, *,
                               reference_q: np.ndarray | None = None, reference_dq: np.ndarray | None = None,
@@ -114,7 +144,9 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
                               limits: PayloadLimits | None = None, inertia_rsd: float = INERTIA_RSD,
                               correlated: bool = True, own_scale: bool = True,
                               project: bool = False, inertia_advice: str = INERTIA_ADVICE,
-                              estimate_skew: bool = False, tracking_uncertainty: float = 0.0) -> PayloadEstimate:
+                              estimate_skew: bool = False, tracking_uncertainty: float = 0.0,
+                              terms: MomentumTerms | None = None,
+                              reference_terms: MomentumTerms | None = None) -> PayloadEstimate:
     """Mass, CoM and, where the motion determines it, the inertia of the payload from a motion that
     starts at rest: samples at times ``t`` (N,) with positions ``q``, velocities ``dq`` and loaded
     torques (N, n). ``tau_reference``: the unloaded torque on the same motion (a recorded unloaded run
@@ -127,6 +159,8 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
     states (:func:`estimate_torque_skew`; a simulator's half step of 0.5 ms moved the CoM by 2 mm, 4 σ).
     ``tracking_uncertainty``: the relative 1-σ error of the model's torque of the tracking difference
     between a differential fit's runs (its own size times this, fully correlated, goes into the std).
+    ``terms``: the model along (q, dq) computed ahead (:func:`momentum_terms`); ``reference_terms``: the unloaded
+    model's torques along the reference run, in place of ``reference_q``, ``reference_dq``.
     """
     n = dyn.n
     q = sample_array(q, "q", n)
@@ -143,16 +177,22 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
     if tau_reference is not None:
         rhs = rhs - causal_lowpass(t, sample_array(tau_reference, "tau_reference", n, n_s), cutoff, order)
         how, unc = "differential", None
-        if reference_q is not None and reference_dq is not None:
-            qu = sample_array(reference_q, "reference_q", n, n_s)
-            dqu = sample_array(reference_dq, "reference_dq", n, n_s)
-            model = (filtered_reference(dyn, t, q, dq, cutoff, order)
-                     - filtered_reference(dyn, t, qu, dqu, cutoff, order))
+        if reference_terms is None and reference_q is not None and reference_dq is not None:
+            reference_terms = momentum_terms(dyn, sample_array(reference_q, "reference_q", n, n_s),
+                                             sample_array(reference_dq, "reference_dq", n, n_s), rows=False)
     else:
-        model = filtered_reference(dyn, t, q, dq, cutoff, order)
         how, unc = "one-shot", model_uncertainty
+    if terms is None:
+        terms = momentum_terms(dyn, q, dq)
+    if tau_reference is None:
+        model = terms.filtered_torque(t, cutoff, order)
+    elif reference_terms is not None:
+        if reference_terms.h1.shape != (n_s, n):
+            raise PayloadDataError(f"the reference's model torques have shape {reference_terms.h1.shape}, expected "
+                                   f"({n_s}, {n})")
+        model = terms.filtered_torque(t, cutoff, order) - reference_terms.filtered_torque(t, cutoff, order)
     rhs = rhs - model
-    y3 = filtered_payload_rows(dyn, t, q, dq, cutoff, order)
+    y3 = terms.filtered_rows(t, cutoff, order)
     y = y3.reshape(-1, 10)
     note = ""
     if estimate_skew:
@@ -229,5 +269,5 @@ def _error_regressor(unc: ModelUncertainty) -> Regressor:
     return lambda q, dq, ddq: unc.motion_regressor(q[None], dq[None], ddq[None])
 
 
-__all__ = ["DEFAULT_CUTOFF", "estimate_payload_filtered", "filtered_payload_rows", "filtered_reference",
-           "filtered_rows", "momentum_rows", "momentum_torques", "estimate_torque_skew", "MAX_SKEW"]
+__all__ = ["DEFAULT_CUTOFF", "MomentumTerms", "estimate_payload_filtered", "filtered_rows", "momentum_rows",
+           "momentum_terms", "momentum_torques", "estimate_torque_skew", "MAX_SKEW"]

@@ -48,7 +48,8 @@ from .parameters import ParameterError
 from .qos import EVENT_QOS, LATCHED_QOS, SENSOR_QOS
 
 ONLINE_PERIOD = 0.1
-"""s between solves of the online estimate (10 Hz; on the wall clock: a solve takes 1-3 ms)."""
+"""s between solves of the online estimate (10 Hz; on the wall clock: a solve takes 1-3 ms); the same timer
+computes a recording's model terms so far (about 4 ms per 0.1 s of a 1 kHz stream)."""
 
 
 class PayloadEstimatorNode(Node):
@@ -250,9 +251,11 @@ class PayloadEstimatorNode(Node):
             self.get_logger().info(note)
 
     def _online_tick(self) -> None:
-        """10 Hz: solve the online estimate; publish it (and its gravity uncertainty for the monitor) when new."""
+        """10 Hz: the recording's model terms so far; solve the online estimate; publish it (and its gravity
+        uncertainty for the monitor) when new."""
         if self.dyn is None:
             return
+        self.core.prepare_recording()
         log_notes(self.get_logger(), self.core.use_online_model())
         tick = self.core.online_tick()
         if tick is None:

@@ -24,7 +24,7 @@ from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
 from ..payload.estimate import PayloadEstimate
-from ..payload.estimator import LOADED, UNLOADED, EstimatorConfig, PayloadEstimator
+from ..payload.estimator import LOADED, PREPARE_PERIOD, UNLOADED, EstimatorConfig, PayloadEstimator
 from ..payload.limits import check_payload
 from ..sim import SensorConfig, SimConfig, SimulatedArm
 from .excitation_sequence import Excite, Record
@@ -109,11 +109,14 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
     # the run's view of the monitor: sampling flag, collisions raised while sampling, peak |r| / threshold from
     # when the residual counts (the grasp's own residual before the first provisional fit is a legitimate
     # detection that the run's collision gate handles)
-    state = {"active": False, "collisions": 0, "peak": 0.0, "count_from": None, "refused": ""}
+    state = {"active": False, "collisions": 0, "peak": 0.0, "count_from": None, "refused": "", "prepare_at": 0.0}
 
     def step(seconds: float) -> None:
         for s in arm.run(seconds):
             estimator.add_sample(s.t, s.q, s.dq, s.tau)
+            if s.t >= state["prepare_at"]:  # the node's 10 Hz timer: the recording's model terms so far
+                estimator.prepare_recording()
+                state["prepare_at"] = s.t + PREPARE_PERIOD
             sampler.joint_state(s.t, s.q, s.dq, s.tau)
             st = sup.update(s.t, s.q, s.dq, s.tau)
             if st.fit is not None and state["count_from"] is None:
