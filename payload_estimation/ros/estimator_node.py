@@ -52,6 +52,10 @@ ONLINE_PERIOD = 0.1
 computes a recording's model terms so far (about 4 ms per 0.1 s of a 1 kHz stream)."""
 
 
+NO_LISTENER = "no collision monitor listens"
+"""The phrase of a grasped / released answer whose announcement no collision monitor received."""
+
+
 class PayloadEstimatorNode(Node):
     """Messages, services and parameters <-> :class:`payload.estimator.PayloadEstimator`."""
 
@@ -220,8 +224,9 @@ class PayloadEstimatorNode(Node):
         """Publish ``event`` on ~/payload_event (the collision monitor's cue); a warning phrase if nobody listens."""
         self.pub_event.publish(String(data=event))
         if self.pub_event.get_subscription_count() == 0:
-            return ("; WARNING: no collision monitor listens on payload_estimator/payload_event (is it running in "
-                    "this namespace?)")
+            return (f"; WARNING: {NO_LISTENER} on payload_estimator/payload_event, so it did not get this "
+                    f"announcement (not running in this namespace, or not discovered yet: call {event} again once it "
+                    "runs)")
         return ""
 
     def _srv_grasped(self, request, response):
