@@ -57,6 +57,7 @@ from ..node_limits import MAX_COM_RADIUS, MAX_PAYLOAD
 from ..signals.samples import Samples
 from ..signals.settle import SampleWindow, SettleConfig, check_static
 from ..signals.torque_gains import effort_to_torque, torque_gains
+from .announcement_relay import AnnouncementRelay
 from .dynamic import DynamicFitConfig, MotionRecording, check_recording, estimate_payload_dynamic
 from .estimate import NO_PAYLOAD, PayloadEstimate
 from .filtered import MomentumTerms
@@ -233,6 +234,7 @@ class PayloadEstimator:
         self.look_for_calibration = look_for_calibration
         self.online = online
         self.online_errors = 0  # samples the online estimate could not take
+        self.announcements = AnnouncementRelay()  # a grasp / release no collision monitor received yet
         self.last: tuple[int, str] = (OK, "unloaded (no payload estimated yet)")  # the status line's level and text
         self.export_failures = 0
         self.export_error = ""  # why the newest failed export failed
@@ -713,7 +715,20 @@ class PayloadEstimator:
         return {"captures": counts[LOADED], "calibration_captures": counts[CALIBRATION],
                 "unloaded_captures": counts[UNLOADED],
                 "reference_run": "" if ref is None else f"{ref.t.size} samples, {ref.duration:.2f} s",
-                "calibration": self.calibration_note}
+                "calibration": self.calibration_note, "announcement_unheard": self.announcements.pending,
+                "announcements_late": self.announcements.late, "announcements_missed": self.announcements.missed}
+
+    def relay_announcement(self, listeners: int, now: float) -> tuple[str | None, list[Note]]:
+        """(the grasp / release announcement to publish again now, or None; notes for the log) with ``listeners``
+        collision monitors matched at ``now`` (s, monotonic): :class:`.announcement_relay.AnnouncementRelay`. One
+        that no monitor heard within its window makes the status WARN."""
+        event, line = self.announcements.due(listeners, now)
+        if not line:
+            return event, []
+        if event is None:
+            self.last = (WARN, line)
+            return None, [("warning", line)]
+        return event, [("info", line)]
 
     def status(self, model_error: str, stream: str, source: str) -> tuple[int, str, dict]:
         """(level, message, values) of ``~/status``: the last outcome (:attr:`last`) unless the robot model is

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 
 from geometry_msgs.msg import InertiaStamped
 from rclpy.node import Node
@@ -27,6 +28,7 @@ from std_srvs.srv import Trigger
 from ..errors import PayloadEstimationError
 from ..files.exports import write_exports
 from ..model.dynamics import RigidBodyDynamics
+from ..payload.announcement_relay import RELAY_WINDOW
 from ..payload.estimate import NO_PAYLOAD, PayloadEstimate
 from ..payload.estimator import CALIBRATION, CAPTURE_WORDS, LOADED, UNLOADED, Answer, PayloadEstimator
 from ..payload.online_session import OnlineSession
@@ -223,10 +225,12 @@ class PayloadEstimatorNode(Node):
     def _announce(self, event: str) -> str:
         """Publish ``event`` on ~/payload_event (the collision monitor's cue); a warning phrase if nobody listens."""
         self.pub_event.publish(String(data=event))
-        if self.pub_event.get_subscription_count() == 0:
-            return (f"; WARNING: {NO_LISTENER} on payload_estimator/payload_event, so it did not get this "
-                    f"announcement (not running in this namespace, or not discovered yet: call {event} again once it "
-                    "runs)")
+        listeners = self.pub_event.get_subscription_count()
+        self.core.announcements.published(event, listeners, time.monotonic())
+        if listeners == 0:
+            return (f"; WARNING: {NO_LISTENER} on payload_estimator/payload_event yet, so it did not get this "
+                    f"announcement (sent again if one appears within {RELAY_WINDOW:g} s, status "
+                    "announcement_unheard; not running in this namespace, or not discovered yet)")
         return ""
 
     def _srv_grasped(self, request, response):
@@ -256,8 +260,12 @@ class PayloadEstimatorNode(Node):
             self.get_logger().info(note)
 
     def _online_tick(self) -> None:
-        """10 Hz: the recording's model terms so far; solve the online estimate; publish it (and its gravity
-        uncertainty for the monitor) when new."""
+        """10 Hz: an announcement no collision monitor heard, again once one listens; the recording's model terms so
+        far; solve the online estimate; publish it (and its gravity uncertainty for the monitor) when new."""
+        event, notes = self.core.relay_announcement(self.pub_event.get_subscription_count(), time.monotonic())
+        if event is not None:
+            self.pub_event.publish(String(data=event))
+        log_notes(self.get_logger(), notes)
         if self.dyn is None:
             return
         self.core.prepare_recording()
