@@ -91,6 +91,10 @@ and grasp can know of where the part's CoM is."""
 
 PREPARE_PERIOD = 0.1
 """s between a node's calls of :meth:`PayloadEstimator.prepare_recording` (the estimator node's 10 Hz timer)."""
+PREPARE_BUDGET = 0.005
+"""s of wall clock a call of :meth:`PayloadEstimator.prepare_recording` may take (the node's executor serves its
+other callbacks meanwhile: in one process with busy neighbours an unbounded call held it 0.1-0.6 s). Alone a grid
+point takes ~80 µs: 5 ms keep up with a 1 kHz stream on a 250 Hz grid (25 points per 0.1 s) with room to spare."""
 
 
 @dataclass(frozen=True)
@@ -614,15 +618,16 @@ class PayloadEstimator:
         return Answer(True, "recording joint_states")
 
     def prepare_recording(self) -> int:
-        """Compute the model terms of what has been recorded so far (:class:`.run_terms.LoadedTerms`); returns the
-        fit-grid points computed now (0 when nothing is recorded). Not on the samples' thread: ~40 µs per point."""
+        """Compute the model terms of what has been recorded so far (:class:`.run_terms.LoadedTerms`), for at most
+        :data:`PREPARE_BUDGET` s; returns the fit-grid points computed now (0 when nothing is recorded). Not on the
+        samples' thread."""
         with self._lock:
             rows = self._recording
             count = 0 if rows is None or self._overflow else len(rows)
         if count == 0:
             return 0
         with self._terms_lock:
-            return 0 if self._terms is None else self._terms.update(rows[:count])
+            return 0 if self._terms is None else self._terms.update(rows[:count], PREPARE_BUDGET)
 
     def _take_recording(self) -> tuple[MotionRecording | None, str]:
         """(the recording, '') and recording stopped; (None, why) when there is none or it is unusable. Its model

@@ -23,6 +23,7 @@ Units: t s, q rad, dq rad/s, torques N m; ``cutoff`` Hz. Payload parameters as
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -107,21 +108,27 @@ class MomentumTerms:
         return _filtered(t, self.w1, self.w2, cutoff, order)
 
 
-def momentum_terms(dyn: RigidBodyDynamics, q: np.ndarray, dq: np.ndarray, rows: bool = True) -> MomentumTerms:
+def momentum_terms(dyn: RigidBodyDynamics, q: np.ndarray, dq: np.ndarray, rows: bool = True,
+                   deadline: float | None = None) -> MomentumTerms:
     """:class:`MomentumTerms` of ``dyn``'s own bodies (its payload left out) along the samples (N, n), exactly
     (:meth:`RigidBodyDynamics.momentum_torques`; the payload's rows in one kinematic pass per sample,
-    :meth:`RigidBodyDynamics.payload_momentum_rows`)."""
+    :meth:`RigidBodyDynamics.payload_momentum_rows`). ``deadline`` (``time.perf_counter`` s): stop after the
+    sample that passes it (the terms of the first samples only)."""
     own = dyn if dyn.payload is None else dyn.with_payload(None)
     q, dq = np.asarray(q, float).reshape(-1, dyn.n), np.asarray(dq, float).reshape(-1, dyn.n)
     h1, h2 = np.empty_like(q), np.empty_like(q)
     w1 = w2 = None
     if rows:
         w1, w2 = np.empty(q.shape + (10,)), np.empty(q.shape + (10,))
-    for k, (qk, vk) in enumerate(zip(q, dq)):
-        h1[k], h2[k] = own.momentum_torques(qk, vk)
+    done = 0
+    for qk, vk in zip(q, dq):
+        h1[done], h2[done] = own.momentum_torques(qk, vk)
         if rows:
-            w1[k], w2[k] = dyn.payload_momentum_rows(qk, vk)
-    return MomentumTerms(h1, h2, w1, w2)
+            w1[done], w2[done] = dyn.payload_momentum_rows(qk, vk)
+        done += 1
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+    return MomentumTerms(h1[:done], h2[:done], *(None if w is None else w[:done] for w in (w1, w2)))
 
 
 def _filtered(t: np.ndarray, w1: np.ndarray, w2: np.ndarray, cutoff: float, order: int) -> np.ndarray:

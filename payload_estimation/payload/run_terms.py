@@ -16,6 +16,7 @@ Units: s, rad, rad/s, N m.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -79,54 +80,60 @@ class LoadedTerms:
     """The loaded run's :class:`GridRun`, computed while it is recorded (module docstring).
 
     ``update`` takes the (t, q, dq, tau) rows recorded so far (the same list each time, growing); a grid point
-    is computed once samples beyond its interval have arrived. Rows the fit would refuse (NaN, stamps going
-    back) stop the work: ``finish`` then computes from the checked recording, which raises the fit's error.
+    is computed once samples beyond its interval have arrived, within a wall-clock ``budget`` per call (the rest
+    waits for the next call or :meth:`finish`: a node's timer must not hold its executor). Rows the fit would
+    refuse (NaN, stamps going back) stop the work: ``finish`` then computes from the checked recording, which
+    raises the fit's error.
     """
 
     def __init__(self, dyn: RigidBodyDynamics, step: float):
         self.dyn, self.step = dyn, float(step)
-        self._t: list[float] = []
-        self._x: list[np.ndarray] = []  # q, dq, tau side by side, per sample
+        self._t: list[np.ndarray] = []  # stamps taken so far, in chunks
+        self._x: list[np.ndarray] = []  # q, dq, tau side by side, per sample, in chunks
+        self._seen = 0  # rows taken (repeated stamps included)
+        self._last = -math.inf  # the newest stamp taken
         self._points: list[GridRun] = []
         self._done = 0  # grid points computed
-        self._skipped = 0  # rows with a repeated stamp
         self.broken = False
 
     def fits(self, dyn: RigidBodyDynamics, step: float) -> bool:
         """Computed for this model and grid step."""
         return dyn is self.dyn and step == self.step and not self.broken
 
-    def update(self, rows: list) -> int:
-        """Take the rows recorded beyond those seen and compute the grid points they complete; returns how many."""
-        new = rows[len(self._t) + self._skipped:]
+    def update(self, rows: list, budget: float | None = None) -> int:
+        """Take the rows recorded beyond those seen and compute the grid points they complete, for at most
+        ``budget`` s of wall clock (None: all); returns how many."""
+        new = rows[self._seen:]
         if self.broken or not new:
             return 0
+        self._seen += len(new)
         x = np.array([np.concatenate(r[1:]) for r in new], float)
         t = np.array([r[0] for r in new], float)
         if not np.all(np.isfinite(x)) or not np.all(np.isfinite(t)):
             self.broken = True
             return 0
-        for tk, xk in zip(t, x):
-            if self._t and tk <= self._t[-1]:
-                if tk < self._t[-1]:
-                    self.broken = True
-                    return 0
-                self._skipped += 1  # a repeated stamp: dropped, as check_recording drops it
-                continue
-            self._t.append(float(tk))
-            self._x.append(xk)
-        if len(self._t) < 2:
+        keep = np.ones(t.size, bool)
+        for k, tk in enumerate(t):
+            if tk < self._last:
+                self.broken = True
+                return 0
+            keep[k] = tk > self._last  # a repeated stamp is dropped, as check_recording drops it
+            self._last = max(self._last, tk)
+        self._t.append(t[keep])
+        self._x.append(x[keep])
+        t = np.concatenate(self._t)
+        if t.size < 2:
             return 0
-        t = np.asarray(self._t)
         grid = grid_times(t[0], t[-1], self.step)
         ready = int(np.searchsorted(grid + self.step / 2, t[-1], side="left"))  # interval ends before the last
-        return self._compute(t, np.asarray(self._x), grid[:ready])
+        deadline = None if budget is None else time.perf_counter() + budget
+        return self._compute(t, np.concatenate(self._x), grid[:ready], deadline)
 
     def finish(self, rec: MotionRecording) -> GridRun:
         """The whole run on its grid, from ``rec`` (checked: :func:`.dynamic.check_recording`); the points computed
         while recording are kept where ``rec`` starts with the samples they came from."""
-        seen = len(self._t)
-        if self.broken or seen > rec.t.size or not np.array_equal(np.asarray(self._t), rec.t[:seen]):
+        seen = np.concatenate(self._t) if self._t else np.zeros(0)
+        if self.broken or seen.size > rec.t.size or not np.array_equal(seen, rec.t[:seen.size]):
             self._points, self._done = [], 0
         x = np.hstack([rec.q, rec.dq, rec.tau])
         self._compute(rec.t, x, grid_times(rec.t[0], rec.t[-1], self.step))
@@ -134,16 +141,18 @@ class LoadedTerms:
         return GridRun(*(np.concatenate([getattr(p, k) for p in parts]) for k in ("t", "q", "dq", "tau")),
                        MomentumTerms.concatenate([p.terms for p in parts]))
 
-    def _compute(self, t: np.ndarray, x: np.ndarray, grid: np.ndarray) -> int:
+    def _compute(self, t: np.ndarray, x: np.ndarray, grid: np.ndarray, deadline: float | None = None) -> int:
         new = grid[self._done:]
         if new.size == 0:
             return 0
         n = self.dyn.n
         means = box_means(new, self.step, t, x)
         q, dq, tau = means[:, :n], means[:, n:2 * n], means[:, 2 * n:]
-        self._points.append(GridRun(new, q, dq, tau, momentum_terms(self.dyn, q, dq)))
-        self._done += new.size
-        return int(new.size)
+        terms = momentum_terms(self.dyn, q, dq, deadline=deadline)
+        k = terms.h1.shape[0]
+        self._points.append(GridRun(new[:k], q[:k], dq[:k], tau[:k], terms))
+        self._done += k
+        return int(k)
 
 
 def reference_terms(dyn: RigidBodyDynamics, rec: MotionRecording) -> MomentumTerms:

@@ -48,9 +48,9 @@ def _rows(rec: MotionRecording) -> list:
 
 
 def test_the_terms_computed_while_recording_are_those_computed_at_once(iiwa):
-    """Updates at random moments of the recording (a repeated stamp among them, as drivers send) give exactly the
-    grid and terms of one pass over the finished recording; each grid value is the mean of the stream over its
-    interval, and the terms are pinocchio's at those means."""
+    """Updates at random moments of the recording (a repeated stamp among them, as drivers send), unbounded or with
+    no time left, give exactly the grid and terms of one pass over the finished recording; each grid value is the
+    mean of the stream over its interval, and the terms are pinocchio's at those means."""
     dyn, loaded, _ = iiwa
     rows = _rows(loaded)
     rows.insert(700, rows[699])  # a repeated stamp: dropped by check_recording and by the work ahead
@@ -60,11 +60,15 @@ def test_the_terms_computed_while_recording_are_those_computed_at_once(iiwa):
     for cut in sorted(np.random.default_rng(4).integers(1, len(rows), 25)):
         done += ahead.update(rows[:cut])
     assert 0.8 * 2.1 * 250 < done < 2.1 * 250  # most of the grid is computed before the recording is taken
-    split, whole = ahead.finish(rec), LoadedTerms(dyn, STEP).finish(rec)
-    for k in ("t", "q", "dq", "tau"):
-        np.testing.assert_array_equal(getattr(split, k), getattr(whole, k))
-    for k in ("h1", "h2", "w1", "w2"):
-        np.testing.assert_array_equal(getattr(split.terms, k), getattr(whole.terms, k))
+    # a node's timer gives each call a wall-clock budget: with none left, one point per call, the rest at the end
+    budgeted = LoadedTerms(dyn, STEP)
+    assert [budgeted.update(rows[:cut], budget=0.0) for cut in range(200, 1200, 200)] == [1] * 5
+    whole = LoadedTerms(dyn, STEP).finish(rec)
+    for split in (ahead.finish(rec), budgeted.finish(rec)):
+        for k in ("t", "q", "dq", "tau"):
+            np.testing.assert_array_equal(getattr(split, k), getattr(whole, k))
+        for k in ("h1", "h2", "w1", "w2"):
+            np.testing.assert_array_equal(getattr(split.terms, k), getattr(whole.terms, k))
     np.testing.assert_allclose(np.diff(whole.t), STEP, atol=1e-9)
     for i in (3, 200, 400):  # the box mean against a fine trapezoid of the linear interpolation
         fine = np.linspace(whole.t[i] - STEP / 2, whole.t[i] + STEP / 2, 4001)
