@@ -132,22 +132,20 @@ def align_reference(loaded: MotionRecording, reference: MotionRecording, search:
     t = loaded.t[(loaded.t >= on_l) & (loaded.t <= end_l)]
     dl = interp_rows(t, loaded.t, loaded.q) - loaded.q[0]
 
-    def costs(shifts: np.ndarray, every: int = 1) -> np.ndarray:
-        """Summed squared position difference for each of ``shifts`` over every ``every``-th sample (interpolated
-        together, ~10⁵ points at a time: one call per shift was a fifth of the fit the ``sample`` call waits for)."""
-        tk, dk = t[::every], dl[::every]
+    def costs(shifts: np.ndarray) -> np.ndarray:
+        """Summed squared position difference for each of ``shifts`` (interpolated together, ~10⁵ points at a
+        time: one call per shift was a fifth of the fit the ``sample`` call waits for)."""
         out = []
-        for part in np.array_split(shifts, max(1, shifts.size * tk.size // 100_000)):
-            tr = np.clip(tk[None, :] + part[:, None], reference.t[0], reference.t[-1])
-            d = interp_rows(tr.reshape(-1), reference.t, reference.q).reshape(part.size, tk.size, -1)
-            out.append(np.sum((d - reference.q[0] - dk) ** 2, axis=(1, 2)))
-        return np.concatenate(out) * every
+        for part in np.array_split(shifts, max(1, shifts.size * t.size // 100_000)):
+            tr = np.clip(t[None, :] + part[:, None], reference.t[0], reference.t[-1])
+            d = interp_rows(tr.reshape(-1), reference.t, reference.q).reshape(part.size, t.size, -1)
+            out.append(np.sum((d - reference.q[0] - dl) ** 2, axis=(1, 2)))
+        return np.concatenate(out)
 
     sample = max(float(np.median(np.diff(loaded.t))), 4e-4)
-    # one sample apart over the search window (on every 4th sample: the motion is smooth), then a quarter sample
-    # around the best, then a parabola
+    # one sample apart over the search window, then a quarter sample around the best, then a parabola
     shifts = coarse + np.arange(-search, search + sample / 2, sample)
-    mid = shifts[int(np.argmin(costs(shifts, 4)))]
+    mid = shifts[int(np.argmin(costs(shifts)))]
     step = sample / 4
     shifts = mid + step * np.arange(-4, 5)
     c = costs(shifts)
