@@ -30,7 +30,7 @@ from ..files.exports import write_exports
 from ..model.dynamics import RigidBodyDynamics
 from ..payload.announcement_relay import RELAY_WINDOW
 from ..payload.estimate import NO_PAYLOAD, PayloadEstimate
-from ..payload.estimator import CALIBRATION, CAPTURE_WORDS, LOADED, UNLOADED, Answer, PayloadEstimator
+from ..payload.estimator import CALIBRATION, CAPTURE_WORDS, LOADED, PREPARE_PERIOD, UNLOADED, Answer, PayloadEstimator
 from ..payload.online_session import OnlineSession
 from ..stream import StampVerdict
 from .dedicated_subscription import create_dedicated_subscription
@@ -49,9 +49,9 @@ from .node_support import (
 from .parameters import ParameterError
 from .qos import EVENT_QOS, LATCHED_QOS, SENSOR_QOS
 
-ONLINE_PERIOD = 0.1
+ONLINE_PERIOD = PREPARE_PERIOD
 """s between solves of the online estimate (10 Hz; on the wall clock: a solve takes 1-3 ms); the same timer
-computes a recording's model terms so far (about 4 ms per 0.1 s of a 1 kHz stream)."""
+computes a recording's model terms so far (:data:`.payload.estimator.PREPARE_PERIOD`: the bare run mirrors it)."""
 
 
 NO_LISTENER = "no collision monitor listens"
