@@ -14,7 +14,10 @@ Meanwhile the provisional payload (:class:`.provisional.ProvisionalPayload`) is 
 block replacing the last one (the load may still change while the window is open); after the window the
 monitor carries that provisional payload, with thresholds widened by the torque its uncertainty allows —
 at most what a payload of ``max_payload`` with its CoM within ``max_com_radius`` could produce
-(:func:`payload_torque_limit`) — until an estimate arrives, as while sampling.
+(:func:`payload_torque_limit`) — until an estimate arrives, as while sampling. The payload sampler starting
+ends an open window: its run learns the load at its own rest poses under the sampling rules (a release window
+still open when the next object is grasped and sampled would model it by gravity only, with at most the mass
+released, and read the sampling moves' dynamics as a collision).
 
 Units: SI (s, kg, m, N m); joint order: the model's.
 """
@@ -184,6 +187,12 @@ class PayloadWatch:
         if active:
             self.provisional.start()
             self.learning = True
+            if self.announced is not None:
+                # the run learns the load at its own rest poses, with thresholds widened by what it does not know
+                # yet; a release window's rules (gravity-only model, mass up to the one carried) would read its
+                # moves' dynamics with a new object as a collision
+                self.last_change = f"{self.announced.kind} window ended: the payload sampler learns the payload"
+                self.announced = None
         elif self.announced is None:
             self.learning = False
         return self.scale()

@@ -62,13 +62,23 @@ class ArmProbe(Node):
                                  lambda m: self.active.append((time.monotonic(), bool(m.data))), LATCHED_QOS)
         self.create_subscription(DiagnosticArray, "payload_sampler/status",
                                  lambda m: setattr(self, "sampler", m.status[0]), LATCHED_QOS)
+        self.detections: list[str] = []  # the monitor's detections as its status gave them (for a failure's message)
+        self.create_subscription(DiagnosticArray, "collision_monitor/status", self._on_monitor, LATCHED_QOS)
+
+    def _on_monitor(self, msg: DiagnosticArray) -> None:
+        v = {kv.key: kv.value for kv in msg.status[0].values}
+        if "detection_time" in v:
+            line = (f"t={v['detection_time']} link {v.get('link')} peak {v.get('peak')} N m, payload "
+                    f"{v.get('payload_source')} {v.get('payload_mass')} kg, event {v.get('payload_event')!r}")
+            if line not in self.detections:
+                self.detections.append(line)
 
     def sampler_state(self) -> str:
-        """The sampler's status message and phase (what a hung run waits for)."""
+        """The sampler's status message and phase (what a hung run waits for), and the monitor's detections."""
         st = self.sampler
-        if st is None:
-            return "no status"
-        return f"{st.message!r}, phase {dict((v.key, v.value) for v in st.values).get('phase')}"
+        what = "no status" if st is None else (
+            f"{st.message!r}, phase {dict((v.key, v.value) for v in st.values).get('phase')}")
+        return f"{what}; monitor detections: {self.detections}"
 
 
 def _sim_params(robot: str, mass: float, com: list[float], pick_deg: list[float]) -> list[str]:
@@ -151,7 +161,7 @@ def test_two_arms_sample_at_once_and_nothing_crosses(arms):
         for side in arms:
             res = results.get(side)
             assert res is not None and not isinstance(res, AssertionError), (side, res)
-            assert res.success, (side, res.message)
+            assert res.success, (side, res.message, arms[side].sampler_state())
         # both ran at the same time: each sampler's active period overlaps the other's
         spans = {}
         for side, probe in arms.items():

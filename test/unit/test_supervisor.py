@@ -202,3 +202,36 @@ def test_the_node_parameters_map_to_the_core_configs():
     assert mon.thresholds == (6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0) and mon.contact is None
     assert (rules.max_payload, rules.policy, rules.sampling_threshold_factor) == (3.0, "none", 2.0)
     assert mon.quadrature == "hold"
+
+
+def test_a_sampling_run_started_in_a_release_window_follows_the_sampling_rules(desc):
+    """Two arms under CI: ``~/reset`` after a run (a 0 kg estimate while carrying: a release window), the next
+    object grasped and sampled within 5 s. Under the window's rules (gravity-only model, at most the mass
+    released) the sampling moves read as collisions at A1 (MuJoCo: 9.1 N m); the run's start ends the window."""
+    iiwa = load_robot("iiwa14")
+    q0, body = np.radians([-10, 35, 5, -75, -10, 55, 15]), BodyInertia(4.0, np.array([-0.01, 0.03, 0.10]),
+                                                                     np.diag([0.01, 0.01, 0.006]))
+    sup = supervisor(iiwa)
+    arm = SimulatedArm(iiwa, SimConfig(seed=1, model_error=0.03, sensor=SensorConfig(noise_std=0.1)))
+    arm.reset(q0)
+    arm.attach_payload(body)
+    feed(arm, sup, 0.5)
+    sup.estimate(PayloadEstimate.from_body(body, iiwa.payload_frame_name), iiwa.payload_frame_name)
+    arm.detach_payload()
+    feed(arm, sup, 0.3)
+    sup.estimate(PayloadEstimate(0.0, np.zeros(3), None, frame=iiwa.payload_frame_name, method="reset"),
+                 iiwa.payload_frame_name)
+    assert sup.watch.announced is not None and sup.watch.announced.kind == "release"
+    feed(arm, sup, 0.5)
+    arm.attach_payload(body)  # the next object, not announced
+    feed(arm, sup, 0.5)
+    sup.set_sampling(True)
+    assert sup.watch.announced is None and sup.watch.learning
+    assert "release window ended" in sup.watch.last_change
+    detections = []
+    rng = np.random.default_rng(0)
+    for _ in range(3):  # the sampler's moves: every joint 7 deg in 0.55 s
+        arm.set_trajectory([(0.55, q0 + np.radians(7 * rng.choice([-1, 1], iiwa.n)), None)])
+        detections += [t for t, st, _, _ in feed(arm, sup, 0.8)
+                       if st.monitor.event is not None and st.monitor.event.active]
+    assert detections == []
