@@ -60,6 +60,10 @@ def grid_times(first: float, last: float, step: float) -> np.ndarray:
     return first + step * np.arange(max(math.ceil((last - first) / step - 1e-9), 1))
 
 
+CHUNK = 32
+"""Grid points computed together (box means, then the model terms) between two looks at the deadline."""
+
+
 @dataclass(frozen=True)
 class GridRun:
     """A recorded run on its fit grid: instants ``t`` (M,) s, box means ``q``, ``dq``, ``tau`` (M, n) and the
@@ -142,17 +146,24 @@ class LoadedTerms:
                        MomentumTerms.concatenate([p.terms for p in parts]))
 
     def _compute(self, t: np.ndarray, x: np.ndarray, grid: np.ndarray, deadline: float | None = None) -> int:
-        new = grid[self._done:]
-        if new.size == 0:
-            return 0
-        n = self.dyn.n
-        means = box_means(new, self.step, t, x)
-        q, dq, tau = means[:, :n], means[:, n:2 * n], means[:, 2 * n:]
-        terms = momentum_terms(self.dyn, q, dq, deadline=deadline)
-        k = terms.h1.shape[0]
-        self._points.append(GridRun(new[:k], q[:k], dq[:k], tau[:k], terms))
-        self._done += k
-        return int(k)
+        """The grid points of ``grid`` not computed yet, :data:`CHUNK` at a time until ``deadline``; how many."""
+        n, done = self.dyn.n, 0
+        while self._done < grid.size:
+            new = grid[self._done:self._done + CHUNK]
+            # box means of this chunk only (a backlog of thousands of points must not cost each timer call), from
+            # the samples up to just past its last interval: integrated from t[0] as over the whole run (the same
+            # values to the last bit, however the work is split)
+            end = min(int(np.searchsorted(t, new[-1] + self.step / 2, side="right")) + 2, t.size)
+            means = box_means(new, self.step, t[:end], x[:end])
+            q, dq, tau = means[:, :n], means[:, n:2 * n], means[:, 2 * n:]
+            terms = momentum_terms(self.dyn, q, dq, deadline=deadline)
+            k = terms.h1.shape[0]
+            self._points.append(GridRun(new[:k], q[:k], dq[:k], tau[:k], terms))
+            self._done += k
+            done += k
+            if k < new.size or (deadline is not None and time.perf_counter() > deadline):
+                break
+        return done
 
 
 def reference_terms(dyn: RigidBodyDynamics, rec: MotionRecording) -> MomentumTerms:
