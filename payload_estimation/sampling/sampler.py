@@ -59,6 +59,8 @@ MONITOR_STATUS_AGE = 3.0
 """s (wall clock): a collision_monitor/status older than this does not count (the monitor publishes at 1 Hz)."""
 
 PHASES = {"waiting": "waiting for joint_states, the estimator and the collision monitor",
+          "clear_first": "waiting for the collision monitor to clear the grasp before returning to the pick "
+                         "configuration of the aborted run",
           "return_first": "returning to the pick configuration of the aborted run",
           "startup": "waiting for the arm to rest at the pick configuration",
           "rest": "waiting for the arm to rest at the pick configuration", "planning": "planning the motion",

@@ -11,9 +11,11 @@ Motion stays bounded by the pick configuration q0:
 - q0 is where ``~/sample`` was called on a robot at rest. A run that fails hands its q0 on (the
   :class:`PickAnchor`): the next run refuses to start anywhere but inside that run's envelope,
   returns to the anchored q0 first if the arm is elsewhere (not while a collision is reported: it
-  refuses, naming ``payload_sampler/forget_pick``), and samples around it — never around a perturbed
-  pose. An arm already at the anchored q0 needs no return: the run starts there as a fresh one does
-  (a collision reported then is the grasp, see the gate). A successful run (or ``~/forget_pick``)
+  refuses, naming ``payload_sampler/forget_pick``; within :data:`GRASP_SAG_DEG` of q0 that collision is
+  the grasp, whose weight moved the held arm: the run raises ``active`` and returns once the monitor has
+  cleared it), and samples around it — never around a perturbed pose. An arm already at the anchored q0
+  needs no return: the run starts there as a fresh one does (a collision reported then is the grasp,
+  see the gate). A successful run (or ``~/forget_pick``)
   drops the anchor.
 - Every commanded point passes :func:`.poses.checked_move` against the envelope of q0 (±amplitude,
   joint limits with their margin, velocity limits); holds are clipped to the envelope.
@@ -86,6 +88,10 @@ from .sequence import (
 
 CLOCK_BACK_TOLERANCE = 1e-3
 """s the node clock may step back between observations before a run counts it as a restart."""
+
+GRASP_SAG_DEG = 1.5
+"""deg: an arm this close to an aborted run's q0 while a collision is reported is where the grasp's weight moved it
+(the monitor holds it there): the run learns the load and returns, instead of refusing."""
 
 CANCELLED = "cancelled by the user (~/cancel)"
 """The reason of a run ended by ``~/cancel``: what the user asked for, not a fault."""
@@ -378,6 +384,8 @@ class SamplingRun:
         self._pending: tuple[str, float] | None = None  # (request kind, wall time sent)
         self._return: tuple[np.ndarray, float, float] | None = None  # (target, duration, t commanded)
         self._q_last: np.ndarray | None = None
+        self._grasp_sag = False  # the run began near the anchor with the grasp's collision reported: clear_first
+        self._active_sent = False
         self._t_seen = -np.inf  # s, the latest node-clock time observed
         self._clock_moved = (t, wall)  # (node-clock s, wall s) when the node clock last changed
         self._wall_seen = wall  # wall s of the latest observation
@@ -450,7 +458,10 @@ class SamplingRun:
             if not anchor.envelope.contains(q, tol=self.cfg.start_tolerance):
                 raise RunRefused(f"{where} and outside its envelope; nothing was moved. Move the arm back there, "
                                  "or call payload_sampler/forget_pick to sample around the current pose instead")
-            if obs.collision:  # (at the anchor or without one, a collision now is the grasp: see the gate)
+            if obs.collision and far <= GRASP_SAG_DEG:
+                # the grasp's weight moved the held arm off q0: learn the load where it is, return once it clears
+                self._grasp_sag = True
+            elif obs.collision:  # (at the anchor or without one, a collision now is the grasp: see the gate)
                 raise RunRefused(f"{where} and the collision monitor reports a collision: the sampler does not "
                                  "move the arm back there while a collision is reported; nothing was moved. Call "
                                  "~/sample again once the collision has cleared, or call payload_sampler/forget_pick "
@@ -465,7 +476,8 @@ class SamplingRun:
             except MotionLimitError as e:
                 raise RunRefused(f"cannot sample at this pick configuration: {e}") from e
             self.q0 = q.copy()
-        self.phase = "return_first" if anchor is not None and not at_anchor else "startup"
+        self.phase = ("clear_first" if self._grasp_sag else "return_first") if anchor is not None and not at_anchor \
+            else "startup"
 
     # ------------------------------------------------------------------ answers
     def planned(self, result: PlannedMotion) -> None:
@@ -523,13 +535,16 @@ class SamplingRun:
             if self.phase == "waiting":
                 return out
         try:
+            if self.phase == "clear_first":
+                self._clear_first(obs, out)
             if self.phase == "return_first":
                 self._return_first(obs, out)
             if self.phase == "startup":
                 self._t_active = obs.t
                 self._t_phase = obs.t
-                if not self.unloaded:
+                if not self.unloaded and not self._active_sent:
                     out.append(SetActive(True))
+                self._active_sent = True
                 self.phase = "rest"
             if self.phase == "rest":
                 self._rest(obs, out)
@@ -589,6 +604,25 @@ class SamplingRun:
             return (f"the estimator did not answer {what} within {self.cfg.service_timeout:.1f} s (service_timeout)",
                     "return", "estimator_timeout")
         return None
+
+    def _clear_first(self, obs: Observation, out: list[RunAction]) -> None:
+        """Near the anchor with the grasp's collision reported: raise ``active`` (the monitor learns the load at
+        rest and clears the collision), then return to q0; nothing moves while the collision is reported."""
+        if not self._active_sent:
+            self._active_sent, self._t_phase = True, obs.t
+            if not self.unloaded:
+                out.append(SetActive(True))
+        if not obs.collision:
+            self.phase = "return_first"
+            return
+        if obs.t - self._t_phase > self.seq_config.clear_timeout:
+            off = np.degrees(np.max(np.abs(np.asarray(obs.q, float) - self.anchor.q0)))
+            raise SequenceAborted(
+                f"the collision monitor still reports a collision {self.seq_config.clear_timeout:.2f} s after the "
+                f"sampler raised active, with the arm {off:.1f} deg from the pick configuration of the aborted run; "
+                "nothing was moved. If it is the grasp (the object's weight read as a contact), announce it: call "
+                "payload_estimator/grasped, then ~/sample again; otherwise check that nothing touches the arm",
+                hold=False, code="gate")
 
     def _return_first(self, obs: Observation, out: list[RunAction]) -> None:
         if self._return is None:
@@ -698,7 +732,7 @@ class SamplingRun:
             mode = "none" if mode == "none" else "hold"
             code = code if self._abort_code == "cancelled" else self._abort_code
         self._abort_code = code
-        if mode == "return" and self.phase in ("waiting", "startup", "rest", "planning"):
+        if mode == "return" and self.phase in ("waiting", "clear_first", "startup", "rest", "planning"):
             mode = "none"  # this run has not moved the arm
         elif mode == "return" and self.phase == "return_first":
             mode = "hold"

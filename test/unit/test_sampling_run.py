@@ -19,6 +19,7 @@ from payload_estimation.model.robot_file import load_robot
 from payload_estimation.sampling.payload_excitation import ExcitationPlanConfig
 from payload_estimation.sampling.poses import PosePlanConfig, make_envelope
 from payload_estimation.sampling.sampling_run import (
+    GRASP_SAG_DEG,
     ClearCaptures,
     Finished,
     Hold,
@@ -310,6 +311,37 @@ def test_a_return_blocked_by_a_collision_is_refused_naming_the_way_out(dyn):
     assert [type(a) for a in out] == [Finished] and out[0].code == "refused", out
     assert "collision" in out[0].text and "payload_sampler/forget_pick" in out[0].text, out[0].text
     assert out[0].anchor is anchor  # kept: the user decides
+
+
+@pytest.mark.parametrize("clears", [True, False])
+def test_a_grasp_that_moved_the_arm_off_the_anchor_is_learnt_then_the_run_returns(dyn, clears):
+    """CI: after a cancelled run the grasp's weight moved the held arm 0.5-1 deg off q0 (beyond the arrival
+    tolerance) and the monitor reported the grasp: the run refused and the user was stranded. Within
+    GRASP_SAG_DEG the run raises active first (the monitor learns the load), commands nothing while the collision is
+    reported, then returns to q0 and samples; a collision that never clears ends it with nothing moved."""
+    arm = KinematicArm(Q0)
+    fin, t = drive(start(dyn, Q0), arm, 0.0, fault={"cancel_at": 0.9})
+    assert fin.code == "cancelled" and fin.anchor is not None
+    arm.q = fin.anchor.q0 + np.radians([0.0, 0.9, 0.0, -0.6, 0.0, 0.4, 0.0])  # sagged under the new load
+    assert np.radians(0.5) < np.max(np.abs(arm.q - Q0)) < np.radians(GRASP_SAG_DEG)
+    run = SamplingRun(dyn, SPEC, t, t, fin.anchor)
+    log: list = []
+    fin2, t2 = drive(run, arm, t, fault={"grasp_until": 0.4 if clears else 1e9}, log=log)
+    commands = [a for a in log if isinstance(a, (Move, Hold))]
+    assert isinstance(log[0], SetActive) and log[0].active  # before anything else: the monitor learns the load
+    if clears:
+        assert fin2.ok and fin2.anchor is None, fin2.text
+        first = next(a for a in log if isinstance(a, Move))
+        assert np.allclose(first.target, Q0) and np.array_equal(run.q0, Q0)  # back to the aborted run's q0
+        assert all(fin.anchor.envelope.contains(a.target) for a in commands)
+    else:
+        assert not fin2.ok and fin2.code == "gate" and commands == [], fin2.text
+        assert "payload_estimator/grasped" in fin2.text and "nothing was moved" in fin2.text
+        assert t2 - t <= SEQ.clear_timeout + 0.1
+    refused = SamplingRun(dyn, SPEC, 0.0, 0.0, fin.anchor).update(  # farther: still refused, as before
+        Observation(t=0.0, wall=0.0, q=Q0 + np.radians(GRASP_SAG_DEG + 0.5), static=True, stream_age=0.0,
+                    collision=True, collisions=1))
+    assert refused[-1].code == "refused" and "payload_sampler/forget_pick" in refused[-1].text
 
 
 def test_a_run_far_from_the_anchor_is_refused(dyn):
