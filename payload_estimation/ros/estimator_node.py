@@ -98,6 +98,12 @@ class PayloadEstimatorNode(Node):
         self.create_subscription(String, "collision_monitor/payload_lost", self._on_payload_lost, LATCHED_QOS)
         self.create_subscription(Bool, "collision_monitor/collision", self._on_collision, LATCHED_QOS)
         steady_timer(self, ONLINE_PERIOD, self._online_tick)
+        # the recording's model terms on a thread of their own: under a loaded interpreter a call waits far longer
+        # than its budget for the GIL, and on the executor it held up this node's services and descriptions
+        self.ahead_faults = 0
+        self._ahead_stop = threading.Event()
+        self._ahead = threading.Thread(target=self._work_ahead, name="payload_estimator:work_ahead", daemon=True)
+        self._ahead.start()
         # a changed robot_description while a dynamic run is recorded is taken when the recording ends
         self.model = RobotModelSource(self, self.values, self._on_model, busy=lambda: core.recording)
         # No estimate is published at start: a late-joining latched "0 kg" would overwrite a payload
@@ -259,16 +265,26 @@ class PayloadEstimatorNode(Node):
         if note:
             self.get_logger().info(note)
 
+    def _work_ahead(self) -> None:
+        """Every PREPARE_PERIOD s: the model terms of what has been recorded so far (the fit then waits only for
+        its solve). A failure is counted (status ``work_ahead_faults``) and logged; the fit computes the rest."""
+        while not self._ahead_stop.wait(PREPARE_PERIOD):
+            try:
+                self.core.prepare_recording()
+            except Exception as e:  # noqa: BLE001 -- the fit recomputes what is missing; the thread must go on
+                self.ahead_faults += 1
+                self.get_logger().error(f"computing the recording's model terms ahead failed ({type(e).__name__}: "
+                                        f"{e}); the fit will compute them", throttle_duration_sec=THROTTLE_S)
+
     def _online_tick(self) -> None:
-        """10 Hz: an announcement no collision monitor heard, again once one listens; the recording's model terms so
-        far; solve the online estimate; publish it (and its gravity uncertainty for the monitor) when new."""
+        """10 Hz: an announcement no collision monitor heard, again once one listens; solve the online estimate;
+        publish it (and its gravity uncertainty for the monitor) when new."""
         event, notes = self.core.relay_announcement(self.pub_event.get_subscription_count(), time.monotonic())
         if event is not None:
             self.pub_event.publish(String(data=event))
         log_notes(self.get_logger(), notes)
         if self.dyn is None:
             return
-        self.core.prepare_recording()
         log_notes(self.get_logger(), self.core.use_online_model())
         tick = self.core.online_tick()
         if tick is None:
@@ -295,9 +311,14 @@ class PayloadEstimatorNode(Node):
     def _snapshot(self) -> tuple[bytes, str, dict]:
         stream = "" if self.input is None else self.input.problem()
         level, text, vals = self.core.status(self.model.error, stream, self.values["robot"] or "robot_description")
-        return bytes([level]), text, vals | (self.input.counters() if self.input is not None else {})
+        return bytes([level]), text, vals | {"work_ahead_faults": self.ahead_faults} | (
+            self.input.counters() if self.input is not None else {})
 
     def destroy_node(self) -> None:
+        stop = getattr(self, "_ahead_stop", None)
+        if stop is not None:
+            stop.set()
+            self._ahead.join(timeout=2.0)
         subscription = getattr(self, "_joint_states", None)  # None when the constructor failed before it
         if subscription is not None:
             subscription.destroy()

@@ -116,6 +116,12 @@ def test_republished_changed_deferred_and_malformed_descriptions(graph):
         spin_arm.stop()
         arm.destroy_node()
 
+    def masses() -> list[float | None]:
+        return [n.model.desc.links[6].mass if n.model.ready else None for n in (estimator, sampler, monitor)]
+
+    # every node on the original model before the next description replaces it in their depth-1 queues
+    assert wait_for(lambda: masses() == [mass7] * 3, 15.0), (masses(), mass7)
+
     # malformed (twice), then a URDF whose inertias the dynamics library refuses (pinocchio raises a
     # RuntimeError): refused at ERROR (logged once per text), counted and shown in the status, the model kept
     impossible = text.replace('ixx="', 'ixx="-1')
@@ -136,7 +142,7 @@ def test_republished_changed_deferred_and_malformed_descriptions(graph):
         time.sleep(0.2)  # and no third line on its way
         assert len(probe.said(node, "robot_description refused")) == 2
         assert [m for m in probe.logs if m.name.endswith(node) and "refused" in m.msg][-1].level == Log.ERROR
-    assert all(n.model.ready and n.model.desc.links[6].mass == mass7 for n in (estimator, sampler, monitor))
+    assert wait_for(lambda: masses() == [mass7] * 3, 15.0), (masses(), mass7)
     assert answers(probe)
 
 
