@@ -49,9 +49,9 @@ from .node_support import (
 from .parameters import ParameterError
 from .qos import EVENT_QOS, LATCHED_QOS, SENSOR_QOS
 
-ONLINE_PERIOD = PREPARE_PERIOD
-"""s between solves of the online estimate (10 Hz; on the wall clock: a solve takes 1-3 ms); the same timer
-computes a recording's model terms so far (:data:`.payload.estimator.PREPARE_PERIOD`: the bare run mirrors it)."""
+ONLINE_PERIOD = 0.1
+"""s between solves of the online estimate (10 Hz; on the wall clock: a solve takes 1-3 ms). A recording's model
+terms are computed on a thread of their own, every :data:`.payload.estimator.PREPARE_PERIOD` s."""
 
 
 NO_LISTENER = "no collision monitor listens"

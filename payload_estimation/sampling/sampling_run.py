@@ -93,6 +93,10 @@ GRASP_SAG_DEG = 1.5
 """deg: an arm this close to an aborted run's q0 while a collision is reported is where the grasp's weight moved it
 (the monitor holds it there): the run learns the load and returns, instead of refusing."""
 
+GRASP_ADVICE = ("If it is the grasp (the object's weight read as a contact), announce it: call "
+                "payload_estimator/grasped, then ~/sample again; otherwise check that nothing touches the arm")
+"""What to do when the collision monitor keeps reporting a collision at the pick configuration."""
+
 CANCELLED = "cancelled by the user (~/cancel)"
 """The reason of a run ended by ``~/cancel``: what the user asked for, not a fault."""
 
@@ -384,7 +388,6 @@ class SamplingRun:
         self._pending: tuple[str, float] | None = None  # (request kind, wall time sent)
         self._return: tuple[np.ndarray, float, float] | None = None  # (target, duration, t commanded)
         self._q_last: np.ndarray | None = None
-        self._grasp_sag = False  # the run began near the anchor with the grasp's collision reported: clear_first
         self._active_sent = False
         self._t_seen = -np.inf  # s, the latest node-clock time observed
         self._clock_moved = (t, wall)  # (node-clock s, wall s) when the node clock last changed
@@ -458,10 +461,8 @@ class SamplingRun:
             if not anchor.envelope.contains(q, tol=self.cfg.start_tolerance):
                 raise RunRefused(f"{where} and outside its envelope; nothing was moved. Move the arm back there, "
                                  "or call payload_sampler/forget_pick to sample around the current pose instead")
-            if obs.collision and far <= GRASP_SAG_DEG:
-                # the grasp's weight moved the held arm off q0: learn the load where it is, return once it clears
-                self._grasp_sag = True
-            elif obs.collision:  # (at the anchor or without one, a collision now is the grasp: see the gate)
+            # closer than GRASP_SAG_DEG a collision is the grasp, whose weight moved the held arm: clear_first
+            if obs.collision and far > GRASP_SAG_DEG:
                 raise RunRefused(f"{where} and the collision monitor reports a collision: the sampler does not "
                                  "move the arm back there while a collision is reported; nothing was moved. Call "
                                  "~/sample again once the collision has cleared, or call payload_sampler/forget_pick "
@@ -476,8 +477,10 @@ class SamplingRun:
             except MotionLimitError as e:
                 raise RunRefused(f"cannot sample at this pick configuration: {e}") from e
             self.q0 = q.copy()
-        self.phase = ("clear_first" if self._grasp_sag else "return_first") if anchor is not None and not at_anchor \
-            else "startup"
+        if anchor is None or at_anchor:
+            self.phase = "startup"
+        else:  # near q0 with the grasp's collision reported: learn the load where it is, return once it clears
+            self.phase = "clear_first" if obs.collision else "return_first"
 
     # ------------------------------------------------------------------ answers
     def planned(self, result: PlannedMotion) -> None:
@@ -558,8 +561,7 @@ class SamplingRun:
             text = str(e)
             if self.phase == "sequence" and e.code == "gate" and not self._armed:
                 text = (f"the collision monitor still reports a collision at the pick configuration ({e}); nothing "
-                        "was moved. If it is the grasp (the object's weight read as a contact), announce it: call "
-                        "payload_estimator/grasped, then ~/sample again; otherwise check that nothing touches the arm")
+                        f"was moved. {GRASP_ADVICE}")
             mode = "return" if e.hold else "none"
             if self.phase in ("return_first", "abort_return"):
                 mode = "hold"
@@ -620,8 +622,7 @@ class SamplingRun:
             raise SequenceAborted(
                 f"the collision monitor still reports a collision {self.seq_config.clear_timeout:.2f} s after the "
                 f"sampler raised active, with the arm {off:.1f} deg from the pick configuration of the aborted run; "
-                "nothing was moved. If it is the grasp (the object's weight read as a contact), announce it: call "
-                "payload_estimator/grasped, then ~/sample again; otherwise check that nothing touches the arm",
+                f"nothing was moved. {GRASP_ADVICE}",
                 hold=False, code="gate")
 
     def _return_first(self, obs: Observation, out: list[RunAction]) -> None:
