@@ -30,6 +30,8 @@ drop or the contact.
 Usage: .venv/bin/python bench/bench_online.py [--robots iiwa14 lwr4] [--runs 10] [--write] [--save F.pkl]
   --write -> docs/bench/online.md; --save: the runs so far after every run (one robot per process to use two
   cores), then .venv/bin/python bench/bench_online.py --report A.pkl B.pkl [--write] merges them.
+  --ceiling: the same moves on an exact arm without offsets, the inertia known (what the data allow; ceiling_run)
+  -> docs/bench/online_ceiling.md, --save / --report alike.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import os
 import pickle
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -113,8 +115,9 @@ def make_case(dyn, rng: np.random.Generator, seed: int) -> Case:
     return Case(q0, body, offsets, target, duration, seed, rng.uniform(0.3, duration), contact)
 
 
-def make_arm(dyn, case: Case) -> SimulatedArm:
-    arm = SimulatedArm(dyn.desc, SimConfig(seed=case.seed, true_links=true_links(dyn.desc, MODEL_ERROR, case.seed),
+def make_arm(dyn, case: Case, model_error: float = MODEL_ERROR) -> SimulatedArm:
+    links = true_links(dyn.desc, model_error, case.seed)
+    arm = SimulatedArm(dyn.desc, SimConfig(seed=case.seed, true_links=links,
                                            sensor=SensorConfig(noise_std=NOISE, offset=case.offsets)))
     arm.reset(case.q0)
     return arm
@@ -152,10 +155,11 @@ def _record(est, truth: np.ndarray) -> dict:
             "inertia": e.inertia is not None}
 
 
-def estimation_run(dyn, case: Case, model) -> dict:
-    """{estimator: {"early": record, "end": record}} and the estimators' mean cost per sample (s)."""
-    arm = make_arm(dyn, case)
-    ests = estimators(dyn, model)
+def estimation_run(dyn, case: Case, model, ests: dict | None = None, arm: SimulatedArm | None = None) -> dict:
+    """{estimator: {"early": record, "end": record}} and the estimators' mean cost per sample (s); ``ests`` and
+    ``arm`` default to :func:`estimators` and :func:`make_arm`."""
+    arm = arm if arm is not None else make_arm(dyn, case)
+    ests = ests if ests is not None else estimators(dyn, model)
     truth = np.array([case.body.mass, *case.body.com])
     k_grasp, k_move = round(T_GRASP * 1000), round(T_MOVE * 1000)
     k_early, k_end = k_move + round(AFTER * 1000), k_move + round(case.duration * 1000)
@@ -475,6 +479,102 @@ def targets(results: dict[str, list[dict]]) -> str:
                                            + r["contact"].get("false_loss", 0) == 0 for r in rs]), 1.0))]
     return format_table(("robot", "target", "measured", "verdict"), rows, "llrl", pad=False)
 
+class KnownInertia(OnlinePayloadEstimator):
+    """The ceiling's oracle: the inertia prior centred on the payload's true inertia about its CoM, 1-σ 1 % of its
+    largest moment (the inertia known; mass and CoM still fitted from the stream alone)."""
+
+    def __init__(self, dyn, cfg: OnlineConfig, inertia_com: np.ndarray):
+        super().__init__(dyn, cfg)
+        i = np.asarray(inertia_com, float)
+        self._true = np.array([i[0, 0], i[0, 1], i[0, 2], i[1, 1], i[1, 2], i[2, 2]])
+        self._true_std = 0.01 * float(np.max(np.diag(i)))
+
+    def _prior(self, p):
+        mean, var = super()._prior(p)
+        if p is not None:  # the base prior's mean is the point mass at the CoM (parallel axis); add the box's own
+            mean[4:] += self._true
+            var[4:] = self._true_std ** 2
+        return mean, var
+
+
+CEILING = ("calibrated", "exact", "known")
+CEILING_LABELS = {"calibrated": "calibrated (the bench's arm: 3 % link error, offsets)",
+                  "exact": "exact model, no offsets (noise only)",
+                  "known": "exact model, no offsets, inertia known (noise only)"}
+
+
+def ceiling_run(dyn, case: Case) -> dict:
+    """The move of ``case`` three ways: the bench's calibrated estimator on the bench's arm, and on an arm that is
+    exactly its description with no sensor offsets (0.1 N m noise only) an estimator declared exact, with the
+    shipped inertia prior and with the payload's inertia known (:class:`KnownInertia`)."""
+    model = calibrate(dyn, case)
+    out = {"case": case,
+           "calibrated": estimation_run(dyn, case, model, {"calibrated": estimators(dyn, model)["calibrated"]})[
+               "calibrated"]}
+    exact = replace(case, offsets=np.zeros_like(case.offsets))
+    cfg = OnlineConfig(model_uncertainty=0.0, torque_noise=NOISE, torque_offset_std=0.0)
+    ests = {"exact": OnlinePayloadEstimator(dyn, cfg), "known": KnownInertia(dyn, cfg, case.body.inertia_com)}
+    out.update({k: v for k, v in estimation_run(dyn, exact, None, ests, make_arm(dyn, exact, 0.0)).items()
+                if k in ests})
+    return out
+
+
+def _beyond(recs: list[dict], mm: float) -> float:
+    """Fraction of records whose 3σ of some CoM component exceeds ``mm``: the data do not determine it to that."""
+    return float(np.mean([3e3 * np.max(r["std"][1:]) > mm for r in recs]))
+
+
+def ceiling_report(results: dict[str, list[dict]], command: str) -> str:
+    rows = []
+    for robot, rs in results.items():
+        masses = [r["case"].body.mass for r in rs]
+        for name in CEILING:
+            early, end = [r[name]["early"] for r in rs], [r[name]["end"] for r in rs]
+            rows.append((robot, CEILING_LABELS[name], len(rs), _pct(_within(early, masses, 0.01, 5)),
+                         _pct(_beyond(early, 5)), _pct(_within(end, masses, 0.005, 3)), _pct(_beyond(end, 3)),
+                         f"{_pct(_coverage(early)[0])} / {_pct(_coverage(end)[0])}"))
+    table = format_table(("robot", "arm and estimator", "moves", "1.0 s: within 1 % / 5 mm",
+                          "1.0 s: 3σ of a CoM component > 5 mm", "end: within 0.5 % / 3 mm",
+                          "end: 3σ > 3 mm", "components within 3σ at 1.0 s / end"), rows, "llr", pad=False)
+    return f"""# What the moves allow: the online estimate's noise-only ceiling (issue 32)
+
+{datetime.date.today()}, {machine()}. `{command}` (module docstring: set-up).
+
+The same moves and payloads as docs/bench/online.md (bench_online.py's cases for the same seed: iiwa14 seed 0, lwr4
+seed 1), each estimated three ways on the same move: the bench's calibrated estimator on the bench's arm (3 % link
+error, ±0.5 N m offsets, 0.1 N m noise), and, on an arm that is exactly its description with no sensor offsets, an
+estimator declared exact (0 % model uncertainty, 0 N m offsets), first with the shipped inertia prior (0.01 kg m² per
+kg about the CoM), then with the payload's inertia known (the prior centred on the true inertia, 1-σ 1 % of its
+largest moment). The last row is the ceiling of this estimator on these moves: model, offsets and inertia exact, only
+the sensor noise left. "3σ > 5 mm": moves whose estimate says itself that the torque so far does not determine some
+CoM component to 5 mm (its σ covers its error: last column).
+Targets (issue 32, calibrated): within 1 % / 5 mm 1.0 s after the move starts and 0.5 % / 3 mm at its end, each in
+≥ 95 % of moves.
+
+{table}
+"""
+
+
+def ceiling_main(a) -> None:
+    results = {}
+    for robot in a.robots:
+        dyn = RigidBodyDynamics(load_robot(robot))
+        rng = np.random.default_rng(a.seed)
+        results[robot] = []
+        for i in range(a.runs):
+            results[robot].append(ceiling_run(dyn, make_case(dyn, rng, i)))
+            r, m = results[robot][-1], results[robot][-1]["case"].body.mass
+            print(f"{robot} {i + 1}/{a.runs}: {m:.2f} kg; " + "; ".join(
+                f"{name} early {_fmt_err(r[name]['early'], m)} end {_fmt_err(r[name]['end'], m)}" for name in CEILING),
+                  flush=True)
+        if a.save is not None:
+            a.save.write_bytes(pickle.dumps(results))
+    text = ceiling_report(results, a.command or ".venv/bin/python bench/bench_online.py " + " ".join(sys.argv[1:]))
+    text += f"\n{a.note}\n" if a.note else ""
+    print(text)
+    if a.write:
+        print(write_section("online_ceiling", text))
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -486,12 +586,22 @@ def main() -> None:
     ap.add_argument("--report", type=Path, nargs="+", help="report the runs of these --save files instead")
     ap.add_argument("--command", default="", help="the command(s) that made the --report files, for the doc")
     ap.add_argument("--note", default="", help="a closing paragraph for the doc (e.g. an earlier run's figures)")
+    ap.add_argument("--ceiling", action="store_true", help="the noise-only ceiling of the same moves instead "
+                    "(docs/bench/online_ceiling.md with --write)")
     a = ap.parse_args()
+    if a.ceiling:
+        return ceiling_main(a)
     if a.report:
         results = {}
         for f in a.report:
             results.update(pickle.loads(f.read_bytes()))
         command = a.command or "merged: " + " ".join(str(f) for f in a.report)
+        if all("known" in rs[0] for rs in results.values()):  # --ceiling runs
+            text = ceiling_report(results, command.strip()) + (f"\n{a.note}\n" if a.note else "")
+            print(text)
+            if a.write:
+                print(write_section("online_ceiling", text))
+            return
     else:
         rng = np.random.default_rng(a.seed)
         results = {robot: bench_robot(robot, a.runs, rng, a.save) for robot in a.robots}

@@ -17,8 +17,9 @@ from pathlib import Path
 from benchlib import machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ["model", "payload", "uncertainty", "dynamic", "online", "thresholds", "sim", "collision", "payload_events",
-         "residual_real", "identification", "identification_unseen", "panda", "nodes", "sampler", "demo"]
+ORDER = ["model", "payload", "uncertainty", "dynamic", "online", "online_ceiling", "thresholds", "sim", "collision",
+         "payload_events", "residual_real", "identification", "identification_unseen", "panda", "nodes", "sampler",
+         "demo"]
 
 
 
