@@ -6,7 +6,7 @@ rest, paper 000), ``motion`` / ``full`` / ``filtered`` (a motion), ``dynamic`` (
 as a stream), ``recordings`` (recorded runs as they are; it returns a :class:`PayloadResult`).
 :class:`PayloadEstimator` is the estimator node's core (the node translates messages to its calls);
 :class:`OnlinePayloadEstimator` estimates from whatever motion follows an announced grasp (optionally with the
-gripper's :class:`ComPrior` on the CoM).
+gripper's :class:`ComPrior` on the CoM and the part's :class:`InertiaPrior`).
 """
 
 from ..lazy_api import lazy_api
@@ -27,6 +27,6 @@ _API = {
     "model_uncertainty": ("ModelUncertainty", "declared_source", "declared_uncertainty", "identified_uncertainty"),
     "limits": ("check_payload",),
     "estimator": ("Answer", "EstimatorConfig", "PayloadEstimator"),
-    "online": ("ComPrior", "OnlineConfig", "OnlinePayloadEstimator", "OnlineStatus"),
+    "online": ("ComPrior", "InertiaPrior", "OnlineConfig", "OnlinePayloadEstimator", "OnlineStatus"),
 }
 __all__, __getattr__, __dir__ = lazy_api(__name__, globals(), _API)

@@ -22,8 +22,9 @@ measuring the stream's health (age, lost), the robot model's source, publishing,
   every sample (a sample it cannot take is counted in ``online_errors``, the captures and the recording keep
   it), run against the unloaded model in use, started by ``~/grasped``, ended by ``~/released``, ``~/reset``, an
   accepted estimate from captures or a recording, or a payload loss the collision monitor reports. A CoM prior
-  from the gripper (``grasp_com_prior``, ``grasp_com_prior_std``: :attr:`EstimatorConfig.com_prior`) is given to
-  it at each ``~/grasped``.
+  from the gripper (``grasp_com_prior``, ``grasp_com_prior_std``: :attr:`EstimatorConfig.com_prior`) and an inertia
+  prior from the part's data (``grasp_inertia_prior``, ``grasp_inertia_prior_std``:
+  :attr:`EstimatorConfig.inertia_prior`) are given to it at each ``~/grasped``.
 - What the node reports: the answers of ``~/grasped``, ``~/released``, ``~/reset`` and of requests that need
   the live stream, the exports' outcome (``export_failures``) and the status line and values
   (:meth:`PayloadEstimator.status`; levels :data:`OK`, :data:`WARN`, :data:`ERROR`).
@@ -62,7 +63,7 @@ from .dynamic import DynamicFitConfig, MotionRecording, check_recording, estimat
 from .estimate import NO_PAYLOAD, PayloadEstimate
 from .filtered import MomentumTerms
 from .model_uncertainty import declared_source
-from .online import ComPrior, OnlineConfig
+from .online import ComPrior, InertiaPrior, OnlineConfig, inertia_prior_problem
 from .online_session import OnlineSession, Tick
 from .recordings import CURRENT_WARNING
 from .result import PayloadDataError, PayloadLimits
@@ -110,7 +111,10 @@ class EstimatorConfig:
     or one per joint; max_recording: s, longest recording; gravity_model: path of the unloaded model
     ('' none); calibration_file: where ``~/calibrate`` writes ('' the default path under $ROS_HOME);
     grasp_com_prior: m, payload frame, what the gripper knows of the CoM of the next grasped payload (() none;
-    the online estimate's :class:`.online.ComPrior`) with 1-σ grasp_com_prior_std (m, isotropic).
+    the online estimate's :class:`.online.ComPrior`) with 1-σ grasp_com_prior_std (m, isotropic);
+    grasp_inertia_prior: kg m², [Ixx, Ixy, Ixz, Iyy, Iyz, Izz] about the part's CoM in payload frame axes, what the
+    part's data say of the next grasped payload's inertia (() none; :class:`.online.InertiaPrior`) with 1-σ
+    grasp_inertia_prior_std (a fraction of its largest moment).
     """
 
     settle: SettleConfig = SettleConfig()
@@ -123,6 +127,27 @@ class EstimatorConfig:
     calibration_file: str = ""
     grasp_com_prior: tuple[float, ...] = ()
     grasp_com_prior_std: float = 0.02
+    grasp_inertia_prior: tuple[float, ...] = ()
+    grasp_inertia_prior_std: float = 0.3
+
+    def grasp_prior_problem(self) -> str | None:
+        """Why the CoM or the inertia prior cannot be used (None: both can): :meth:`com_prior_problem`, then
+        ``grasp_inertia_prior`` (none, or a physical inertia about the CoM whose largest moment fits a payload
+        within ``max_payload`` and ``max_com_radius``) with its std."""
+        problem = self.com_prior_problem()
+        if problem or not self.grasp_inertia_prior:
+            return problem
+        problem = inertia_prior_problem(self.grasp_inertia_prior, self.grasp_inertia_prior_std)
+        if problem:
+            return problem.replace("the inertia prior's std", "grasp_inertia_prior_std").replace(
+                "the inertia prior", "grasp_inertia_prior")
+        i, lim = self.grasp_inertia_prior, self.fit.limits
+        largest, bound = max(i[0], i[3], i[5]), lim.max_payload * lim.max_com_radius ** 2
+        if largest > bound:
+            return (f"grasp_inertia_prior's largest moment {largest:g} kg m^2 exceeds that of max_payload "
+                    f"({lim.max_payload:g} kg) all at max_com_radius ({lim.max_com_radius:g} m) from its CoM "
+                    f"({bound:g} kg m^2): check the units (kg m^2, not kg mm^2 or g cm^2)")
+        return None
 
     def com_prior_problem(self) -> str | None:
         """Why ``grasp_com_prior`` / ``grasp_com_prior_std`` cannot be used (None: they can): 3 finite values within
@@ -157,6 +182,17 @@ class EstimatorConfig:
         if not self.grasp_com_prior:
             return None
         return ComPrior(tuple(float(x) for x in self.grasp_com_prior), float(self.grasp_com_prior_std))
+
+    @property
+    def inertia_prior(self) -> InertiaPrior | None:
+        """The online estimate's inertia prior for the next grasp (None: none); PayloadDataError if
+        :meth:`grasp_prior_problem` finds one."""
+        problem = self.grasp_prior_problem()
+        if problem:
+            raise PayloadDataError(problem)
+        if not self.grasp_inertia_prior:
+            return None
+        return InertiaPrior(tuple(float(x) for x in self.grasp_inertia_prior), float(self.grasp_inertia_prior_std))
 
     def with_fit(self, **changes) -> EstimatorConfig:
         """This configuration with the static fit's fields in ``changes`` replaced (e.g. ``method``)."""
@@ -231,7 +267,7 @@ class PayloadEstimator:
 
     def __init__(self, config: EstimatorConfig, look_for_calibration: bool = True,
                  online: OnlineSession | None = None):
-        problem = config.com_prior_problem()
+        problem = config.grasp_prior_problem()
         if problem:
             raise PayloadDataError(problem)
         self.config = config
@@ -298,9 +334,9 @@ class PayloadEstimator:
         return notes + self.use_online_model()
 
     def check(self, config: EstimatorConfig) -> str | None:
-        """Why ``config`` cannot be taken (None: it can): a CoM prior it cannot use, or what does not fit the current
-        robot model."""
-        problem = config.com_prior_problem()
+        """Why ``config`` cannot be taken (None: it can): a CoM or inertia prior it cannot use, or what does not fit
+        the current robot model."""
+        problem = config.grasp_prior_problem()
         if problem or self.dyn is None:
             return problem
         try:
@@ -501,7 +537,8 @@ class PayloadEstimator:
         collision monitor heard the announcement ('' one did); ``at``: the node clock at the call (s), the first
         instant the online estimate counts (:meth:`.online.OnlinePayloadEstimator.grasped`)."""
         earlier = self.grasped()
-        online = "online estimation off" if self.online is None else self.online.grasped(self.config.com_prior, at)
+        online = "online estimation off" if self.online is None else self.online.grasped(self.config.com_prior, at,
+                                                                                self.config.inertia_prior)
         active = self.online is not None and self.online.active
         self.last = (OK, "grasp announced: payload unknown until estimated")
         return Answer(True, "grasp announced: payload being learned by the collision monitor; "

@@ -27,7 +27,8 @@ not yet separated every parameter; the state then says ``not excited`` and why.
 Anchor: while no payload is announced, the estimator learns the unloaded model's filtered error at rest (the
 last ≥ ``anchor_rest`` s of standing still). After the grasp the fit subtracts it (times the zero-state filter's
 unit-step response): the sensor offsets cancel and near the anchor pose the model's gravity error nearly does
-(the static fit's anchored method). Optionally a :class:`ComPrior` from the gripper's geometry.
+(the static fit's anchored method). Optionally a :class:`ComPrior` from the gripper's geometry and an
+:class:`InertiaPrior` from the part's data.
 
 Units: s, rad, rad/s, N m, kg, m. Joint vectors in model order.
 """
@@ -55,6 +56,7 @@ from .result import (
     PayloadRejected,
     build_estimate,
     frame_name,
+    inertia_problem,
 )
 from .static import UnloadedModel
 
@@ -142,6 +144,56 @@ class ComPrior:
         if not (math.isfinite(self.std) and self.std > 0):
             raise PayloadDataError(f"online estimator: the CoM prior's std must be a finite number > 0 m, got "
                                    f"{self.std}")
+
+
+MIN_INERTIA_PRIOR_STD = 0.1
+"""The smallest relative σ of an :class:`InertiaPrior`: a part's data (density, fixtures, the grasp's orientation)
+do not give its inertia better than about 10 %."""
+
+
+def inertia_prior_problem(inertia, std: float) -> str | None:
+    """Why (Ixx, Ixy, Ixz, Iyy, Iyz, Izz) kg m² about the part's CoM with relative 1-σ ``std`` is not an inertia prior
+    (None: it is): 6 finite values, a physical tensor (positive definite, triangle inequality), ``std`` at least
+    :data:`MIN_INERTIA_PRIOR_STD`."""
+    v = np.asarray(inertia, float).ravel()
+    shown = "[" + ", ".join(f"{x:g}" for x in v) + "]"
+    if v.shape != (6,):
+        return (f"the inertia prior {shown} has {v.size} value(s): give the 6 components [Ixx, Ixy, Ixz, Iyy, Iyz, "
+                "Izz] (kg m^2, about the part's CoM, payload frame axes)")
+    if not np.all(np.isfinite(v)):
+        return f"the inertia prior {shown} is not finite: give 6 finite numbers (kg m^2)"
+    problem = inertia_problem(1.0, np.zeros(3), v)
+    if problem:
+        return (f"the inertia prior {shown} kg m^2 is not a body's inertia about its CoM ({problem}): check the "
+                "units (kg m^2) and the order [Ixx, Ixy, Ixz, Iyy, Iyz, Izz]")
+    if not (math.isfinite(std) and MIN_INERTIA_PRIOR_STD <= std <= 10.0):
+        return (f"the inertia prior's std {std:g} is outside [{MIN_INERTIA_PRIOR_STD:g}, 10] (a fraction of its "
+                "largest moment): a part's data do not give its inertia better than ~10 %; use 0.2-0.5")
+    return None
+
+
+@dataclass(frozen=True)
+class InertiaPrior:
+    """What the part's data (CAD, a data sheet) say of the grasped payload's rotational inertia about its own CoM
+    before any motion: ``inertia`` (Ixx, Ixy, Ixz, Iyy, Iyz, Izz; kg m², payload frame axes) with a 1-σ ``std`` of
+    every component, a fraction of its largest moment. Optional (:meth:`OnlinePayloadEstimator.grasped`): until the
+    motion tilts the payload, its accelerations show the CoM along the vertical only together with the unknown
+    inertia (m c × a against I α); a known inertia separates them (docs/bench/online_ceiling.md). Its σ must be
+    honest, as a :class:`ComPrior`'s."""
+
+    inertia: tuple[float, float, float, float, float, float]
+    std: float = 0.3
+
+    def __post_init__(self):
+        problem = inertia_prior_problem(self.inertia, self.std)
+        if problem:
+            raise PayloadDataError(f"online estimator: {problem}")
+
+    @property
+    def sigma(self) -> float:
+        """kg m², 1-σ of every component."""
+        i = np.asarray(self.inertia, float)
+        return self.std * float(max(i[0], i[3], i[5]))
 
 
 @dataclass(frozen=True)
@@ -293,10 +345,12 @@ class OnlinePayloadEstimator:
         self._clear()
 
     # ------------------------------------------------------------------ events
-    def grasped(self, prior: ComPrior | None = None, at: float | None = None) -> None:
+    def grasped(self, prior: ComPrior | None = None, at: float | None = None,
+                inertia: InertiaPrior | None = None) -> None:
         """A payload was grasped (the gripper closed): from the next sample + ``settle`` the rows count.
         ``prior``: what the gripper knows of the payload's CoM (:class:`ComPrior`; None: only the weak prior of
-        ``limits``). ``at``: when it was announced (s, the stream's clock): samples stamped before it that are
+        ``limits``); ``inertia``: what the part's data say of its inertia (:class:`InertiaPrior`; None: the weak
+        ``inertia_prior``). ``at``: when it was announced (s, the stream's clock): samples stamped before it that are
         handled after the call (a stream behind by up to :data:`MAX_STREAM_LAG`) held no payload yet, so the rows
         count from ``at`` + ``settle`` (an ``at`` further ahead means another clock: ignored, see
         :attr:`grasp_lag`)."""
@@ -304,6 +358,7 @@ class OnlinePayloadEstimator:
         self._grasped = True
         self._at = at
         self._com_prior = prior
+        self._inertia_prior = inertia
         self._anchor = self._anchor_candidate() if self.cfg.anchor else None
         self._status = OnlineStatus(CONVERGING, "grasp announced: waiting for the first rows", None,
                                     self._status.t, grasped=True, anchored=self._anchor is not None)
@@ -411,6 +466,7 @@ class OnlinePayloadEstimator:
         self._e = np.zeros((k, p))
         self._tilt = np.zeros((3, 3))  # sum of u uᵀ, u the vertical in the payload frame at each row
         self._com_prior: ComPrior | None = None
+        self._inertia_prior: InertiaPrior | None = None
         self._count = 0
         self._recent.clear()
         self._first = None
@@ -528,7 +584,7 @@ class OnlinePayloadEstimator:
         """(mean, variance) of the weak prior: mass and, for the mass of ``p``, the CoM within the limits; the inertia
         about the frame origin that of a point mass at the CoM of ``p`` (the last solution; pulled in to
         ``max_com_radius``: a wild CoM of a barely separated direction must not set the inertia) plus
-        ``inertia_prior`` per kg;
+        ``inertia_prior`` per kg (with an :class:`InertiaPrior`: plus its inertia, ± its σ);
         with a :class:`ComPrior` and a solution, the first moments m c_prior ± m σ_prior (m from ``p``)."""
         lim = self.cfg.limits
         m, r = lim.max_payload, lim.max_com_radius
@@ -540,12 +596,16 @@ class OnlinePayloadEstimator:
             mass = max(float(p[0]), 0.05)
             mean[1:4] = mass * np.asarray(self._com_prior.com, float)
             var[1:4] = (mass * self._com_prior.std) ** 2
-        if p is not None and self.cfg.inertia_prior > 0:
+        known = self._inertia_prior
+        if p is not None and (self.cfg.inertia_prior > 0 or known is not None):
             mass = max(float(p[0]), 0.05)
             h = p[1:4] * min(1.0, mass * r / max(float(np.linalg.norm(p[1:4])), 1e-12))
             mean[4:] = np.array([h[1] ** 2 + h[2] ** 2, -h[0] * h[1], -h[0] * h[2], h[0] ** 2 + h[2] ** 2,
                                  -h[1] * h[2], h[0] ** 2 + h[1] ** 2]) / mass
             var[4:] = (self.cfg.inertia_prior * mass) ** 2
+            if known is not None:  # the part's own inertia about its CoM, on top of the parallel-axis term
+                mean[4:] += np.asarray(known.inertia, float)
+                var[4:] = known.sigma ** 2
         return mean, var
 
     def _solution(self) -> OnlineStatus:
@@ -582,6 +642,8 @@ class OnlinePayloadEstimator:
             note += f" and the nominal dynamics' (declared {100 * self.cfg.model_uncertainty:g} %)"
         if self._anchor is not None:
             note += "; anchored on the unloaded arm at rest before the grasp"
+        if self._inertia_prior is not None:
+            note += f"; the part's inertia prior (σ {100 * self._inertia_prior.std:g} % of its largest moment)"
         common = dict(frame=frame_name(self.dyn), samples=self._count, residual_rms=rms,
                       condition_number=float(np.linalg.cond(self._a[:4, :4])), limits=self.cfg.limits)
         method = f"online filtered ({self.cfg.cutoff:g} Hz)"
@@ -651,5 +713,5 @@ class OnlinePayloadEstimator:
         return self._last_q if self._last_q is not None else np.zeros(self.dyn.n)
 
 
-__all__ = ["CONVERGED", "CONVERGING", "IDLE", "NOT_EXCITED", "STATES", "ComPrior", "OnlineConfig",
-           "OnlinePayloadEstimator", "OnlineStatus"]
+__all__ = ["CONVERGED", "CONVERGING", "IDLE", "MIN_INERTIA_PRIOR_STD", "NOT_EXCITED", "STATES", "ComPrior",
+           "InertiaPrior", "OnlineConfig", "OnlinePayloadEstimator", "OnlineStatus", "inertia_prior_problem"]

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..model.dynamics import RigidBodyDynamics
 from .estimate import PayloadEstimate
-from .online import IDLE, ComPrior, OnlineConfig, OnlinePayloadEstimator, OnlineStatus
+from .online import IDLE, ComPrior, InertiaPrior, OnlineConfig, OnlinePayloadEstimator, OnlineStatus
 from .static import UnloadedModel
 
 MOVED = 0.035
@@ -96,6 +96,7 @@ class OnlineSession:
         self.in_contact = False  # the collision monitor reports a contact: no row is fitted
         self.contacts = 0  # contacts reported
         self.prior: ComPrior | None = None  # the CoM prior given at the last grasp
+        self.inertia_prior: InertiaPrior | None = None  # the inertia prior given at the last grasp
 
     # ------------------------------------------------------------------ configuration
     def use(self, dyn: RigidBodyDynamics | None, model: UnloadedModel | None,
@@ -114,10 +115,11 @@ class OnlineSession:
         return True
 
     # ------------------------------------------------------------------ events
-    def grasped(self, prior: ComPrior | None = None, at: float | None = None) -> str:
+    def grasped(self, prior: ComPrior | None = None, at: float | None = None,
+                inertia: InertiaPrior | None = None) -> str:
         """A payload was grasped (announced at ``at``, s on the stream's clock; None: at the next sample): estimate it
-        from the motion that follows, with the gripper's CoM ``prior`` (None: none); returns a phrase for the answer
-        (whether the prior is used)."""
+        from the motion that follows, with the gripper's CoM ``prior`` and the part's ``inertia`` prior (None: none);
+        returns a phrase for the answer (whether the priors are used)."""
         if not self.enabled:
             return "online estimation off (parameter online_estimation)"
         if self.estimator is None:
@@ -125,8 +127,8 @@ class OnlineSession:
         if self.sampling:
             return "online estimation not started: a sampling run is active (its estimate will be published)"
         with self._lock:
-            self.estimator.grasped(prior, at)
-            self.prior = prior
+            self.estimator.grasped(prior, at, inertia)
+            self.prior, self.inertia_prior = prior, inertia
             self.active, self.published, self.ended, self.moved, self._q_grasp = True, 0, "", False, None
             self._q_tick = None
             self._last_est, self._last_state = None, self.estimator.status.state
@@ -135,7 +137,9 @@ class OnlineSession:
                 "moves; state in ~/status online_state)" + ("" if anchored else
                                                                 "; no unloaded rest before the grasp: not anchored")
                 + (f"; with the gripper's CoM prior {prior_words(prior)} (parameter grasp_com_prior)" if prior else
-                   "; no CoM prior (parameter grasp_com_prior)"))
+                   "; no CoM prior (parameter grasp_com_prior)")
+                + (f"; with the part's inertia prior {inertia_words(inertia)} (parameter grasp_inertia_prior)"
+                   if inertia else ""))
 
     def released(self) -> None:
         """The payload was released: back to no payload (the anchor is learnt again at rest)."""
@@ -243,7 +247,8 @@ class OnlineSession:
                 "online_published": self.published, "online_ended": self.ended,
                 "online_solve_ms": round(self.last_solve_ms, 2), "online_max_solve_ms": round(self.max_solve_ms, 2),
                 "online_contact": self.in_contact, "online_contacts": self.contacts,
-                "online_com_prior": prior_words(self.prior) if self.prior else "none"}
+                "online_com_prior": prior_words(self.prior) if self.prior else "none",
+                "online_inertia_prior": inertia_words(self.inertia_prior) if self.inertia_prior else "none"}
         if est is not None:
             vals.update({"online_restarts": est.restarts, "online_rejected": est.rejected,
                          "online_contact_rows_discarded": est.discarded,
@@ -273,4 +278,11 @@ def prior_words(prior: ComPrior) -> str:
     return f"{np.round(1e3 * np.asarray(prior.com, float), 1).tolist()} mm (σ {1e3 * prior.std:.1f} mm, payload frame)"
 
 
-__all__ = ["CONTACT_LOOKBACK", "MOVED", "STILL", "OnlineSession", "Tick", "prior_words"]
+def inertia_words(prior: InertiaPrior) -> str:
+    """An inertia prior as an operator reads it: ``[Ixx, Ixy, Ixz, Iyy, Iyz, Izz] = [0.004, 0, 0, 0.005, 0, 0.002]
+    kg m^2 (σ 30 % of the largest moment)``."""
+    values = ", ".join(f"{x:.3g}" for x in prior.inertia)
+    return f"[{values}] kg m^2 about its CoM (σ {100 * prior.std:g} % of the largest moment)"
+
+
+__all__ = ["CONTACT_LOOKBACK", "MOVED", "STILL", "OnlineSession", "Tick", "inertia_words", "prior_words"]

@@ -11,14 +11,16 @@ from __future__ import annotations
 from ..node_limits import MAX_COM_RADIUS
 from ..payload.estimator import MIN_COM_PRIOR_STD, EstimatorConfig
 from ..payload.gravity import PayloadLimits
+from ..payload.online import MIN_INERTIA_PRIOR_STD
 from ..payload.static import STATIC_METHODS, StaticFitConfig
 from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, SETTLE_PARAMS, STREAM_PARAMS, settle_config
 from .parameters import Param, ParameterTable
 
 _D = EstimatorConfig()  # the defaults
 
-NO_COM_PRIOR = [0.0]
-"""``grasp_com_prior``'s value for no prior (a ROS list parameter cannot be empty: [] is not a list of numbers)."""
+NO_PRIOR = [0.0]
+"""``grasp_com_prior``'s and ``grasp_inertia_prior``'s value for no prior (a ROS list parameter cannot be empty: [] is
+not a list of numbers)."""
 
 PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + ParameterTable([
     Param("method", _D.fit.method,
@@ -73,7 +75,7 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           "motion) and publish it on payload/estimate at 10 Hz once the arm moves, its gravity uncertainty on "
           "~/online_estimate (status keys online_*); nothing is published at rest, while payload_sampler runs or "
           "after ~/released", applies="next grasp"),
-    Param("grasp_com_prior", list(_D.grasp_com_prior) or NO_COM_PRIOR,
+    Param("grasp_com_prior", list(_D.grasp_com_prior) or NO_PRIOR,
           "m, [x, y, z] in the payload frame (the frame of the estimate's CoM): what the gripper knows of the grasped "
           "part's CoM (e.g. the grasp point plus half the part's height along the flange axis), given to the online "
           "estimate at ~/grasped: it bounds the CoM component the motion has not separated yet (along the vertical "
@@ -84,6 +86,16 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           f"{MIN_COM_PRIOR_STD:g} m (a tighter prior would claim a CoM the gripper cannot know); too small a value "
           "makes the estimate and its σ wrong until the motion separates the CoM",
           low=0.0, low_open=True, high=1.0, applies="next grasp"),
+    Param("grasp_inertia_prior", list(_D.grasp_inertia_prior) or NO_PRIOR,
+          "kg m^2, [Ixx, Ixy, Ixz, Iyy, Iyz, Izz] about the part's own CoM, payload frame axes: what the part's data "
+          "(CAD, a data sheet) say of the grasped part's inertia, given to the online estimate at ~/grasped: until "
+          "the motion tilts the part, its accelerations show the CoM along the vertical only together with the "
+          "inertia (docs/bench/online_ceiling.md); [0.0]: no prior. Must be a physical inertia (positive definite, "
+          "triangle inequality)", low=-100.0, high=100.0, min_items=1, applies="next grasp"),
+    Param("grasp_inertia_prior_std", _D.grasp_inertia_prior_std,
+          f"1-σ of every grasp_inertia_prior component, a fraction of its largest moment. Refused below "
+          f"{MIN_INERTIA_PRIOR_STD:g} (a part's data do not give its inertia better than ~10 %)",
+          low=0.0, low_open=True, high=10.0, applies="next grasp"),
 ])
 
 
@@ -100,14 +112,17 @@ def estimator_config(values: dict) -> EstimatorConfig:
                            torque_gain=tuple(float(g) for g in v["torque_gain"]),
                            max_recording=float(v["max_recording"]), gravity_model=str(v["gravity_model"]),
                            calibration_file=str(v["calibration_file"]),
-                           grasp_com_prior=com_prior_values(v["grasp_com_prior"]),
-                           grasp_com_prior_std=float(v["grasp_com_prior_std"]))
+                           grasp_com_prior=prior_values(v["grasp_com_prior"]),
+                           grasp_com_prior_std=float(v["grasp_com_prior_std"]),
+                           grasp_inertia_prior=prior_values(v["grasp_inertia_prior"]),
+                           grasp_inertia_prior_std=float(v["grasp_inertia_prior_std"]))
 
 
-def com_prior_values(value) -> tuple[float, ...]:
-    """``grasp_com_prior`` for the core: () for :data:`NO_COM_PRIOR`, else its values (m; the core checks them)."""
+def prior_values(value) -> tuple[float, ...]:
+    """``grasp_com_prior`` or ``grasp_inertia_prior`` for the core: () for :data:`NO_PRIOR`, else its values (the core
+    checks them)."""
     values = [float(x) for x in value]
-    return () if values == NO_COM_PRIOR else tuple(values)
+    return () if values == NO_PRIOR else tuple(values)
 
 
-__all__ = ["NO_COM_PRIOR", "PARAMS", "com_prior_values", "estimator_config"]
+__all__ = ["NO_PRIOR", "PARAMS", "prior_values", "estimator_config"]

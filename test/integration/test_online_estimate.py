@@ -219,7 +219,8 @@ def test_a_drop_during_the_move_is_payload_lost_and_the_estimate_goes_back_to_un
 
 def test_a_com_prior_set_by_parameter_reaches_the_online_estimate_at_the_next_grasp(probe):
     """``grasp_com_prior`` through the estimator's parameter service: a too tight σ is refused with the reason; a
-    prior 15 mm off the true CoM (σ 20 mm) is taken at the next ``~/grasped`` (its answer and the status say so):
+    prior 15 mm off the true CoM (σ 20 mm) is taken at the next ``~/grasped`` (its answer and the status say so),
+    and so is ``grasp_inertia_prior`` (the part's inertia 20 % off; a tensor no body has is refused first):
     at rest after the grasp the vertical CoM's σ is the prior's, and after a joint-7 turn (which hardly tilts the
     payload) the truth lies within 3σ."""
     from rcl_interfaces.srv import SetParameters
@@ -237,14 +238,19 @@ def test_a_com_prior_set_by_parameter_reaches_the_online_estimate_at_the_next_gr
     _settle(probe, 3.0)
     [(ok, why)] = set_params(grasp_com_prior_std=0.001)
     assert not ok and "below" in why, why
+    [(ok, why)] = set_params(grasp_inertia_prior=[0.001, 0.0, 0.0, 0.001, 0.0, 0.01])
+    assert not ok and "triangle inequality" in why, why
     prior = (COM + [0.0, 0.0, 0.015]).tolist()
     try:
         assert set_params(grasp_com_prior=prior, grasp_com_prior_std=0.02) == [(True, ""), (True, "")]
+        assert set_params(grasp_inertia_prior=[0.012, 0.0, 0.0, 0.0064, 0.0, 0.0072]) == [(True, "")]
         assert call_trigger(probe, "payload_estimator/grasped", 10.0).success
         assert call_trigger(probe, "sim_node/attach_payload", 10.0).success
         res = call_trigger(probe, "payload_estimator/grasped", 10.0)
         assert res.success and "with the gripper's CoM prior" in res.message, res.message
+        assert "with the part's inertia prior [0.012, 0, 0, 0.0064, 0, 0.0072] kg m^2" in res.message, res.message
         assert wait_for(lambda: probe.est().get("online_com_prior", "none") != "none", 5.0), probe.est()
+        assert probe.est().get("online_inertia_prior", "none") != "none", probe.est()
         _settle(probe, 0.5)
         # at rest the vertical CoM is not separated from the mass: its σ is the prior's (without one: 256 mm here)
         assert wait_for(lambda: "online_com_std_mm" in probe.est()
@@ -260,6 +266,6 @@ def test_a_com_prior_set_by_parameter_reaches_the_online_estimate_at_the_next_gr
         assert np.all(np.abs(com - COM) <= 3 * std_c + 1e-3), (com, std_c)
         assert probe.collisions == 0 and probe.holds == 0, (probe.collisions, probe.holds, probe.mon())
     finally:
-        set_params(grasp_com_prior=[0.0])
+        set_params(grasp_com_prior=[0.0], grasp_inertia_prior=[0.0])
         call_trigger(probe, "sim_node/detach_payload", 10.0)
         call_trigger(probe, "payload_estimator/released", 10.0)

@@ -96,7 +96,9 @@ def test_every_parameter_default_maps_to_the_core_config_and_a_changed_value_arr
               "min_average_samples": lambda c: c.settle.min_average_samples,
               "max_window": lambda c: c.settle.max_window,
               "grasp_com_prior": lambda c: list(c.grasp_com_prior) or [0.0],
-              "grasp_com_prior_std": lambda c: c.grasp_com_prior_std}
+              "grasp_com_prior_std": lambda c: c.grasp_com_prior_std,
+              "grasp_inertia_prior": lambda c: list(c.grasp_inertia_prior) or [0.0],
+              "grasp_inertia_prior_std": lambda c: c.grasp_inertia_prior_std}
     node_only = {"robot", "base_link", "tip_link", "joint_names", "joint_state_timeout", "max_stamp_jump",
                  "restart_samples", "export_dir", "online_estimation"}
     assert set(fields) | node_only == set(DEFAULTS) and not set(fields) & node_only
