@@ -137,10 +137,10 @@ class EstimatorConfig:
         problem = self.com_prior_problem()
         if problem or not self.grasp_inertia_prior:
             return problem
-        problem = inertia_prior_problem(self.grasp_inertia_prior, self.grasp_inertia_prior_std)
+        problem = inertia_prior_problem(self.grasp_inertia_prior, self.grasp_inertia_prior_std,
+                                        "grasp_inertia_prior", "grasp_inertia_prior_std")
         if problem:
-            return problem.replace("the inertia prior's std", "grasp_inertia_prior_std").replace(
-                "the inertia prior", "grasp_inertia_prior")
+            return problem
         i, lim = self.grasp_inertia_prior, self.fit.limits
         largest, bound = max(i[0], i[3], i[5]), lim.max_payload * lim.max_com_radius ** 2
         if largest > bound:

@@ -151,23 +151,24 @@ MIN_INERTIA_PRIOR_STD = 0.1
 do not give its inertia better than about 10 %."""
 
 
-def inertia_prior_problem(inertia, std: float) -> str | None:
+def inertia_prior_problem(inertia, std: float, name: str = "the inertia prior",
+                          std_name: str = "the inertia prior's std") -> str | None:
     """Why (Ixx, Ixy, Ixz, Iyy, Iyz, Izz) kg m² about the part's CoM with relative 1-σ ``std`` is not an inertia prior
     (None: it is): 6 finite values, a physical tensor (positive definite, triangle inequality), ``std`` at least
-    :data:`MIN_INERTIA_PRIOR_STD`."""
+    :data:`MIN_INERTIA_PRIOR_STD`; ``name`` / ``std_name``: what the words call them (e.g. the node's parameters)."""
     v = np.asarray(inertia, float).ravel()
     shown = "[" + ", ".join(f"{x:g}" for x in v) + "]"
     if v.shape != (6,):
-        return (f"the inertia prior {shown} has {v.size} value(s): give the 6 components [Ixx, Ixy, Ixz, Iyy, Iyz, "
+        return (f"{name} {shown} has {v.size} value(s): give the 6 components [Ixx, Ixy, Ixz, Iyy, Iyz, "
                 "Izz] (kg m^2, about the part's CoM, payload frame axes)")
     if not np.all(np.isfinite(v)):
-        return f"the inertia prior {shown} is not finite: give 6 finite numbers (kg m^2)"
+        return f"{name} {shown} is not finite: give 6 finite numbers (kg m^2)"
     problem = inertia_problem(1.0, np.zeros(3), v)
     if problem:
-        return (f"the inertia prior {shown} kg m^2 is not a body's inertia about its CoM ({problem}): check the "
+        return (f"{name} {shown} kg m^2 is not a body's inertia about its CoM ({problem}): check the "
                 "units (kg m^2) and the order [Ixx, Ixy, Ixz, Iyy, Iyz, Izz]")
     if not (math.isfinite(std) and MIN_INERTIA_PRIOR_STD <= std <= 10.0):
-        return (f"the inertia prior's std {std:g} is outside [{MIN_INERTIA_PRIOR_STD:g}, 10] (a fraction of its "
+        return (f"{std_name} {std:g} is outside [{MIN_INERTIA_PRIOR_STD:g}, 10] (a fraction of its "
                 "largest moment): a part's data do not give its inertia better than ~10 %; use 0.2-0.5")
     return None
 
