@@ -11,7 +11,9 @@ regressor filtered alike).
   ``max_gap`` is refused).
 - The reference run is aligned to the loaded one on the measured positions (the two commands reach
   the controller at different instants); the torque of the small tracking difference between the
-  runs is moved over with the model. Sensor offsets and the model's error cancel between the runs.
+  runs is moved over with the model. Sensor offsets and the model's error cancel between the runs, but for
+  the model's error in that torque: declared (``model_uncertainty`` of it) and fitted with the payload within
+  that σ, so the data narrow it where they show it (the inertia's std, docs/bench/dynamic.md).
 - Without a reference the fit is one-shot against the model, its error and the offsets in σ: honest
   but coarse (it is flagged by the estimator's precision check).
 - Inertia components the motion did not determine are reported (``undetermined``) and the previous

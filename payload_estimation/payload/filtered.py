@@ -165,7 +165,8 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
     ``estimate_skew``: estimate and compensate a constant time skew between the torques and the joint
     states (:func:`estimate_torque_skew`; a simulator's half step of 0.5 ms moved the CoM by 2 mm, 4 σ).
     ``tracking_uncertainty``: the relative 1-σ error of the model's torque of the tracking difference
-    between a differential fit's runs (its own size times this, fully correlated, goes into the std).
+    between a differential fit's runs (its own size times this, fully correlated: fitted with the payload within
+    that σ, :func:`.motion.fit_payload_rows` ``estimate_error``).
     ``terms``: the model along (q, dq) computed ahead (:func:`momentum_terms`); ``reference_terms``: the unloaded
     model's torques along the reference run, in place of ``reference_q``, ``reference_dq``.
     """
@@ -213,7 +214,8 @@ def estimate_payload_filtered(dyn: RigidBodyDynamics, t: np.ndarray, q: np.ndarr
         unc, rows = _tracking_uncertainty(model, tracking_uncertainty)
     est = fit_payload_rows(dyn, q, y, rhs.reshape(-1), weights, method=f"filtered {how} ({cutoff:g} Hz)",
                            limits=limits, inertia_rsd=inertia_rsd, correlated=correlated, model_uncertainty=unc,
-                           error_rows=rows, own_scale=own_scale, project=project, inertia_advice=inertia_advice)
+                           error_rows=rows, own_scale=own_scale, project=project, inertia_advice=inertia_advice,
+                           estimate_error=tau_reference is not None)
     return replace(est, notes=est.notes + (note,)) if note and est.mass > 0 else est
 
 

@@ -20,7 +20,9 @@ In motion the same holds with R(q, dq, ddq), the regressor of the whole inverse 
 model's link inertias are uncertain too; an identified model's friction coefficients are part of its
 kept coefficients). A motion fit is ordinary least squares over thousands of rows, so the model error
 is propagated rather than weighed: :func:`propagated_covariance` adds S Σ Sᵀ with S the fit's
-sensitivity to the model's parameters and offsets.
+sensitivity to the model's parameters and offsets. A differential motion fit's one error term (the model's
+torque of the tracking difference between its runs) is fitted with the payload within its σ instead
+(:func:`.motion.fit_payload_rows`, ``estimate_error``).
 
 Units: torques N m, angles rad; payload parameters (m, m cx, m cy, m cz) kg and kg m.
 """

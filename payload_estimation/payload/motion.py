@@ -292,18 +292,45 @@ def estimate_payload_motion(
                             correlated=correlated, model_uncertainty=model_uncertainty, error_rows=rows)
 
 
+def _estimated_error(y: np.ndarray, w: np.ndarray, resid: np.ndarray, rows: np.ndarray, unc: ModelUncertainty,
+                     variance: float) -> tuple[np.ndarray, np.ndarray]:
+    """(correction of the parameters, covariance added) when the model error ``rows`` δ (δ ~ N(0, P), P =
+    blockdiag(Σ, σ_o²)) is estimated with the payload rather than only propagated: the part of ``rows`` the payload
+    columns ``y`` cannot explain (E⊥ = E - y S, S = (yᵀ W y)⁻¹ yᵀ W E) shows δ in the residual ``resid`` of the fit
+    at noise ``variance`` (per unit weight, N m²), so δ's posterior is (P⁻¹ + E⊥ᵀ W E⊥ / v)⁻¹ and its mean
+    that times E⊥ᵀ W resid / v; the parameters move by -S δ̂ and gain S P_post Sᵀ (with no information in the data:
+    :func:`.model_uncertainty.propagated_covariance`'s S P Sᵀ)."""
+    p = unc.covariance.shape[0]
+    prior = np.zeros((rows.shape[1], rows.shape[1]))
+    prior[:p, :p] = unc.covariance
+    prior[p:, p:] = np.diag(np.asarray(unc.offset_std, float) ** 2)
+    keep = np.flatnonzero(np.diag(prior) > 0)
+    if keep.size == 0:
+        return np.zeros(y.shape[1]), np.zeros((y.shape[1], y.shape[1]))
+    prior, e = prior[np.ix_(keep, keep)], rows[:, keep]
+    yw = y * w[:, None]
+    sens = np.linalg.solve(y.T @ yw, yw.T @ e)
+    perp = (e - y @ sens) * np.sqrt(w)[:, None]
+    post = np.linalg.inv(np.linalg.inv(prior) + perp.T @ perp / variance)
+    post = 0.5 * (post + post.T)
+    delta = post @ (perp.T @ (resid * np.sqrt(w))) / variance
+    return -sens @ delta, sens @ post @ sens.T
+
+
 def fit_payload_rows(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray, rhs: np.ndarray, weights=None, *,
                      method: str, limits: PayloadLimits | None = None, inertia_rsd: float = INERTIA_RSD,
                      correlated: bool = True, model_uncertainty: ModelUncertainty | None = None,
                      error_rows=None, own_scale: bool = True, project: bool = False,
-                     inertia_advice: str = INERTIA_ADVICE) -> PayloadEstimate:
+                     inertia_advice: str = INERTIA_ADVICE, estimate_error: bool = False) -> PayloadEstimate:
     """The fit of :func:`estimate_payload_motion` on given rows: ``y`` (N n x 10) the payload rows of
     the N samples at ``q`` (N, n), ``rhs`` (N n) what they must explain; ``error_rows()`` the rows of
     ``model_uncertainty``'s error in the same form (e.g. filtered alike), when ``rhs`` holds a model's
     prediction. ``own_scale``: see :func:`_inertia_determined`; ``project``: a fitted inertia that is not
     physical is replaced by the nearest physical one (:func:`.payload_result.nearest_physical_inertia`)
     before it is judged, with a note; ``inertia_advice``: what the note suggests when the inertia is not
-    determined."""
+    determined; ``estimate_error``: the model error of ``error_rows`` is fitted with the payload within its declared
+    σ (:func:`_estimated_error`: what of it the payload's columns cannot explain shows in the residual) instead of
+    only propagated into the std."""
     n = dyn.n
     n_s = q.shape[0]
     w = row_weights(weights, n_s, n)
@@ -314,9 +341,11 @@ def fit_payload_rows(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray, rhs: 
     inertia_cols = [int(c) for c in keep if c >= 4]
     cols = [0, 1, 2, 3] + inertia_cols
     res = solve_least_squares(y[:, cols], rhs, w, [PAYLOAD_NAMES[c] for c in cols])
-    resid = (rhs - y[:, cols] @ res.params).reshape(n_s, n)
+    params = res.params
+    resid = (rhs - y[:, cols] @ params).reshape(n_s, n)
     notes: list[str] = []
     cov = res.covariance
+    scale = np.ones(len(cols))
     if correlated:
         factor = residual_correlation(np.where(w.reshape(n_s, n) > 0, resid, 0.0))
         scale = np.full(len(cols), factor)
@@ -330,10 +359,16 @@ def fit_payload_rows(dyn: RigidBodyDynamics, q: np.ndarray, y: np.ndarray, rhs: 
                          f"{JACKKNIFE_BLOCKS} stretches of the motion moves the estimate by more than noise): std "
                          f"scaled by {d[:4].min():.2g}..{d[:4].max():.2g} for mass and CoM")
     if model_uncertainty is not None and error_rows is not None:
-        cov = cov + propagated_covariance(y[:, cols], w, error_rows(), model_uncertainty)
-        notes.append(_model_note(model_uncertainty))
+        if estimate_error:
+            shift, added = _estimated_error(y[:, cols], w, resid.reshape(-1), error_rows(), model_uncertainty,
+                                            res.sigma2 * float(np.max(scale)))
+            params = params + shift
+            cov = cov + added
+        else:
+            cov = cov + propagated_covariance(y[:, cols], w, error_rows(), model_uncertainty)
+        notes.append(_model_note(model_uncertainty) + ("; fitted with the payload within it" if estimate_error else ""))
     p10 = np.zeros(10)
-    p10[cols] = res.params
+    p10[cols] = params
     cov10 = np.zeros((10, 10))
     cov10[np.ix_(cols, cols)] = cov
     if len(inertia_cols) == 6 and project:
