@@ -19,10 +19,14 @@ model's error YᵀE (E: the same filtered rows of the model's error regressor, :
 solve (every ``solve_period`` s, ≥ 10 Hz) costs a 10 x 10 system whatever the length of the motion.
 
 σ covers the noise (the residual's scatter, at least the declared sensor noise through the filter, inflated
-by the filter's serial correlation) *and* the model's error (S Σ Sᵀ, S the fit's sensitivity to the model's
-parameters and offsets, as :func:`.model_uncertainty.propagated_covariance`). A weak prior (mass within
-``limits.max_payload``, CoM within ``limits.max_com_radius``) keeps the system solvable while the motion has
-not yet separated every parameter; the state then says ``not excited`` and why.
+by the filter's serial correlation) *and* the model's error δ ~ N(0, Σ) (the nominal links', the calibrated
+model's, the offsets'): the links' and the calibrated model's part is fitted with the payload within Σ (normal
+equations with EᵀE, Eᵀr beside YᵀY, YᵀE), so the payload's posterior covariance is S Σ_post Sᵀ on top of the
+noise's, Σ_post what the rows leave of Σ; the offsets' part is propagated through that fit. With no information on
+δ in the rows this is the propagated S Σ Sᵀ of :func:`.model_uncertainty.propagated_covariance`
+(``OnlineConfig.fit_model_error``). A weak prior (mass within ``limits.max_payload``, CoM within
+``limits.max_com_radius``) keeps the system solvable while the motion has not yet separated every parameter; the
+state then says ``not excited`` and why.
 
 Anchor: while no payload is announced, the estimator learns the unloaded model's filtered error at rest (the
 last ≥ ``anchor_rest`` s of standing still). After the grasp the fit subtracts it (times the zero-state filter's
@@ -92,7 +96,10 @@ class OnlineConfig:
     separates that component only as far as the inertia prior allows: tilting is what separates it);
     ``inertia_prior`` kg m² per kg: 1-σ of each
     inertia component about the CoM before the motion determines it (0.01: a 0.35 m box; 0 = no prior);
-    ``limits``: plausibility and the weak prior on mass and CoM."""
+    ``limits``: plausibility and the weak prior on mass and CoM; ``fit_model_error``: the model's error (link
+    parameters, calibrated model; not the offsets) is fitted with the payload within its declared σ (what of it the
+    payload's rows cannot explain shows in the residual: the data narrow it where the motion shows it) rather
+    than only propagated into σ."""
 
     cutoff: float = DEFAULT_CUTOFF
     row_period: float = 0.005
@@ -112,6 +119,7 @@ class OnlineConfig:
     inertia_rsd: float = INERTIA_RSD
     inertia_prior: float = 0.01
     limits: PayloadLimits = field(default_factory=lambda: PayloadLimits(max_payload=15.0, max_com_radius=0.5))
+    fit_model_error: bool = True
 
     def __post_init__(self):
         for name in ("cutoff", "row_period", "solve_period", "torque_noise", "anchor_rest", "max_gap",
@@ -384,12 +392,14 @@ class OnlinePayloadEstimator:
         cut = (self._t if self._t is not None else -math.inf) - lookback
         out = 0
         while self._recent and self._recent[-1][0] >= cut - 1e-9:
-            _, a, b, rr, e, tilt = self._recent.pop()
+            _, a, b, rr, e, tilt, ee, er = self._recent.pop()
             self._a -= a
             self._b -= b
             self._rr -= rr
             self._e -= e
             self._tilt -= tilt
+            self._ee -= ee
+            self._er -= er
             self._count -= 1
             out += 1
         self.discarded += out
@@ -465,6 +475,8 @@ class OnlinePayloadEstimator:
         self._b = np.zeros(k)
         self._rr = 0.0
         self._e = np.zeros((k, p))
+        self._ee = np.zeros((p, p))  # EᵀE and Eᵀr: the model error's own information (fit_model_error)
+        self._er = np.zeros(p)
         self._tilt = np.zeros((3, 3))  # sum of u uᵀ, u the vertical in the payload frame at each row
         self._com_prior: ComPrior | None = None
         self._inertia_prior: InertiaPrior | None = None
@@ -477,6 +489,7 @@ class OnlinePayloadEstimator:
         self.grasp_lag: float | None = None  # s the stream was behind the grasp announcement (None: not known)
         self._started = False
         self._error_cov = None
+        self._error_root = None
         t = self._t if self._t is not None else 0.0
         self._status = OnlineStatus(IDLE, "no payload announced (call grasped after the gripper closes)", None, t)
 
@@ -511,12 +524,14 @@ class OnlinePayloadEstimator:
             e = e.copy()
             e[:, :-self.dyn.n] -= self._unit * self._anchor[1][:, :-self.dyn.n]
         u = self.dyn.forward_kinematics(q, "payload")[2, :3]  # base z in the payload frame (third row of R)
-        terms = (y.T @ y, y.T @ r, float(r @ r), y.T @ e, np.outer(u, u))
+        terms = (y.T @ y, y.T @ r, float(r @ r), y.T @ e, np.outer(u, u), e.T @ e, e.T @ r)
         self._a += terms[0]
         self._b += terms[1]
         self._rr += terms[2]
         self._e += terms[3]
         self._tilt += terms[4]
+        self._ee += terms[5]
+        self._er += terms[6]
         self._count += 1
         self._recent.append((t, *terms))
         while self._recent and self._recent[0][0] < t - RECENT:
@@ -620,10 +635,13 @@ class OnlinePayloadEstimator:
             p = cov @ (self._b / (s2 * corr) + mean / var)
             rss = max(self._rr - 2 * p @ self._b + p @ self._a @ p, 0.0)
             s2 = max(floor, rss / max(n_rows - 10, 1))
-        sens = cov @ (self._e / (s2 * corr))
         if self._error_cov is None:  # constant while a payload is carried
             self._error_cov = self._rows.covariance(self._offset_std())
-        cov = cov + sens @ self._error_cov @ sens.T
+        if self.cfg.fit_model_error:
+            p, cov = self._with_model_error(s2 * corr, mean, var)  # the last solve's prior
+        else:
+            sens = cov @ (self._e / (s2 * corr))
+            cov = cov + sens @ self._error_cov @ sens.T
         cov = 0.5 * (cov + cov.T)
         seconds = self._t - self._first if self._first is not None else 0.0
         common = dict(t=self._t, rows=self._count, seconds=seconds, grasped=True, anchored=self._anchor is not None)
@@ -636,11 +654,39 @@ class OnlinePayloadEstimator:
         state, reason = self._judge(est, cov)
         return OnlineStatus(state, reason, est, gravity_covariance=cov[:4, :4].copy(), **common)
 
+    def _with_model_error(self, v: float, mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(payload, its covariance) fitted together with the model's error δ ~ N(0, Σ) at noise variance ``v`` per row
+        and the payload's prior (``mean``, ``var``): the links' and the calibrated model's part of δ whitened (δ = L z,
+        z ~ N(0, I) over Σ's non-zero directions) and fitted; the offsets' part (last n columns: what the anchor leaves
+        of them, or the declared offsets) only propagated through the joint fit. A constant is what an unexcited CoM
+        component or the inertia prior's misfit looks like early in a move: fitting it cost the exact-model estimate 2-5
+        points at 1.0 s on docs/bench/online_ceiling.md's moves. With no information on δ in the rows this is the
+        propagated S Σ Sᵀ."""
+        n = self.dyn.n
+        if self._error_root is None:  # constant while a payload is carried
+            w, vec = np.linalg.eigh(self._error_cov[:-n, :-n])
+            keep = w > 1e-12 * max(float(w.max(initial=0.0)), 1e-300)
+            self._error_root = vec[:, keep] * np.sqrt(w[keep])
+        lw = self._error_root
+        k = lw.shape[1]
+        h = np.zeros((10 + k, 10 + k))
+        h[:10, :10] = self._a / v + np.diag(1.0 / var)
+        h[:10, 10:] = self._e[:, :-n] @ lw / v
+        h[10:, :10] = h[:10, 10:].T
+        h[10:, 10:] = lw.T @ self._ee[:-n, :-n] @ lw / v + np.eye(k)
+        g = np.concatenate([self._b / v + mean / var, lw.T @ self._er[:-n] / v])
+        inv = np.linalg.inv(h)
+        offsets = np.vstack([self._e[:, -n:], lw.T @ self._ee[:-n, -n:]]) / v  # how an offset error moves g
+        sens = (inv @ offsets)[:10]
+        return (inv @ g)[:10], inv[:10, :10] + sens @ self._error_cov[-n:, -n:] @ sens.T
+
     def _estimate(self, p: np.ndarray, cov: np.ndarray, rms: float) -> PayloadEstimate:
         unc = self._rows.declared if self.model is None else self.model.uncertainty
         note = f"std includes the unloaded model's uncertainty ({unc.source})"
         if self.model is not None:
             note += f" and the nominal dynamics' (declared {100 * self.cfg.model_uncertainty:g} %)"
+        if self.cfg.fit_model_error:
+            note += ", fitted with the payload within it"
         if self._anchor is not None:
             note += "; anchored on the unloaded arm at rest before the grasp"
         if self._inertia_prior is not None:

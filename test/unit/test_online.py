@@ -95,6 +95,36 @@ def test_model_error_and_offsets_are_covered_by_sigma(iiwa):
         assert out["end"].anchored
 
 
+def test_the_model_error_fitted_with_the_payload_narrows_sigma_where_the_move_shows_it(iiwa):
+    # the same streams, the model's error (3 % links, offsets) fitted with the payload within its declared σ or
+    # only propagated into σ: fitted, σ at the end of the move is under half the propagated one and still covers
+    # the error, and the estimate is closer to MuJoCo's payload
+    offsets = np.array([0.4, -0.5, 0.3, -0.2, 0.5, -0.4, 0.1])
+    for seed in (1, 2):
+        out = {fit: _run(iiwa, OnlinePayloadEstimator(iiwa, OnlineConfig(model_uncertainty=0.03, fit_model_error=fit)),
+                         model_error=0.03, noise=0.1, offsets=offsets, seed=seed, record=(1.0,))
+               for fit in (True, False)}
+        (err, std), (err_p, std_p) = _errors(out[True]["end"]), _errors(out[False]["end"])
+        assert np.all(np.abs(err) <= 3 * std), (seed, err, std)
+        assert np.all(std < 0.5 * std_p), (seed, std, std_p)
+        assert np.linalg.norm(err[1:]) < np.linalg.norm(err_p[1:]), (seed, err, err_p)
+        assert any("fitted with the payload" in n for n in out[True]["end"].estimate.notes)
+        assert not any("fitted with the payload" in n for n in out[False]["end"].estimate.notes)
+
+
+def test_the_offsets_are_propagated_not_fitted(iiwa):
+    # an exact model leaves only the offsets uncertain (the anchor's noise): the offsets are not fitted (a constant is
+    # what an unexcited CoM component looks like early in a move), so the estimate and σ are the propagated ones
+    offsets = np.array([0.4, -0.5, 0.3, -0.2, 0.5, -0.4, 0.1])
+    out = {fit: _run(iiwa, OnlinePayloadEstimator(iiwa, OnlineConfig(model_uncertainty=0.0, fit_model_error=fit)),
+                     noise=0.1, offsets=offsets, seed=4, record=(1.0,))
+           for fit in (True, False)}
+    for key in (1.0, "end"):
+        (err, std), (err_p, std_p) = _errors(out[True][key]), _errors(out[False][key])
+        assert std == pytest.approx(std_p, rel=1e-4) and err == pytest.approx(err_p, rel=1e-4, abs=1e-9), key
+    assert out[True]["end"].anchored
+
+
 def test_a_broken_reference_is_not_covered(iiwa):
     # the same stream against an unloaded model with half the link masses: the estimate must be off by more
     # than its σ (what the two tests above rely on: the reference model matters, and σ is not just huge)
