@@ -48,8 +48,9 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           "(status key calibration)",
           applies="next calibrate (found at start)", path="file"),
     Param("model_uncertainty", _D.fit.model_uncertainty,
-          "relative 1-σ error of the robot model's link masses and CoMs; propagated "
-          "into the estimate's σ (a data-sheet model: a few percent; not used with gravity_model)", low=0.0,
+          "relative 1-σ error of the robot model's link masses and CoMs, in the estimate's σ: propagated (static "
+          "fits), fitted with the payload within it (online estimate, dynamic sample) (a data-sheet model: a few "
+          "percent; not used with gravity_model)", low=0.0,
           high=1.0, applies="next estimate"),
     Param("torque_offset_std", _D.fit.torque_offset_std,
           "N m, 1-σ joint-torque sensor offset the model lacks (one-shot only; the "
