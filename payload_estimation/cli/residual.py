@@ -9,7 +9,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ..collision import CollisionEvent, CollisionMonitor, JointFriction, MonitorConfig, identified_friction, replay
+from ..collision import (
+    THRESHOLD_MINIMUM,
+    THRESHOLD_SAFETY,
+    CollisionEvent,
+    CollisionMonitor,
+    JointFriction,
+    MonitorConfig,
+    ThresholdCalibration,
+    calibrate_thresholds,
+    identified_friction,
+    replay,
+)
 from ..errors import PayloadEstimationError
 from ..files import load_recording, write_table
 from ..identification import DynamicModel, load_dynamic_model
@@ -49,6 +60,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                       "(default 150, docs/collision.md)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--out", type=Path, help="write t, r1..rn, collision to this CSV")
+    cal = parser.add_argument_group("threshold calibration (a recording of the task's motion without contact)")
+    cal.add_argument("--calibrate", action="store_true",
+                     help="set the collision monitor's thresholds from this recording's residual: per joint "
+                          "max(--minimum, --safety x its largest |r|); refused if --threshold detects anything in it")
+    cal.add_argument("--safety", type=float, default=THRESHOLD_SAFETY,
+                     help=f"factor over the largest |r| (default {THRESHOLD_SAFETY:g})")
+    cal.add_argument("--minimum", type=float, default=THRESHOLD_MINIMUM,
+                     help=f"N m, the lowest threshold (default {THRESHOLD_MINIMUM:g}: what a recording does not "
+                          "show, e.g. a grasp)")
+    cal.add_argument("--params-out", type=Path,
+                     help="write the thresholds as a ROS 2 parameter file for collision_monitor (--params-file)")
 
 
 def _floats(text: str, option: str, n: int | None = None) -> np.ndarray:
@@ -167,15 +189,20 @@ def run(args) -> int:
     if not args.json:
         print(model.note)
     dyn = model.dynamics()
+    if args.params_out and not args.calibrate:
+        raise ResidualArgumentError("--params-out writes calibrated thresholds: add --calibrate")
     res = run_residual(dyn, samples.t, samples.q, samples.dq, samples.tau, payload, gains, thresholds, args.release,
                        observer_friction(model, args.coulomb_smoothing))
     if args.out:
         _write_csv(args.out, res)
+    cal = _calibration(args, res, samples.dq) if args.calibrate else None
     if args.json:
         out = res.to_dict()
         out.update(robot=desc.name, data=str(args.data), params=model.source, dynamic_model=model.kind,
                    friction=model.friction.to_dict(),
                    payload=None if payload is None else payload.to_dict())
+        if cal is not None:
+            out["calibration"] = cal.to_dict()
         print(json.dumps(out, indent=2))
         return 0
     print(f"robot {desc.name}, {res.t.size} samples over {res.t[-1] - res.t[0]:.3f} s"
@@ -189,4 +216,26 @@ def run(args) -> int:
     print("max |r| outside events: " + ", ".join(f"{x:.2f}" for x in m) + f" N m (max {m.max(initial=0.0):.2f})")
     if args.out:
         print(f"residual written to {args.out}")
+    if cal is not None:
+        print("\n".join(cal.lines(desc.joint_names)))
+        th = ", ".join(f"{x:.2f}" for x in cal.thresholds)
+        print(f"collision_monitor: thresholds:=[{th}]"
+              + (f" (parameter file {args.params_out}: --ros-args --params-file {args.params_out})"
+                 if args.params_out else " (--params-out FILE writes them as a parameter file)"))
     return 0
+
+
+def _calibration(args, res: ResidualRun, dq: np.ndarray) -> ThresholdCalibration:
+    """Thresholds from a contact-free run, refused when the run's own detection saw something (a contact, or a
+    model too far off for the thresholds it was run with); the parameter file written if asked."""
+    if res.events:
+        e = res.events[0]
+        raise ResidualArgumentError(
+            f"--calibrate: the recording is not contact-free at --threshold {args.threshold} N m: {len(res.events)} "
+            f"event(s), the first detected at {e.detection_time:.3f} s (peak {e.peak_max:.2f} N m on joint "
+            f"{e.peak_joint + 1}). Calibrate on the task's motion without contact; if there was none, the model "
+            "misses that much (identify the arm: payload-estimation identify, then --params)")
+    cal = calibrate_thresholds(res.t, res.r, dq, args.safety, args.minimum)
+    if args.params_out:
+        Path(args.params_out).write_text(cal.params_file(str(args.data)))
+    return cal

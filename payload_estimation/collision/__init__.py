@@ -12,7 +12,9 @@ from ..lazy_api import lazy_api
 # the contact estimate scipy)
 _API = {
     "contact": ("ContactConfig", "ContactEstimate", "ContactInputError", "ContactLocator", "ContactTracker"),
-    "detector": ("CollisionDetector", "CollisionEvent", "DetectorInputError", "calibrate_envelope", "isolate_link"),
+    "detector": ("CollisionDetector", "CollisionEvent", "DetectorInputError", "isolate_link"),
+    "thresholds": ("THRESHOLD_MINIMUM", "THRESHOLD_SAFETY", "ThresholdCalibration", "calibrate_envelope",
+                   "calibrate_thresholds"),
     "geometry": ("Capsule", "LinkGeometry", "capsule_geometry", "push_point"),
     "monitor": ("CollisionMonitor", "MonitorConfig", "MonitorStep", "replay"),
     "observer": ("JointFriction", "MomentumObserver", "ObserverInputError", "identified_friction", "make_friction"),

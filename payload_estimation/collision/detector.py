@@ -7,7 +7,7 @@ consecutive samples; it is released (hysteresis) when every |r_j| is back below
     th_j = max(T_j, margin_j + speed_j |dq_j| + n_sigma σ_r,j)
 
 T_j the configured threshold (6 N m, paper 000), margin_j + speed_j |dq_j| an envelope of the
-model error (calibrated on a contact-free run, :func:`calibrate_envelope`) and σ_r,j the residual's
+model error (calibrated on a contact-free run, :func:`.thresholds.calibrate_envelope`) and σ_r,j the residual's
 noise standard deviation (:attr:`MomentumObserver.residual_noise`): the threshold only rises above
 T_j where the error or the noise would otherwise reach it (docs/collision.md).
 
@@ -297,31 +297,4 @@ class CollisionDetector:
         return None
 
 
-def calibrate_envelope(r: np.ndarray, dq: np.ndarray, safety: float = 1.5, rest_speed: float = 0.05
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """(margin N m, speed N m s/rad) per joint such that safety x |r_j| <= margin_j + speed_j |dq_j|
-    on a contact-free run: ``r`` and ``dq`` (N, n) in N m and rad/s.
-
-    margin_j = safety x max |r_j| while |dq_j| < ``rest_speed`` (or over the whole run if the joint never
-    rests); speed_j = the smallest slope that covers every faster sample above that margin.
-    """
-    r = np.abs(np.asarray(r, float))
-    v = np.abs(np.asarray(dq, float))
-    if r.ndim != 2 or r.shape != v.shape or r.shape[0] == 0:
-        raise DetectorInputError(f"r and dq must be (N, n) arrays of the same shape, got {r.shape} and {v.shape}")
-    if not (np.isfinite(safety) and safety >= 1):
-        raise DetectorInputError(f"safety must be >= 1, got {safety}")
-    n = r.shape[1]
-    margin = np.zeros(n)
-    speed = np.zeros(n)
-    for j in range(n):
-        rest = v[:, j] < rest_speed
-        margin[j] = safety * (r[rest, j].max() if rest.any() else r[:, j].max())
-        fast = ~rest
-        if fast.any():
-            need = (safety * r[fast, j] - margin[j]) / v[fast, j]
-            speed[j] = max(0.0, float(need.max()))
-    return margin, speed
-
-
-__all__ = ["CollisionDetector", "CollisionEvent", "DetectorInputError", "calibrate_envelope", "isolate_link"]
+__all__ = ["CollisionDetector", "CollisionEvent", "DetectorInputError", "isolate_link"]

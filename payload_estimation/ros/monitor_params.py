@@ -27,7 +27,8 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
           "another robot model (joint names, kinematics) refuses the model (status ERROR)", read_only=True),
     Param("gains", [_MON.gains], "observer gain K_I (1/s), one value or one per joint (docs/collision.md)", low=0.0,
           high=1000.0, low_open=True, min_items=1, applies="next sample (after a collision is released)"),
-    Param("thresholds", [_MON.thresholds], "N m (paper: 6 N m), one value or one per joint", low=0.0, high=200.0,
+    Param("thresholds", [_MON.thresholds], "N m (paper: 6 N m), one value or one per joint; from a contact-free "
+          "recording of the arm's moves: payload-estimation residual --calibrate", low=0.0, high=200.0,
           low_open=True, min_items=1, applies="next sample (after a collision is released)"),
     Param("threshold_margin", [_MON.margin], "N m, model-error envelope at rest: th_j = max(thresholds_j, margin_j + "
           "speed_j |dq_j| + n_sigma sigma_r,j), one value or one per joint", low=0.0, high=200.0, min_items=1,

@@ -13,6 +13,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from payload_estimation.collision import calibrate_thresholds
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
 from payload_estimation.ros.interface import DOCS, PARAMS_FILE, render_all
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
@@ -199,6 +200,26 @@ def test_a_parameter_file_with_whole_numbers_for_doubles_starts(ros, tmp_path):
         PayloadEstimatorNode(cli_args=["--ros-args", "--params-file", str(path)])
     assert str(exc.value) == ("parameter max_payload takes a number, e.g. 5 or 5.0, got the text 'heavy' (from the "
                               "parameter file or -p)")
+
+
+def test_a_calibrated_thresholds_file_is_what_the_monitor_runs_with(ros, tmp_path):
+    """``payload-estimation residual --calibrate --params-out F`` writes a parameter file; rcl reads it back (any
+    namespace) and the monitor's detector runs with those thresholds per joint."""
+    t = np.arange(3000) * 1e-3
+    dq = np.sin(np.outer(t, np.arange(1, 8)))
+    r = np.outer(np.ones_like(t), [0.4, 2.1, 0.9, 1.7, 0.3, 0.2, 0.1]) * np.sin(7 * t)[:, None]
+    cal = calibrate_thresholds(t, r, dq)
+    path = tmp_path / "thresholds.yaml"
+    path.write_text(cal.params_file("run.csv"))
+    node = CollisionMonitorNode(cli_args=["--ros-args", "-r", "__ns:=/cell/arm_left", "--params-file", str(path),
+                                          "-p", "robot:=lwr4"])
+    try:
+        assert node.get_fully_qualified_name() == "/cell/arm_left/collision_monitor"
+        assert node.values["thresholds"] == [round(float(x), 3) for x in cal.thresholds]
+        np.testing.assert_allclose(node.mon.detector.thresholds, cal.thresholds, atol=1e-3)
+        assert node.mon.detector.thresholds[1] > 4.0 and node.mon.detector.thresholds[0] == 2.5
+    finally:
+        node.destroy_node()
 
 
 def test_estimator_node_torque_gain_parameter(ros):

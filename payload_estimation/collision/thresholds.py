@@ -1,0 +1,138 @@
+"""Detection thresholds from a contact-free recording of the arm's own motion.
+
+The threshold floor T_j (the monitor's ``thresholds``, N m per joint) is its sensitivity: a contact whose
+joint torque stays below T_j on every joint is not detected (a 40 N push near the base or along a joint axis
+puts less than paper 000's 6 N m on every joint). 6 N m is what a data-sheet model needs; on an arm whose
+model keeps the residual small (identified, or a calibrated gravity model) the floor can follow the residual
+the arm actually shows:
+
+- :func:`calibrate_thresholds` — T_j = max(minimum, safety x max |r_j|) over a contact-free recording.
+  ``safety`` 2: on the real LWR 4+ logs the identified model's largest |r_j| on a log it has never seen is
+  up to 1.8x the largest on another log (docs/bench/residual_real.md). ``minimum`` 2.5 N m: what no
+  recording of the motion shows — an announced grasp of up to 5 kg taken at once leaves up to 2.0 N m that
+  the payload's gravity does not explain during its window (docs/bench/thresholds.md), and the online
+  estimate's error beyond its σ;
+- :func:`calibrate_envelope` — a speed-dependent envelope margin_j + speed_j |dq_j| that raises the
+  thresholds only during fast motion, for an arm whose model error grows with speed.
+
+Units: residual N m, time s, dq rad/s; joint order: the model's.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+import numpy as np
+import yaml
+
+from .detector import DetectorInputError
+
+THRESHOLD_SAFETY = 2.0
+THRESHOLD_MINIMUM = 2.5  # N m
+REST_SPEED = 0.05  # rad/s
+
+
+@dataclass(frozen=True)
+class ThresholdCalibration:
+    """Thresholds T_j (N m) calibrated on a contact-free recording: T_j = max(minimum, safety x peak_j),
+    peak_j the largest |r_j| (N m) over ``samples`` samples spanning ``duration`` s; ``still``: the joints
+    (0-based) that never moved faster than the rest speed, whose T_j covers the model's error at rest only."""
+
+    thresholds: np.ndarray
+    peak: np.ndarray
+    safety: float
+    minimum: float
+    samples: int
+    duration: float
+    still: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"thresholds": [round(float(x), 3) for x in self.thresholds],
+                "peak_abs_residual": [round(float(x), 4) for x in self.peak], "safety": self.safety,
+                "minimum": self.minimum, "samples": self.samples, "duration": round(self.duration, 3),
+                "joints_not_moved": [j + 1 for j in self.still]}
+
+    def lines(self, joint_names: tuple[str, ...] | None = None) -> list[str]:
+        """What a person reads: per joint the largest |r| and the threshold, then what to check."""
+        names = joint_names or tuple(f"joint {j + 1}" for j in range(self.thresholds.size))
+        out = [f"thresholds calibrated on {self.duration:.1f} s ({self.samples} samples) without contact: "
+               f"T = max({self.minimum:g} N m, {self.safety:g} x the largest |r|)"]
+        for j, name in enumerate(names):
+            why = "minimum" if self.thresholds[j] <= self.minimum else f"{self.safety:g} x |r|"
+            out.append(f"  {name}: largest |r| {self.peak[j]:.2f} N m -> threshold {self.thresholds[j]:.2f} N m "
+                       f"({why})")
+        if self.still:
+            out.append("  not moved in the recording (their threshold covers the model's error at rest only; record "
+                       "moves of these joints too): " + ", ".join(names[j] for j in self.still))
+        return out
+
+    def params_file(self, source: str = "", node: str = "collision_monitor") -> str:
+        """A ROS 2 parameter file giving ``node`` (any namespace) these thresholds (``--params-file``)."""
+        doc = {f"/**/{node}": {"ros__parameters": {"thresholds": [round(float(x), 3) for x in self.thresholds]}}}
+        head = (f"# collision_monitor thresholds (N m per joint) calibrated {datetime.date.today()} on "
+                f"{source or 'a contact-free recording'}:\n# max({self.minimum:g} N m, {self.safety:g} x the largest "
+                f"|residual| over {self.duration:.1f} s). Re-calibrate after a change of model, tool or task.\n")
+        return head + yaml.safe_dump(doc, default_flow_style=None, sort_keys=False)
+
+
+def calibrate_thresholds(t, r, dq, safety: float = THRESHOLD_SAFETY, minimum: float = THRESHOLD_MINIMUM,
+                         rest_speed: float = REST_SPEED) -> ThresholdCalibration:
+    """Thresholds from the residual ``r`` (N, n) N m of a contact-free recording at times ``t`` (N,) s with joint
+    velocities ``dq`` (N, n) rad/s (module docstring). The recording must move (some joint faster than
+    ``rest_speed``): the thresholds cover what the model misses during the motion, which a rest does not show."""
+    t = np.asarray(t, float)
+    r = np.asarray(r, float)
+    v = np.asarray(dq, float)
+    if r.ndim != 2 or r.shape != v.shape or t.shape != (r.shape[0],) or r.shape[0] < 2:
+        raise DetectorInputError(f"t (N,), r and dq (N, n) with N >= 2 are needed, got {t.shape}, {r.shape} and "
+                                 f"{v.shape}")
+    for name, a in (("t", t), ("r", r), ("dq", v)):
+        bad = np.argwhere(~np.isfinite(a))
+        if bad.size:
+            raise DetectorInputError(f"{name} is not finite at sample {bad[0][0]}"
+                                     + (f", joint {bad[0][1] + 1}" if a.ndim == 2 else "") + ": a calibration "
+                                     "needs every sample")
+    if not (np.isfinite(safety) and safety >= 1):
+        raise DetectorInputError(f"safety must be >= 1, got {safety}")
+    if not (np.isfinite(minimum) and minimum > 0):
+        raise DetectorInputError(f"minimum must be > 0 N m, got {minimum}")
+    moved = np.abs(v).max(axis=0) > rest_speed
+    if not moved.any():
+        raise DetectorInputError(f"the recording does not move (no joint faster than {rest_speed:g} rad/s): record "
+                                 "the task's own moves without contact, the thresholds must cover the model's error "
+                                 "during motion")
+    peak = np.abs(r).max(axis=0)
+    return ThresholdCalibration(np.maximum(minimum, safety * peak), peak, float(safety), float(minimum),
+                                int(t.size), float(t[-1] - t[0]), tuple(int(j) for j in np.flatnonzero(~moved)))
+
+
+def calibrate_envelope(r: np.ndarray, dq: np.ndarray, safety: float = 1.5, rest_speed: float = REST_SPEED
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(margin N m, speed N m s/rad) per joint such that safety x |r_j| <= margin_j + speed_j |dq_j|
+    on a contact-free run: ``r`` and ``dq`` (N, n) in N m and rad/s.
+
+    margin_j = safety x max |r_j| while |dq_j| < ``rest_speed`` (or over the whole run if the joint never
+    rests); speed_j = the smallest slope that covers every faster sample above that margin.
+    """
+    r = np.abs(np.asarray(r, float))
+    v = np.abs(np.asarray(dq, float))
+    if r.ndim != 2 or r.shape != v.shape or r.shape[0] == 0:
+        raise DetectorInputError(f"r and dq must be (N, n) arrays of the same shape, got {r.shape} and {v.shape}")
+    if not (np.isfinite(safety) and safety >= 1):
+        raise DetectorInputError(f"safety must be >= 1, got {safety}")
+    n = r.shape[1]
+    margin = np.zeros(n)
+    speed = np.zeros(n)
+    for j in range(n):
+        rest = v[:, j] < rest_speed
+        margin[j] = safety * (r[rest, j].max() if rest.any() else r[:, j].max())
+        fast = ~rest
+        if fast.any():
+            need = (safety * r[fast, j] - margin[j]) / v[fast, j]
+            speed[j] = max(0.0, float(need.max()))
+    return margin, speed
+
+
+__all__ = ["THRESHOLD_MINIMUM", "THRESHOLD_SAFETY", "ThresholdCalibration", "calibrate_envelope",
+           "calibrate_thresholds"]
