@@ -178,6 +178,9 @@ class CollisionDetector:
             raise DetectorInputError(f"link_names must have {n} names, got {len(self.link_names)}")
         self.events: list[CollisionEvent] = []
         self.skipped = 0
+        self.peak_ratio = np.zeros(n)
+        """Per joint, the largest |r_j| / th_j over the samples below every threshold (outside events): how close the
+        residual came to a detection, 1 the threshold itself (:meth:`reset_peak_ratio` starts it over)."""
         self.reset()
 
     def scale_thresholds(self, factor) -> None:
@@ -216,6 +219,10 @@ class CollisionDetector:
         self._iso_peak = np.zeros(self.n)  # peak |r| / isolation level over [onset, detection + isolation_window]
         self._joints_above: set[int] = set()
         self._t_prev: float | None = None
+
+    def reset_peak_ratio(self) -> None:
+        """Start :attr:`peak_ratio` over (e.g. for a new task)."""
+        self.peak_ratio[:] = 0.0
 
     def reset_time(self) -> None:
         """Forget the last time stamp only (after a clock jump back); an active event stays active."""
@@ -283,6 +290,7 @@ class CollisionDetector:
                     return self._snapshot()
             else:
                 self._above_count = 0
+                np.maximum(self.peak_ratio, a / self.thresholds, out=self.peak_ratio)
             return None
         np.maximum(self._peak, a, out=self._peak)
         if t <= self._current.detection_time + self.isolation_window:

@@ -707,6 +707,8 @@ def status_values(sup: MonitorSupervisor | None, policy: str) -> dict:
                      "force_ambiguous": c.force_ambiguous,
                      "force_range_N": f"{lo:.1f}..{hi:.1f}" if np.isfinite(hi) else f"{lo:.1f}..unbounded",
                      "fit_residual": c.fit_residual})
+    j = int(np.argmax(det.peak_ratio))
+    vals.update({"residual_peak_ratio": round(float(det.peak_ratio[j]), 3), "residual_peak_joint": j + 1})
     return {**vals, "observer_gaps": obs.gaps, "samples_skipped": obs.skipped}
 
 

@@ -561,6 +561,26 @@ def test_calibrated_envelope_covers_the_run_tightly():
         calibrate_envelope(r, dq[:, :1])
 
 
+def test_detector_peak_ratio_is_how_close_the_residual_came_outside_events():
+    det = CollisionDetector(2, thresholds=[2.0, 4.0], confirm_samples=3)
+    for k, r in enumerate([[1.0, 1.0], [0.5, 3.0], [1.2, 0.0]]):
+        assert det.update(0.001 * k, r) is None
+    np.testing.assert_allclose(det.peak_ratio, [0.6, 0.75])
+    for k in range(3, 10):  # a contact: 9 N m on joint 2 is an event, not a near miss
+        det.update(0.001 * k, [0.1, 9.0])
+    assert det.in_collision
+    np.testing.assert_allclose(det.peak_ratio, [0.6, 0.75])
+    det.update(0.011, [0.5, 0.0])  # below the release level on both: released
+    assert not det.in_collision
+    det.update(0.012, [1.9, 0.0])  # then a near miss on joint 1
+    np.testing.assert_allclose(det.peak_ratio, [0.95, 0.75])
+    det.scale_thresholds(2.0)  # against the thresholds in use at each sample
+    det.update(0.013, [0.0, 7.6])
+    np.testing.assert_allclose(det.peak_ratio, [0.95, 0.95])
+    det.reset_peak_ratio()
+    np.testing.assert_array_equal(det.peak_ratio, [0.0, 0.0])
+
+
 def test_detector_rejects_bad_configuration():
     with pytest.raises(DetectorInputError, match="thresholds"):
         CollisionDetector(7, thresholds=[6.0] * 3)

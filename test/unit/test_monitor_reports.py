@@ -87,6 +87,9 @@ def test_a_drop_while_carrying_is_reported_as_a_loss_never_as_a_collision(desc):
     level, text, vals = monitor_status(sup, "stop_and_resume", MonitorInputs(), "", 0.001, False)
     assert (level, text) == (OK, "monitoring (unloaded)") and vals["payload_losses"] == 1 and not vals["collision"]
     assert vals["payload_lost"] == sup.lost.reason
+    ratio = sup.mon.detector.peak_ratio  # how close the carried arm's residual came to a detection before the drop
+    assert 0.0 < vals["residual_peak_ratio"] == round(float(ratio.max()), 3) < 1.0
+    assert vals["residual_peak_joint"] == int(np.argmax(ratio)) + 1
 
 
 def test_a_push_while_carrying_is_reported_once_the_check_says_collision(desc):
