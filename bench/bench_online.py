@@ -202,9 +202,10 @@ def _contact_load(dyn, mon, case: Case, q: np.ndarray, base: float) -> tuple[flo
     return float(np.max(np.abs(tau) / base)), float(np.max(np.abs(tau) / mon.detector.thresholds))
 
 
-def _widen(dyn, status, q, base: float) -> np.ndarray:
-    """Threshold scale: 1 + 3σ of the estimate's gravity torque at q over the base threshold."""
-    return 1.0 + 3.0 * status.torque_std(dyn, q) / base
+def _widen(dyn, status, q, watch: PayloadWatch) -> np.ndarray:
+    """Threshold scale, as the monitor node's: the watch's (inside the grasp's window at least its floor) + 3σ of the
+    estimate's gravity torque at q over the base thresholds."""
+    return watch.scale() + 3.0 * status.torque_std(dyn, q) / watch.base
 
 
 def monitored_run(dyn, case: Case, model, kind: str, base: float = BASE_THRESHOLD) -> dict:
@@ -233,6 +234,7 @@ def monitored_run(dyn, case: Case, model, kind: str, base: float = BASE_THRESHOL
             arm.attach_payload(case.body)
             est.grasped()
             watch.announce(GRASP)
+            mon.detector.scale_thresholds(watch.scale())
         if k == k_move:
             arm.set_trajectory([(case.duration, case.target, None)])
         if k == k_event:
@@ -255,10 +257,13 @@ def monitored_run(dyn, case: Case, model, kind: str, base: float = BASE_THRESHOL
             body, gravity_only = e.observer_model()
             loss.carried(body, st.gravity_covariance)
             mon.set_payload(body, gravity_only)
-            mon.detector.scale_thresholds(_widen(dyn, st, s.q, base))
+            mon.detector.scale_thresholds(_widen(dyn, st, s.q, watch))
             t_carried = s.t if t_carried is None else t_carried
         if t_carried is not None and watch.announced is not None and s.t >= t_carried + SETTLE:
+            floored = np.any(np.asarray(watch.scale()) != 1.0)  # the window's floor was raising the thresholds
             watch.estimate(est.estimate.mass)  # the residual has converged to the carried payload: window closed
+            if floored:
+                mon.detector.scale_thresholds(_widen(dyn, est.status, s.q, watch))
         step = mon.update(s.t, s.q, s.dq, s.tau)
         if t_event is None:  # how close the residual came to a false alarm: largest |judged r| / threshold
             judged = step.residual if explained[0] is None else step.residual - explained[0]

@@ -67,8 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cal.add_argument("--safety", type=float, default=THRESHOLD_SAFETY,
                      help=f"factor over the largest |r| (default {THRESHOLD_SAFETY:g})")
     cal.add_argument("--minimum", type=float, default=THRESHOLD_MINIMUM,
-                     help=f"N m, the lowest threshold (default {THRESHOLD_MINIMUM:g}: what a recording does not "
-                          "show, e.g. a grasp)")
+                     help=f"N m, the lowest threshold (default {THRESHOLD_MINIMUM:g}: a margin for what a recording "
+                          "does not show; inside a grasp's window the monitor keeps 6 N m)")
     cal.add_argument("--params-out", type=Path,
                      help="write the thresholds as a ROS 2 parameter file for collision_monitor (--params-file)")
 

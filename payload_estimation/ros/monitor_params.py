@@ -55,7 +55,8 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
           applies="next sampling run"),
     Param("payload_event_window", _SUP.payload_event_window,
           "s after an announced grasp or release (payload_estimator/grasped, "
-          "released) in which a residual a payload change explains is not a collision", low=0.0, high=60.0,
+          "released) in which a residual a payload change explains is not a collision (thresholds at least 6 N m "
+          "in it)", low=0.0, high=60.0,
           low_open=True, applies="next announcement"),
     Param("release_fraction", _MON.release_fraction,
           "a collision is released below this fraction of the threshold", low=0.0,

@@ -175,3 +175,20 @@ def test_residual_command_calibrates_and_refuses_a_recording_with_a_contact(lwr4
     assert not (tmp_path / "no.yaml").exists()
     assert main(["residual", "--robot", "lwr4", "--data", str(clean), "--params-out", str(params)]) == 1
     assert "--params-out writes calibrated thresholds: add --calibrate" in capsys.readouterr().err
+
+
+def test_an_announced_window_keeps_the_paper_floor_over_calibrated_thresholds(lwr4):
+    """A grasp is in no calibration recording: inside its window the thresholds are at least 6 N m (``window_floor``),
+    joints calibrated higher keep theirs; the calibrated ones apply again once the window closes."""
+    from payload_estimation.collision import GRASP, MonitorSupervisor, PayloadWatch
+
+    calibrated = np.array([2.5, 2.5, 3.0, 2.5, 7.0, 2.5, 2.5])
+    sup = MonitorSupervisor(lwr4, MonitorConfig(contact=None, thresholds=tuple(calibrated)))
+    np.testing.assert_allclose(sup.mon.detector.thresholds, calibrated)
+    sup.announce(GRASP)
+    np.testing.assert_allclose(sup.mon.detector.thresholds, np.maximum(6.0, calibrated))
+    assert sup.widening == pytest.approx(6.0 / 2.5)
+    assert sup.watch.estimate(1.5) and sup.watch.scale() == 1.0  # the window closed: the calibrated thresholds
+    default = PayloadWatch(lwr4, 6.0)
+    default.announce(GRASP)
+    assert default.scale() == 1.0  # at the paper's 6 N m nothing changes
