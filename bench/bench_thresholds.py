@@ -11,12 +11,14 @@ false alarm (a detection before the drop or the contact).
 (``collision.calibrate_thresholds``, its defaults): the unloaded arm makes 4 other point-to-point moves from the
 pick configuration (30-120 deg over 1.5-4 s each, 0.3 s at rest after each; a generator of their own, so the
 moves judged are ones the calibration has never seen), the monitor (nominal model, K_I 150/s) records its
-residual, and T_j = max(2.5 N m, 2 x its largest |r_j|).
+residual, and T_j = max(2.5 N m, 2 x its largest |r_j|). Inside the announced grasp's window the thresholds are at
+least 6 N m, as in the monitor node (``WatchConfig.window_floor``). Seeds other than bench_online's (--seeds 2 3)
+judge the rule on cases it was not chosen on.
 
 Usage: .venv/bin/python bench/bench_thresholds.py [--robots iiwa14 lwr4] [--runs 100] [--seeds 0 1]
 [--thresholds 6 5 4 calibrated] [--write] [--save F.pkl]   (--seeds: one per robot, bench_online's --seed for
 each; --write -> docs/bench/thresholds.md); --report A.pkl B.pkl [--write] [--command C] [--note N] merges the
---save files of one process per robot.
+--save files of one process per robot (a robot's second file is labelled by its name, e.g. held-out seeds).
 """
 
 from __future__ import annotations
@@ -140,7 +142,10 @@ def main() -> None:
     if a.report:
         results = {}
         for f in a.report:
-            results.update(pickle.loads(f.read_bytes()))
+            if not f.is_file():
+                ap.error(f"--report: {f} does not exist (write it with --save)")
+            for robot, rows in pickle.loads(f.read_bytes()).items():
+                results[f"{robot}, {f.stem}" if robot in results else robot] = rows  # a second run: by its file
         text = report(results, a.command or "merged: " + " ".join(map(str, a.report))) + (
             f"\n{a.note}\n" if a.note else "")
         print(text)
