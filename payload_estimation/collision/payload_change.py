@@ -161,7 +161,7 @@ class PayloadWatch:
                  provisional: ProvisionalConfig | None = None):
         self.dyn = dyn
         self.cfg = config or WatchConfig()
-        self.base = np.broadcast_to(np.asarray(base_thresholds, float), (dyn.n,)).copy()
+        self._set_base(base_thresholds)
         self.provisional = ProvisionalPayload(dyn, provisional)
         self.sampling = False
         self.learning = False
@@ -178,7 +178,14 @@ class PayloadWatch:
     def configure(self, config: WatchConfig, base_thresholds) -> None:
         """New parameters (the announcement in progress keeps its mass range)."""
         self.cfg = config
+        self._set_base(base_thresholds)
+
+    def _set_base(self, base_thresholds) -> None:
+        """The configured thresholds (N m per joint) and the window's scale over them (``window_factor``, at least
+        ``window_floor`` N m: per joint where they differ, else one number)."""
         self.base = np.broadcast_to(np.asarray(base_thresholds, float), (self.dyn.n,)).copy()
+        f = np.maximum(self.cfg.window_factor, self.cfg.window_floor / self.base)
+        self._window_scale = float(f[0]) if np.all(f == f[0]) else f
 
     def carried(self, body: BodyInertia | None) -> None:
         """The monitor's payload model changed to ``body``: remember the mass a release may remove."""
@@ -277,8 +284,7 @@ class PayloadWatch:
         if self.sampling:
             return self.cfg.sampling_factor
         if self.announced is not None:
-            f = np.maximum(self.cfg.window_factor, self.cfg.window_floor / self.base)
-            return float(f[0]) if np.all(f == f[0]) else f
+            return self._window_scale
         return self.cfg.sampling_factor if self.learning else 1.0
 
     def observer_model(self, fit: ProvisionalFit, point_mass: bool = True) -> tuple[BodyInertia, bool]:

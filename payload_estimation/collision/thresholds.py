@@ -69,11 +69,22 @@ class ThresholdCalibration:
 
     def params_file(self, source: str = "", node: str = "collision_monitor") -> str:
         """A ROS 2 parameter file giving ``node`` (any namespace) these thresholds (``--params-file``)."""
-        doc = {f"/**/{node}": {"ros__parameters": {"thresholds": [round(float(x), 3) for x in self.thresholds]}}}
+        doc = {f"/**/{node}": {"ros__parameters": {"thresholds": self.to_dict()["thresholds"]}}}
         head = (f"# collision_monitor thresholds (N m per joint) calibrated {datetime.date.today()} on "
                 f"{source or 'a contact-free recording'}:\n# max({self.minimum:g} N m, {self.safety:g} x the largest "
                 f"|residual| over {self.duration:.1f} s). Re-calibrate after a change of model, tool or task.\n")
         return head + yaml.safe_dump(doc, default_flow_style=None, sort_keys=False)
+
+
+def _contact_free_run(r, dq, safety: float) -> tuple[np.ndarray, np.ndarray]:
+    """(r, |dq|) of a contact-free run as float arrays, checked: both (N, n) with N >= 1, ``safety`` >= 1."""
+    r = np.asarray(r, float)
+    v = np.abs(np.asarray(dq, float))
+    if r.ndim != 2 or r.shape != v.shape or r.shape[0] == 0:
+        raise DetectorInputError(f"r and dq must be (N, n) arrays of the same shape, got {r.shape} and {v.shape}")
+    if not (np.isfinite(safety) and safety >= 1):
+        raise DetectorInputError(f"safety must be >= 1, got {safety}")
+    return r, v
 
 
 def calibrate_thresholds(t, r, dq, safety: float = THRESHOLD_SAFETY, minimum: float = THRESHOLD_MINIMUM,
@@ -82,22 +93,18 @@ def calibrate_thresholds(t, r, dq, safety: float = THRESHOLD_SAFETY, minimum: fl
     velocities ``dq`` (N, n) rad/s (module docstring). The recording must move (some joint faster than
     ``rest_speed``): the thresholds cover what the model misses during the motion, which a rest does not show."""
     t = np.asarray(t, float)
-    r = np.asarray(r, float)
-    v = np.asarray(dq, float)
-    if r.ndim != 2 or r.shape != v.shape or t.shape != (r.shape[0],) or r.shape[0] < 2:
-        raise DetectorInputError(f"t (N,), r and dq (N, n) with N >= 2 are needed, got {t.shape}, {r.shape} and "
-                                 f"{v.shape}")
+    r, v = _contact_free_run(r, dq, safety)
+    if t.shape != (r.shape[0],) or r.shape[0] < 2:
+        raise DetectorInputError(f"t (N,) with N >= 2 samples is needed, got {t.shape} for r {r.shape}")
     for name, a in (("t", t), ("r", r), ("dq", v)):
         bad = np.argwhere(~np.isfinite(a))
         if bad.size:
             raise DetectorInputError(f"{name} is not finite at sample {bad[0][0]}"
                                      + (f", joint {bad[0][1] + 1}" if a.ndim == 2 else "") + ": a calibration "
                                      "needs every sample")
-    if not (np.isfinite(safety) and safety >= 1):
-        raise DetectorInputError(f"safety must be >= 1, got {safety}")
     if not (np.isfinite(minimum) and minimum > 0):
         raise DetectorInputError(f"minimum must be > 0 N m, got {minimum}")
-    moved = np.abs(v).max(axis=0) > rest_speed
+    moved = v.max(axis=0) > rest_speed
     if not moved.any():
         raise DetectorInputError(f"the recording does not move (no joint faster than {rest_speed:g} rad/s): record "
                                  "the task's own moves without contact, the thresholds must cover the model's error "
@@ -115,12 +122,8 @@ def calibrate_envelope(r: np.ndarray, dq: np.ndarray, safety: float = 1.5, rest_
     margin_j = safety x max |r_j| while |dq_j| < ``rest_speed`` (or over the whole run if the joint never
     rests); speed_j = the smallest slope that covers every faster sample above that margin.
     """
-    r = np.abs(np.asarray(r, float))
-    v = np.abs(np.asarray(dq, float))
-    if r.ndim != 2 or r.shape != v.shape or r.shape[0] == 0:
-        raise DetectorInputError(f"r and dq must be (N, n) arrays of the same shape, got {r.shape} and {v.shape}")
-    if not (np.isfinite(safety) and safety >= 1):
-        raise DetectorInputError(f"safety must be >= 1, got {safety}")
+    r, v = _contact_free_run(r, dq, safety)
+    r = np.abs(r)
     n = r.shape[1]
     margin = np.zeros(n)
     speed = np.zeros(n)

@@ -233,6 +233,13 @@ class OnlineStatus:
         return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", y, self.gravity_covariance, y), 0.0))
 
 
+def _root(cov: np.ndarray) -> np.ndarray:
+    """L (m, k) with L Lᵀ = ``cov`` over its non-zero directions (k of them): δ = L z, z ~ N(0, I)."""
+    w, vec = np.linalg.eigh(cov)
+    keep = w > 1e-12 * max(float(w.max(initial=0.0)), 1e-300)
+    return vec[:, keep] * np.sqrt(w[keep])
+
+
 def _hold(a: float, x: float) -> tuple[float, float]:
     """(b0, b1) of the first-order low-pass exp(-x) = a per step, x = 2π f_c dt, exact for an input linear
     between samples: y_k = a y_(k-1) + b0 u_k + b1 u_(k-1). The same delay at any step, so the torque filtered
@@ -637,6 +644,7 @@ class OnlinePayloadEstimator:
             s2 = max(floor, rss / max(n_rows - 10, 1))
         if self._error_cov is None:  # constant while a payload is carried
             self._error_cov = self._rows.covariance(self._offset_std())
+            self._error_root = _root(self._error_cov[:-self.dyn.n, :-self.dyn.n])
         if self.cfg.fit_model_error:
             p, cov = self._with_model_error(s2 * corr, mean, var)  # the last solve's prior
         else:
@@ -663,10 +671,6 @@ class OnlinePayloadEstimator:
         points at 1.0 s on docs/bench/online_ceiling.md's moves. With no information on δ in the rows this is the
         propagated S Σ Sᵀ."""
         n = self.dyn.n
-        if self._error_root is None:  # constant while a payload is carried
-            w, vec = np.linalg.eigh(self._error_cov[:-n, :-n])
-            keep = w > 1e-12 * max(float(w.max(initial=0.0)), 1e-300)
-            self._error_root = vec[:, keep] * np.sqrt(w[keep])
         lw = self._error_root
         k = lw.shape[1]
         h = np.zeros((10 + k, 10 + k))
