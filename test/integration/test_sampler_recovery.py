@@ -171,16 +171,23 @@ def test_after_a_cancel_and_a_grasp_sample_is_not_stranded(system):
     outcomes: list[str] = []
     while True:
         res = call_trigger(probe, "payload_sampler/sample", 90.0)
-        outcomes.append(res.message)
-        assert not res.message.startswith("refused"), outcomes  # it was: "... cannot return ... until it clears"
+        outcomes.append(res.message if res.success else f"{res.message} [monitor: {_monitor_brief(probe)}]")
+        assert not res.message.startswith("refused"), "\n".join(outcomes)  # it was: "... cannot return ... until it clears"
         if res.success:
             break
         # a try may fail for what the machine's load does to sim_node and the monitor (a stream stall, the
         # monitor slow to clear the grasp under the sampler's active flag), never by a refusal; the next
         # try starts at the same pick configuration again
-        assert len(outcomes) < 3, outcomes
+        assert len(outcomes) < 3, "\n".join(outcomes + [f"monitor: {probe.monitor}"])
         time.sleep(1.5)
     assert probe.values()["pick_anchor_deg"] == ""
+
+
+def _monitor_brief(probe) -> str:
+    """The collision monitor's status values that say why it reported a collision."""
+    keys = ("link", "peak", "threshold_scale", "payload_source", "payload_mass", "payload_sigma", "observer_gaps",
+            "samples_skipped", "events")
+    return ", ".join(f"{k}={probe.monitor[k]}" for k in keys if k in probe.monitor)
 
 
 def _call_async(probe, service: str):
