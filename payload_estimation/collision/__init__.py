@@ -13,8 +13,8 @@ from ..lazy_api import lazy_api
 _API = {
     "contact": ("ContactConfig", "ContactEstimate", "ContactInputError", "ContactLocator", "ContactTracker"),
     "detector": ("CollisionDetector", "CollisionEvent", "DetectorInputError", "isolate_link"),
-    "thresholds": ("THRESHOLD_MINIMUM", "THRESHOLD_SAFETY", "ThresholdCalibration", "calibrate_envelope",
-                   "calibrate_thresholds"),
+    "thresholds": ("CONTACT_CHECK", "THRESHOLD_MINIMUM", "THRESHOLD_SAFETY", "ThresholdCalibration",
+                   "ThresholdRecorder", "calibrate_envelope", "calibrate_thresholds"),
     "geometry": ("Capsule", "LinkGeometry", "capsule_geometry", "push_point"),
     "monitor": ("CollisionMonitor", "MonitorConfig", "MonitorStep", "replay"),
     "observer": ("JointFriction", "MomentumObserver", "ObserverInputError", "identified_friction", "make_friction"),
@@ -22,7 +22,7 @@ _API = {
     "provisional": ("ProvisionalFit", "ProvisionalPayload"),
     "payload_change": ("GRASP", "RELEASE", "PayloadWatch", "WatchConfig"),
     "scoring": ("score_detections", "time_above"),
-    "supervisor": ("EstimateRefused", "MonitorSupervisor", "SupervisorConfig", "SupervisorStep"),
+    "supervisor": ("CalibrationRefused", "EstimateRefused", "MonitorSupervisor", "SupervisorConfig", "SupervisorStep"),
     "payload_loss": ("LossConfig", "LossVerdict", "PayloadLossClassifier", "PayloadLossError"),
 }
 __all__, __getattr__, __dir__ = lazy_api(__name__, globals(), _API)

@@ -43,6 +43,11 @@ between them, so the ROS node (``ros/monitor_node.py``) only translates messages
   the status line and values.
 - **Parameter changes at safe points** (:meth:`~MonitorSupervisor.configure`): monitor settings apply when
   no collision is reported, the reaction's when the arm is moving (not stopped or resuming).
+- **Thresholds calibrated live** (:meth:`~MonitorSupervisor.start_calibration` ...
+  :meth:`~MonitorSupervisor.finish_calibration`): the residual of the arm's own moves is recorded
+  (:class:`.thresholds.ThresholdRecorder`), leaving out what the monitor already widens for (the payload sampler
+  active, an announced grasp/release window); the result is the caller's to apply (the node sets its
+  ``thresholds`` parameter, which applies once no collision is reported).
 
 Units: SI (s, kg, m, N m); joint order: the model's. Stamps ``t`` are the joint-state stream's; ``now`` is
 the caller's clock (the node's ROS time), in which commanded trajectories run.
@@ -69,6 +74,7 @@ from .payload_change import GRASP, KINDS, RELEASE, PayloadWatch, WatchConfig
 from .payload_loss import LossVerdict, PayloadLossClassifier
 from .provisional import ProvisionalFit
 from .reaction import Action, ReactionState, ReactionStateMachine
+from .thresholds import REST_SPEED, ThresholdCalibration, ThresholdRecorder
 
 SIGMA_PERIOD = 0.01
 """s between updates of the thresholds widened by an estimate's σ (a gravity regressor each)."""
@@ -82,6 +88,10 @@ EVENT_WORDS = {"grasped": GRASP, "released": RELEASE}
 
 class EstimateRefused(PayloadEstimationError):
     """A payload estimate the monitor does not put into its model; the message says why."""
+
+
+class CalibrationRefused(PayloadEstimationError):
+    """A threshold calibration request that cannot be done now; the message says why and what to do."""
 
 
 class PayloadModel(Protocol):
@@ -283,6 +293,7 @@ class MonitorSupervisor:
         self.collision = False  # the reported collision flag (~/collision)
         self._deferred: CollisionEvent | None = None  # a detection waiting for the loss check's verdict
         self._held: ContactEstimate | None = None  # its contact estimate, published only for a collision
+        self.recorder: ThresholdRecorder | None = None  # a threshold calibration in progress
 
     # ------------------------------------------------------------------ configuration
     def _new_monitor(self, cfg: MonitorConfig) -> CollisionMonitor:
@@ -332,6 +343,7 @@ class MonitorSupervisor:
         self.payload, self.reaction = old.payload, old.reaction
         self._active, self._remainder = old._active, old._remainder
         self.collision, self._deferred, self._held = old.collision, old._deferred, old._held
+        self.recorder = old.recorder  # same arm, same joints: the calibration in progress goes on
         self._apply_payload()
         self.watch.carried(self.mon.observer.payload)
 
@@ -359,6 +371,8 @@ class MonitorSupervisor:
         if verdict is not None and verdict.lost:
             notes += self._on_lost(verdict)
         self._widen(t, q)
+        if self.recorder is not None:
+            self.recorder.add(t, step.residual, dq, self._not_calibrated())
         action = self.reaction.update(t, self._stopping(ev))
         reports = self._reports(step.event, verdict)
         return SupervisorStep(step, action, w.fit, tuple(notes), verdict, reports, self._contacts(step.contact))
@@ -436,6 +450,48 @@ class MonitorSupervisor:
         self.watch.restart()
         cleared, self.collision = self.collision, False
         return cleared
+
+    # ------------------------------------------------------------------ threshold calibration
+    def start_calibration(self) -> str:
+        """Start recording the residual for new thresholds (a recording in progress starts over); the log line."""
+        old, self.recorder = self.recorder, ThresholdRecorder(self.dyn.n)
+        again = "" if old is None else f" (the recording in progress, {old.summary()}, was discarded)"
+        return ("threshold calibration started: move the arm through the task's motions without contact, then call "
+                f"~/finish_threshold_calibration{again}")
+
+    def cancel_calibration(self) -> str:
+        """Drop the recording in progress; the log line (raises :class:`CalibrationRefused` when there is none)."""
+        if self.recorder is None:
+            raise CalibrationRefused("no threshold calibration in progress (~/start_threshold_calibration starts one)")
+        old, self.recorder = self.recorder, None
+        return f"threshold calibration cancelled ({old.summary()}); the thresholds are unchanged"
+
+    def finish_calibration(self, safety: float, minimum: float) -> ThresholdCalibration:
+        """The thresholds of the recording in progress (:meth:`.thresholds.ThresholdRecorder.result`), which ends
+        it; raises :class:`CalibrationRefused` saying what to do: without a recording, when it is not contact-free
+        (it ends: its residual cannot be used) or when it holds too little (it goes on)."""
+        rec = self.recorder
+        if rec is None:
+            raise CalibrationRefused("no threshold calibration in progress: call ~/start_threshold_calibration, move "
+                                     "the arm through the task's motions without contact, then finish")
+        try:
+            cal = rec.result(safety, minimum, REST_SPEED)
+        except PayloadEstimationError as e:
+            if rec.over is not None:
+                self.recorder = None
+                raise CalibrationRefused(f"{e}; the thresholds are unchanged and the recording is discarded: start "
+                                         "a new one") from e
+            raise CalibrationRefused(f"{e}; the recording goes on ({rec.summary()})") from e
+        self.recorder = None
+        return cal
+
+    def _not_calibrated(self) -> str:
+        """Why this sample's residual stays out of a threshold calibration ('' it goes in)."""
+        if self.watch.sampling:
+            return "payload sampler active"
+        if self.watch.announced is not None:
+            return "grasp/release window"
+        return ""
 
     def loss_report(self, v: LossVerdict) -> dict[str, object]:
         """The record of a payload loss (``~/payload_lost``): the verdict, its times (s), the lost fraction and mass
@@ -707,6 +763,7 @@ def status_values(sup: MonitorSupervisor | None, policy: str) -> dict:
                      "force_ambiguous": c.force_ambiguous,
                      "force_range_N": f"{lo:.1f}..{hi:.1f}" if np.isfinite(hi) else f"{lo:.1f}..unbounded",
                      "fit_residual": c.fit_residual})
+    vals["threshold_calibration"] = "" if sup.recorder is None else f"recording: {sup.recorder.summary()}"
     j = int(np.argmax(det.peak_ratio))
     vals.update({"residual_peak_ratio": round(float(det.peak_ratio[j]), 3), "residual_peak_joint": j + 1})
     return {**vals, "observer_gaps": obs.gaps, "samples_skipped": obs.skipped}
@@ -743,6 +800,7 @@ def _base(cfg: MonitorConfig, n: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(cfg.thresholds, float), (n,)).copy()
 
 
-__all__ = ["EstimateRefused", "GRASP", "KINDS", "LimitCheck", "MonitorSupervisor", "Note", "PayloadModel", "RELEASE",
+__all__ = ["CalibrationRefused", "EstimateRefused", "GRASP", "KINDS", "LimitCheck", "MonitorSupervisor", "Note",
+           "PayloadModel", "RELEASE",
            "MonitorInputs", "Report", "Planner", "Command", "MAX_LEAD", "SupervisorConfig", "SupervisorStep",
            "EVENT_WORDS", "OK", "WARN", "ERROR", "monitor_status", "status_values"]

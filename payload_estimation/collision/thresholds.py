@@ -12,6 +12,9 @@ the arm actually shows:
   no recording of the moves shows (the online estimate's error beyond the σ the thresholds widen by, a drifting
   offset). The grasp itself is not covered here: inside an announced window the monitor keeps at least 6 N m
   (:class:`.payload_change.WatchConfig` ``window_floor``);
+- :class:`ThresholdRecorder` — the same rule on the live residual (``collision_monitor``'s
+  ``~/start_threshold_calibration`` ... ``~/finish_threshold_calibration``): running maxima, O(n) memory for any
+  duration; a residual above :data:`CONTACT_CHECK` refuses the recording as not contact-free;
 - :func:`calibrate_envelope` — a speed-dependent envelope margin_j + speed_j |dq_j| that raises the
   thresholds only during fast motion, for an arm whose model error grows with speed.
 
@@ -31,6 +34,8 @@ from .detector import DetectorInputError
 THRESHOLD_SAFETY = 2.0
 THRESHOLD_MINIMUM = 2.5  # N m
 REST_SPEED = 0.05  # rad/s
+CONTACT_CHECK = 6.0  # N m: paper 000's threshold; a live recording whose |r| exceeds it is not contact-free
+RECORD_GAP = 0.1  # s: a longer step between live samples (a stream gap, a restart) adds no recorded time
 
 
 @dataclass(frozen=True)
@@ -82,9 +87,13 @@ def _contact_free_run(r, dq, safety: float) -> tuple[np.ndarray, np.ndarray]:
     v = np.abs(np.asarray(dq, float))
     if r.ndim != 2 or r.shape != v.shape or r.shape[0] == 0:
         raise DetectorInputError(f"r and dq must be (N, n) arrays of the same shape, got {r.shape} and {v.shape}")
+    _check_safety(safety)
+    return r, v
+
+
+def _check_safety(safety: float) -> None:
     if not (np.isfinite(safety) and safety >= 1):
         raise DetectorInputError(f"safety must be >= 1, got {safety}")
-    return r, v
 
 
 def calibrate_thresholds(t, r, dq, safety: float = THRESHOLD_SAFETY, minimum: float = THRESHOLD_MINIMUM,
@@ -102,16 +111,85 @@ def calibrate_thresholds(t, r, dq, safety: float = THRESHOLD_SAFETY, minimum: fl
             raise DetectorInputError(f"{name} is not finite at sample {bad[0][0]}"
                                      + (f", joint {bad[0][1] + 1}" if a.ndim == 2 else "") + ": a calibration "
                                      "needs every sample")
+    return _calibration(np.abs(r).max(axis=0), v.max(axis=0), int(t.size), float(t[-1] - t[0]), safety, minimum,
+                        rest_speed)
+
+
+def _calibration(peak: np.ndarray, fastest: np.ndarray, samples: int, duration: float, safety: float,
+                 minimum: float, rest_speed: float) -> ThresholdCalibration:
+    """The rule of the module docstring from the largest |r_j| (N m) and |dq_j| (rad/s) of a checked run."""
     if not (np.isfinite(minimum) and minimum > 0):
         raise DetectorInputError(f"minimum must be > 0 N m, got {minimum}")
-    moved = v.max(axis=0) > rest_speed
+    moved = fastest > rest_speed
     if not moved.any():
         raise DetectorInputError(f"the recording does not move (no joint faster than {rest_speed:g} rad/s): record "
                                  "the task's own moves without contact, the thresholds must cover the model's error "
                                  "during motion")
-    peak = np.abs(r).max(axis=0)
-    return ThresholdCalibration(np.maximum(minimum, safety * peak), peak, float(safety), float(minimum),
-                                int(t.size), float(t[-1] - t[0]), tuple(int(j) for j in np.flatnonzero(~moved)))
+    return ThresholdCalibration(np.maximum(minimum, safety * peak), peak.copy(), float(safety), float(minimum),
+                                samples, duration, tuple(int(j) for j in np.flatnonzero(~moved)))
+
+
+class ThresholdRecorder:
+    """The live residual of the arm's own moves, kept for :func:`calibrate_thresholds`' rule: per joint the largest
+    |r| (N m) and |dq| (rad/s), the samples and the time recorded (s, steps over :data:`RECORD_GAP` not counted),
+    the time left out by reason (:meth:`add`'s ``exclude``) and the first sample above ``check`` N m on any joint
+    (then the recording is not contact-free: :meth:`result` refuses it)."""
+
+    def __init__(self, n: int, check: float = CONTACT_CHECK):
+        self.check = float(check)
+        self.peak = np.zeros(n)
+        self.fastest = np.zeros(n)
+        self.samples = 0
+        self.duration = 0.0
+        self.excluded: dict[str, float] = {}
+        self.over: tuple[float, int, float] | None = None  # (t s, joint 0-based, |r| N m) of the first sample above
+        self._t: float | None = None
+
+    def add(self, t: float, r: np.ndarray, dq: np.ndarray, exclude: str = "") -> None:
+        """One live sample (s, N m, rad/s); ``exclude``: why it is left out ('' recorded), e.g. a payload being
+        learnt, whose residual the monitor covers with its own widening."""
+        dt = 0.0 if self._t is None or not 0.0 < t - self._t < RECORD_GAP else t - self._t
+        self._t = t
+        a, v = np.abs(np.asarray(r, float)), np.abs(np.asarray(dq, float))
+        if not exclude and not (np.all(np.isfinite(a)) and np.all(np.isfinite(v))):
+            exclude = "residual or velocity not finite"
+        if exclude:
+            self.excluded[exclude] = self.excluded.get(exclude, 0.0) + dt
+            return
+        self.samples += 1
+        self.duration += dt
+        np.maximum(self.peak, a, out=self.peak)
+        np.maximum(self.fastest, v, out=self.fastest)
+        if self.over is None and a.max() > self.check:
+            j = int(np.argmax(a))
+            self.over = (float(t), j, float(a[j]))
+
+    def summary(self) -> str:
+        """What is recorded so far, in a line."""
+        out = f"{self.duration:.1f} s recorded ({self.samples} samples), largest |r| {self.peak.max():.2f} N m"
+        if self.excluded:
+            out += "; left out: " + ", ".join(f"{s:.1f} s {why}" for why, s in self.excluded.items())
+        if self.over is not None:
+            t, j, a = self.over
+            out += f"; NOT contact-free (|r| {a:.2f} N m on joint {j + 1} at {t:.3f} s)"
+        return out
+
+    def result(self, safety: float = THRESHOLD_SAFETY, minimum: float = THRESHOLD_MINIMUM,
+               rest_speed: float = REST_SPEED) -> ThresholdCalibration:
+        """The thresholds of this recording; raises :class:`DetectorInputError` (what to do) when it is not
+        contact-free, holds fewer than 2 samples or does not move."""
+        _check_safety(safety)
+        if self.over is not None:
+            t, j, a = self.over
+            raise DetectorInputError(
+                f"the recording is not contact-free: the residual reached {a:.2f} N m on joint {j + 1} at t={t:.3f} s, "
+                f"above the {self.check:g} N m no contact-free motion may reach (a contact, or a model that misses "
+                "that much: identify the arm first)")
+        if self.samples < 2:
+            left = f" ({', '.join(self.excluded)})" if self.excluded else ""
+            raise DetectorInputError(f"nothing recorded yet: {self.samples} sample(s){left}; move the arm through "
+                                     "the task's motions while recording")
+        return _calibration(self.peak, self.fastest, self.samples, self.duration, safety, minimum, rest_speed)
 
 
 def calibrate_envelope(r: np.ndarray, dq: np.ndarray, safety: float = 1.5, rest_speed: float = REST_SPEED
@@ -137,5 +215,5 @@ def calibrate_envelope(r: np.ndarray, dq: np.ndarray, safety: float = 1.5, rest_
     return margin, speed
 
 
-__all__ = ["THRESHOLD_MINIMUM", "THRESHOLD_SAFETY", "ThresholdCalibration", "calibrate_envelope",
-           "calibrate_thresholds"]
+__all__ = ["CONTACT_CHECK", "THRESHOLD_MINIMUM", "THRESHOLD_SAFETY", "ThresholdCalibration", "ThresholdRecorder",
+           "calibrate_envelope", "calibrate_thresholds"]

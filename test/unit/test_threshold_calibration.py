@@ -192,3 +192,84 @@ def test_an_announced_window_keeps_the_paper_floor_over_calibrated_thresholds(lw
     default = PayloadWatch(lwr4, 6.0)
     default.announce(GRASP)
     assert default.scale() == 1.0  # at the paper's 6 N m nothing changes
+
+
+class _Watched:
+    """A :class:`MonitorSupervisor` seen as ``_moves`` sees a monitor: its per-sample monitor step."""
+
+    def __init__(self, sup):
+        self.sup = sup
+
+    def update(self, t, q, dq, tau):
+        return self.sup.update(t, q, dq, tau).monitor
+
+
+@pytest.mark.slow
+def test_the_monitor_calibrates_live_as_the_command_does_on_the_recording(lwr4):
+    """collision_monitor's ~/start ... ~/finish_threshold_calibration (the supervisor's rule): the live recorder
+    gives the thresholds calibrate_thresholds gives on the same residual; a contact refuses the recording and
+    ends it, a recording that has not moved yet goes on; the payload sampler's time is left out."""
+    from payload_estimation.collision import CalibrationRefused, MonitorSupervisor
+
+    sup = MonitorSupervisor(lwr4, MonitorConfig(contact=None))
+    watched, arm = _Watched(sup), _arm(lwr4)
+    with pytest.raises(CalibrationRefused, match="no threshold calibration in progress"):
+        sup.finish_calibration(2.0, 2.5)
+    assert "move the arm through the task's motions" in sup.start_calibration()
+    for _ in range(200):  # at rest first: nothing moved yet, so finishing is refused and the recording goes on
+        arm.step(1)
+        s = arm.state()
+        sup.update(s.t, s.q, s.dq, s.tau)
+    with pytest.raises(CalibrationRefused, match="does not move .*; the recording goes on"):
+        sup.finish_calibration(2.0, 2.5)
+    run = _moves(arm, watched, np.random.default_rng(10), 2)
+    assert run.events == [] and sup.recorder is not None
+    cal = sup.finish_calibration(2.0, 2.5)
+    ref = calibrate_thresholds(run.t, run.r, run.dq)
+    np.testing.assert_allclose(cal.thresholds, ref.thresholds)  # the rest before the moves stays below them
+    assert cal.samples == len(run.t) + 200 and sup.recorder is None
+    assert cal.duration == pytest.approx(run.t[-1] - run.t[0] + 0.2, abs=2e-3)
+
+    sup.start_calibration()
+    sup.set_sampling(True)  # the sampler's motion: widened for already, not the task's
+    _moves(arm, watched, np.random.default_rng(11), 1)
+    sup.set_sampling(False)
+    rec = sup.recorder
+    assert rec.samples == 0 and rec.excluded["payload sampler active"] > 1.5
+    with pytest.raises(CalibrationRefused, match=r"nothing recorded yet: 0 sample\(s\) \(payload sampler active\)"):
+        sup.finish_calibration(2.0, 2.5)
+    assert "was discarded" in sup.start_calibration()
+    pushed = _moves(arm, watched, np.random.default_rng(12), 1, (0.5, "link_5", [0.0, 60.0, 0.0]))
+    assert pushed.events, "the 60 N push was not detected"
+    assert "NOT contact-free" in sup.recorder.summary()
+    with pytest.raises(CalibrationRefused, match=r"not contact-free: the residual reached .* the recording is "
+                                                 "discarded"):
+        sup.finish_calibration(2.0, 2.5)
+    assert sup.recorder is None
+    with pytest.raises(CalibrationRefused, match="no threshold calibration in progress"):
+        sup.cancel_calibration()
+
+
+def test_the_live_recorder_counts_what_it_leaves_out_and_never_holds_a_nan():
+    from payload_estimation.collision import ThresholdRecorder
+
+    rec = ThresholdRecorder(2)
+    r, dq = np.array([0.5, -1.0]), np.array([0.3, 0.0])
+    rec.add(0.000, r, dq)
+    rec.add(0.001, np.array([np.nan, 0.0]), dq)  # left out, counted
+    rec.add(0.002, 2 * r, dq)
+    rec.add(5.000, r, dq)  # after a 5 s stream gap: a sample, no time
+    rec.add(5.001, r, dq, exclude="grasp/release window")
+    assert rec.samples == 3 and rec.duration == pytest.approx(0.001)
+    assert rec.excluded == {"residual or velocity not finite": pytest.approx(0.001),
+                            "grasp/release window": pytest.approx(0.001)}
+    np.testing.assert_allclose(rec.peak, [1.0, 2.0])
+    cal = rec.result(2.0, 2.5)
+    np.testing.assert_allclose(cal.thresholds, [2.5, 4.0])
+    assert cal.still == (1,)
+    assert "left out: 0.0 s residual or velocity not finite, 0.0 s grasp/release window" in rec.summary()
+    rec.add(5.002, np.array([0.0, -6.5]), dq)
+    with pytest.raises(DetectorInputError, match="reached 6.50 N m on joint 2 at t=5.002 s, above the 6 N m"):
+        rec.result()
+    with pytest.raises(DetectorInputError, match="safety must be >= 1"):
+        ThresholdRecorder(2).result(safety=0.9)
