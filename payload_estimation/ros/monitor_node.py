@@ -3,8 +3,10 @@
 It subscribes ``joint_states`` (on a thread of its own), ``payload/estimate``, ``joint_trajectory`` (what to resume
 after a stop), ``payload_sampler/active`` and ``payload_estimator/payload_event`` / ``online_estimate``; it publishes
 ``~/residual``, ``~/collision``, the contact estimate (``~/contact``, ``~/contact_wrench``, ``~/contact_marker``),
-``~/payload_lost``, the stop and the resumed remainder on ``joint_trajectory``, ``~/status`` and ``/diagnostics``
-(docs/ros_interface.md has every topic with its type, QoS and meaning).
+``~/payload_lost``, the stop and the resumed remainder on ``joint_trajectory``, ``~/status`` and ``/diagnostics``;
+its services ``~/start_threshold_calibration``, ``~/finish_threshold_calibration`` and
+``~/cancel_threshold_calibration`` (std_srvs/Trigger) set ``thresholds`` from the arm's own moves
+(docs/ros_interface.md has every topic and service with its type, QoS and meaning).
 
 The rules are the core's (:class:`collision.supervisor.MonitorSupervisor`, configured by
 :func:`ros.monitor_params.monitor_configs`: what is reported when, stop and resume, refusals, the status); this
@@ -19,18 +21,21 @@ import json
 import sys
 import threading
 from array import array
+from pathlib import Path
 
 import numpy as np
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, String
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker
 
 from ..collision.contact import ContactEstimate
 from ..collision.reaction import Action
-from ..collision.supervisor import Command, MonitorInputs, MonitorSupervisor, monitor_status
+from ..collision.supervisor import CalibrationRefused, Command, MonitorInputs, MonitorSupervisor, monitor_status
 from ..errors import PayloadEstimationError
 from ..stream import StampVerdict
 from .contact_messages import contact_line, contact_messages
@@ -53,6 +58,7 @@ from .node_support import (
     JointStateInput,
     RobotModelSource,
     StatusReporter,
+    answer,
     joint_names_for,
     log_notes,
     steady_timer,
@@ -107,6 +113,10 @@ class CollisionMonitorNode(Node):
         self.create_subscription(Bool, "payload_sampler/active", self._on_sampling, LATCHED_QOS)
         self.create_subscription(String, "payload_estimator/payload_event", self._on_payload_event, EVENT_QOS)
         self.create_subscription(String, "payload_estimator/online_estimate", self._on_online, LATCHED_QOS)
+        for name, callback in {"start_threshold_calibration": self._srv_calibration_start,
+                               "finish_threshold_calibration": self._srv_calibration_finish,
+                               "cancel_threshold_calibration": self._srv_calibration_cancel}.items():
+            self.create_service(Trigger, f"~/{name}", callback)
         self.pub_collision.publish(Bool(data=False))
         self.model = RobotModelSource(self, self.values, self._on_model)
         steady_timer(self, WATCHDOG_PERIOD, self._watchdog)
@@ -258,6 +268,56 @@ class CollisionMonitorNode(Node):
             self.get_logger().warning(refused, throttle_duration_sec=THROTTLE_S)
             self.status.publish()
         self._log(notes)
+
+    # ------------------------------------------------------------------ threshold calibration
+    def _calibration(self, response, call):
+        """Answer a calibration service with ``call(sup)``'s (changed, message), logged, the status published."""
+        def guarded():
+            if self.sup is None:
+                raise CalibrationRefused(f"no robot model yet ({self.model.error or 'waiting for robot_description'})")
+            return call(self.sup)
+
+        with self._state_lock:
+            changed = answer(response, guarded)
+        if changed:
+            self.get_logger().info(response.message)
+            self.status.publish()
+        else:
+            self.get_logger().warning(f"threshold calibration: {response.message}", throttle_duration_sec=THROTTLE_S)
+        return response
+
+    def _srv_calibration_start(self, request, response):
+        return self._calibration(response, lambda sup: (True, sup.start_calibration()))
+
+    def _srv_calibration_cancel(self, request, response):
+        return self._calibration(response, lambda sup: (True, sup.cancel_calibration()))
+
+    def _srv_calibration_finish(self, request, response):
+        return self._calibration(response, self._finish_calibration)
+
+    def _finish_calibration(self, sup: MonitorSupervisor) -> tuple[bool, str]:
+        """The recording's thresholds set as the ``thresholds`` parameter (they apply as any change of it: once no
+        collision is reported) and, with ``threshold_calibration_file``, written as a parameter file."""
+        cal = sup.finish_calibration(float(self.values["threshold_calibration_safety"]),
+                                     float(self.values["threshold_calibration_minimum"]))
+        thresholds = cal.to_dict()["thresholds"]
+        result = self.set_parameters([Parameter("thresholds", value=thresholds)])[0]
+        if not result.successful:
+            raise CalibrationRefused(f"the calibrated thresholds {thresholds} N m were refused: {result.reason}; the "
+                                     "thresholds are unchanged")
+        lines = cal.lines(self.joint_names)
+        waits = "thresholds" in self._changed.waiting(sup)
+        lines.append("applied: thresholds " + str(thresholds) + " N m"
+                     + (" once the collision reported now is released" if waits else ""))
+        path = str(self.values["threshold_calibration_file"])
+        if path:
+            try:
+                Path(path).write_text(cal.params_file(f"the live residual of {self.get_fully_qualified_name()}",
+                                                      node=self.get_name()))
+                lines.append(f"written to {path} (give it to this node with --params-file)")
+            except OSError as e:
+                lines.append(f"NOT written to {path}: {e} (the thresholds are applied; ros2 param dump keeps them)")
+        return True, "\n".join(lines)
 
     # ------------------------------------------------------------------ status
     def _watchdog(self) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 from ..collision.monitor import MonitorConfig
 from ..collision.reaction import POLICIES
 from ..collision.supervisor import SupervisorConfig
+from ..collision.thresholds import THRESHOLD_MINIMUM, THRESHOLD_SAFETY
 from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, STREAM_PARAMS
 from .parameters import Param, ParameterTable
 
@@ -28,7 +29,8 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
     Param("gains", [_MON.gains], "observer gain K_I (1/s), one value or one per joint (docs/collision.md)", low=0.0,
           high=1000.0, low_open=True, min_items=1, applies="next sample (after a collision is released)"),
     Param("thresholds", [_MON.thresholds], "N m (paper: 6 N m), one value or one per joint; from a contact-free "
-          "recording of the arm's moves: payload-estimation residual --calibrate", low=0.0, high=200.0,
+          "recording of the arm's moves: ~/start_threshold_calibration ... ~/finish_threshold_calibration, or "
+          "payload-estimation residual --calibrate", low=0.0, high=200.0,
           low_open=True, min_items=1, applies="next sample (after a collision is released)"),
     Param("threshold_margin", [_MON.margin], "N m, model-error envelope at rest: th_j = max(thresholds_j, margin_j + "
           "speed_j |dq_j| + n_sigma sigma_r,j), one value or one per joint", low=0.0, high=200.0, min_items=1,
@@ -83,6 +85,15 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
     Param("payload_as_point_mass", _SUP.payload_as_point_mass,
           "a gravity-only estimate also enters M and C as a point mass at its CoM "
           "(false: paper 000 eq. 48, gravity only)", applies="next estimate"),
+    Param("threshold_calibration_safety", THRESHOLD_SAFETY, "~/finish_threshold_calibration sets each threshold "
+          "to max(threshold_calibration_minimum, this x the largest |residual| recorded since "
+          "~/start_threshold_calibration)", low=1.0, high=10.0, applies="next finish"),
+    Param("threshold_calibration_minimum", THRESHOLD_MINIMUM, "N m, the lowest threshold a calibration sets (a margin "
+          "for what a recording does not show)", low=0.0, high=50.0, low_open=True, applies="next finish"),
+    Param("threshold_calibration_file", "", "where ~/finish_threshold_calibration also writes the calibrated "
+          "thresholds as a parameter file for this node (--params-file); empty: they are applied, not written",
+          path="file",
+          applies="next finish"),
     Param("payload_lost_stop", _SUP.payload_lost_stop, "while an estimated payload is carried after an announced grasp "
           "(payload_estimator/grasped), a residual step matching its own torque is reported as payload lost (WARN, "
           "~/payload_lost, status), the observer goes back to the unloaded arm and the arm is not stopped; true: a "
@@ -92,6 +103,8 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
 MONITOR_KEYS = {"gains", "thresholds", "release_fraction", "confirm_samples", "threshold_margin", "threshold_speed",
                 "n_sigma", "sensor_torque_noise", "sensor_velocity_noise", "quadrature", "contact_estimation"}
 REACTION_KEYS = {"policy", "resume_delay"}
+CALIBRATION_KEYS = {"threshold_calibration_safety", "threshold_calibration_minimum", "threshold_calibration_file"}
+"""The node's own: read by ~/finish_threshold_calibration (the rule's defaults are collision.thresholds')."""
 
 
 def monitor_configs(values: dict) -> tuple[MonitorConfig, SupervisorConfig]:
@@ -127,4 +140,4 @@ def per_joint_check(n: int | None):
     return check
 
 
-__all__ = ["MONITOR_KEYS", "PARAMS", "REACTION_KEYS", "monitor_configs", "per_joint_check"]
+__all__ = ["CALIBRATION_KEYS", "MONITOR_KEYS", "PARAMS", "REACTION_KEYS", "monitor_configs", "per_joint_check"]

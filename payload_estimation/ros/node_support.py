@@ -466,5 +466,18 @@ LIMIT_PARAMS = ParameterTable([
 (rejects) and the monitor (refuses)."""
 
 
+def answer(response, call) -> bool:
+    """Fill a Trigger ``response`` with ``call()``'s (changed something, message) or its refusal (a
+    :class:`errors.PayloadEstimationError`); True if it changed something."""
+    try:
+        changed, response.message = call()
+    except PayloadEstimationError as e:
+        changed, response.message = False, str(e)
+        response.success = False
+    else:
+        response.success = True
+    return changed
+
+
 __all__ = ["RobotModelSource", "JointStateInput", "StatusReporter", "ROBOT_PARAMS", "STREAM_PARAMS", "SETTLE_PARAMS",
-           "LIMIT_PARAMS", "settle_config", "steady_timer", "joint_names_for", "LEVEL_NAMES", "THROTTLE_S"]
+           "LIMIT_PARAMS", "settle_config", "steady_timer", "joint_names_for", "LEVEL_NAMES", "THROTTLE_S", "answer"]

@@ -70,13 +70,14 @@ from .node_support import (
     JointStateInput,
     RobotModelSource,
     StatusReporter,
+    answer,
     joint_names_for,
     settle_config,
     steady_timer,
 )
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_LATEST_QOS
 from .sampler_params import PARAMS, change_note, sampler_config
-from .sampler_support import answer, drop_pending, log_outcome, motion_msg, take_waiting
+from .sampler_support import drop_pending, log_outcome, motion_msg, take_waiting
 
 
 class PayloadSamplerNode(Node):

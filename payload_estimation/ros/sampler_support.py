@@ -11,7 +11,6 @@ import numpy as np
 from rclpy.exceptions import InvalidHandle
 from trajectory_msgs.msg import JointTrajectory
 
-from ..errors import PayloadEstimationError
 from ..sampling.sampler import ERROR, OK, commanded_points, outcome_level
 from ..sampling.sampling_run import Finished
 from .messages import SAMPLER_MARK, trajectory_msg
@@ -26,19 +25,6 @@ def motion_msg(joint_names, act) -> JointTrajectory:
     msg = trajectory_msg(joint_names, np.array([p[1] for p in pts]), [p[0] for p in pts], velocities=vel)
     msg.header.frame_id = SAMPLER_MARK
     return msg
-
-
-def answer(response, call) -> bool:
-    """Fill a Trigger ``response`` with ``call()``'s (changed something, message) or its refusal (a
-    :class:`errors.PayloadEstimationError`); True if it changed something."""
-    try:
-        changed, response.message = call()
-    except PayloadEstimationError as e:
-        changed, response.message = False, str(e)
-        response.success = False
-    else:
-        response.success = True
-    return changed
 
 
 def log_outcome(logger, fin: Finished) -> None:
@@ -74,4 +60,4 @@ def take_waiting(sub):
     return None if got is None else got[0]
 
 
-__all__ = ["motion_msg", "answer", "log_outcome", "drop_pending", "take_waiting"]
+__all__ = ["motion_msg", "log_outcome", "drop_pending", "take_waiting"]

@@ -3,9 +3,9 @@ real ROS graphs do, with invariants checked from outside after every step (test_
 
 The schedule (:func:`make_schedule`, reproducible from its seed) mixes: ``robot_description``
 re-published (the same text, a changed link mass, malformed XML; the nodes take their model from the
-topic), every Trigger service of the sampler and the estimator called alone or several at once,
-parameter sets (valid and invalid, whole numbers for doubles), grasp and release in the simulator (half of
-them announced with ``payload_estimator/grasped`` / ``released``), and
+topic), every Trigger service of the sampler, the estimator and the monitor (its threshold calibration)
+called alone or several at once, parameter sets (valid and invalid, whole numbers for doubles), grasp and
+release in the simulator (half of them announced with ``payload_estimator/grasped`` / ``released``), and
 joint_states faults (a message stamped 1000 s ahead, a 1 s gap, stamps starting over: sim_node's
 ``~/fault_*`` services). :class:`ChaosRun` checks, while it runs:
 
@@ -100,10 +100,13 @@ SAMPLER_SERVICES = {"sample": 6, "record_reference": 4, "sweep": 1, "cancel": 4,
 ESTIMATOR_SERVICES = {"capture": 2, "capture_unloaded": 2, "estimate": 2, "reset": 2, "clear_captures": 1,
                       "capture_calibration": 1, "calibrate": 1, "start_recording": 1, "store_reference": 1,
                       "estimate_motion": 1, "grasped": 1, "released": 1}
-"""Trigger services with their weight in the schedule (collision_monitor has parameters only)."""
+MONITOR_SERVICES = {"start_threshold_calibration": 2, "finish_threshold_calibration": 1,
+                    "cancel_threshold_calibration": 1}
+"""Trigger services with their weight in the schedule."""
 MOTION_SERVICES = ("payload_sampler/sample", "payload_sampler/record_reference", "payload_sampler/sweep")
 SERVICES = {**{f"payload_sampler/{k}": w for k, w in SAMPLER_SERVICES.items()},
-            **{f"payload_estimator/{k}": w for k, w in ESTIMATOR_SERVICES.items()}}
+            **{f"payload_estimator/{k}": w for k, w in ESTIMATOR_SERVICES.items()},
+            **{f"collision_monitor/{k}": w for k, w in MONITOR_SERVICES.items()}}
 
 PARAMETERS: list[tuple[str, str, object, bool]] = [
     # (node, name, value, valid): whole numbers for doubles are valid (users type them)

@@ -182,7 +182,8 @@ def test_the_node_parameters_map_to_the_core_configs():
     parameter is either mapped or the node's own, and the core's defaults are the table's."""
     from dataclasses import fields
 
-    from payload_estimation.ros.monitor_params import MONITOR_KEYS, PARAMS, monitor_configs
+    from payload_estimation.collision.thresholds import THRESHOLD_MINIMUM, THRESHOLD_SAFETY
+    from payload_estimation.ros.monitor_params import CALIBRATION_KEYS, MONITOR_KEYS, PARAMS, monitor_configs
     from payload_estimation.ros.node_support import ROBOT_PARAMS, STREAM_PARAMS
 
     defaults = {p.name: p.default for p in PARAMS.params}
@@ -193,7 +194,10 @@ def test_the_node_parameters_map_to_the_core_configs():
         defaults["gains"][0], defaults["thresholds"][0], defaults["threshold_margin"][0], defaults["n_sigma"],
         defaults["quadrature"], defaults["confirm_samples"])
     assert mon.contact is not None
-    node_only = set(ROBOT_PARAMS.by_name) | set(STREAM_PARAMS.by_name) | {"dynamic_model", "residual_decimation"}
+    node_only = (set(ROBOT_PARAMS.by_name) | set(STREAM_PARAMS.by_name) | {"dynamic_model", "residual_decimation"}
+                 | CALIBRATION_KEYS)
+    assert (defaults["threshold_calibration_safety"], defaults["threshold_calibration_minimum"]) == (
+        THRESHOLD_SAFETY, THRESHOLD_MINIMUM)  # the command's defaults
     mapped = MONITOR_KEYS | {f.name for f in fields(SupervisorConfig)}
     assert set(PARAMS.by_name) == node_only | mapped and not node_only & mapped
     given = {**defaults, "thresholds": [6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0], "contact_estimation": False,
