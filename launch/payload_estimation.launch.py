@@ -25,6 +25,8 @@ ARGS = {
     "namespace": ("", "namespace of all nodes, e.g. lbr"),
     "use_sim_time": ("false", "follow /clock (Gazebo, sim_node, bag replay)"),
     "params_file": ("", "ROS parameter file (default: the package's config/payload_estimation.yaml)"),
+    "thresholds_file": ("", "collision_monitor's calibrated thresholds, a parameter file layered over params_file "
+                        "(written by ~/finish_threshold_calibration with threshold_calibration_file set)"),
     "joint_states": ("", "remap target of joint_states (empty: unchanged)"),
     "joint_trajectory": ("", "remap target of joint_trajectory, e.g. joint_trajectory_controller/joint_trajectory"),
     "nodes": ("estimator,sampler,monitor", "comma-separated subset of sim,estimator,sampler,monitor"),
@@ -38,7 +40,7 @@ def _nodes(context, *args, **kwargs):
         robot=v["robot"], nodes=[s for s in v["nodes"].split(",") if s], namespace=v["namespace"],
         use_sim_time=v["use_sim_time"].lower() in ("true", "1", "yes"), params_file=v["params_file"] or None,
         joint_states=v["joint_states"], joint_trajectory=v["joint_trajectory"], monitor_prefix=v["monitor_prefix"],
-        extra_params={k: v[k] for k in ("base_link", "tip_link") if v[k]})
+        extra_params={k: v[k] for k in ("base_link", "tip_link") if v[k]}, thresholds=v["thresholds_file"] or None)
     return [Node(package="payload_estimation", output="screen", **e) for e in entries]
 
 

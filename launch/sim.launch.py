@@ -18,6 +18,7 @@ ARGS = {
     "robot": ("lwr4", "robot name or robot file path"),
     "namespace": ("", "namespace of all nodes"),
     "params_file": ("", "ROS parameter file (default: the package's config/payload_estimation.yaml)"),
+    "thresholds_file": ("", "collision_monitor's calibrated thresholds, layered over params_file"),
 }
 
 
@@ -25,7 +26,7 @@ def _nodes(context, *args, **kwargs):
     v = {k: LaunchConfiguration(k).perform(context) for k in ARGS}
     entries = launch_entries(robot=v["robot"], nodes=["sim", "estimator", "sampler", "monitor"],
                              namespace=v["namespace"], use_sim_time=True, params_file=v["params_file"] or None,
-                             model_from_topic=True)
+                             model_from_topic=True, thresholds=v["thresholds_file"] or None)
     return [Node(package="payload_estimation", output="screen", **e) for e in entries]
 
 

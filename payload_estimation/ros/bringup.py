@@ -132,10 +132,34 @@ EXECUTABLES_NODE = EXECUTABLES
 """Short name -> node name (each console script's node has the script's name)."""
 
 
+def thresholds_file(path: str | Path) -> Path:
+    """``path``, checked to be a parameter file giving ``collision_monitor`` its ``thresholds`` (what
+    ``~/finish_threshold_calibration`` and ``payload-estimation residual --calibrate --params-out`` write); raises
+    :class:`BringupError` saying what is wrong before any node starts (rcl would only say it cannot parse it)."""
+    p = Path(path).expanduser()
+    how = ("write one with collision_monitor's threshold_calibration_file and ~/finish_threshold_calibration, or with "
+           "payload-estimation residual --calibrate --params-out")
+    try:
+        doc = yaml.safe_load(p.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise BringupError(f"thresholds file {p}: cannot be read as YAML ({e}); {how}") from None
+    found = [v["ros__parameters"].get("thresholds") for k, v in (doc.items() if isinstance(doc, dict) else ())
+             if str(k).endswith("collision_monitor") and isinstance(v, dict) and isinstance(v.get("ros__parameters"),
+                                                                                           dict)]
+    if not found or found[0] is None:
+        raise BringupError(f"thresholds file {p}: no collision_monitor: ros__parameters: thresholds in it; {how}")
+    t = found[0]
+    if not (isinstance(t, list) and t and all(isinstance(x, int | float) and not isinstance(x, bool) and x > 0
+                                              for x in t)):
+        raise BringupError(f"thresholds file {p}: thresholds must be a list of positive numbers (N m), got {t!r}")
+    return p
+
+
 def launch_entries(robot: str = "", nodes: Sequence[str] = ("estimator", "sampler", "monitor"),
                    namespace: str = "", use_sim_time: bool = False, params_file: str | Path | None = None,
                    joint_states: str = "", joint_trajectory: str = "", extra_params: dict | None = None,
-                   monitor_prefix: str = "", model_from_topic: bool = False) -> list[dict]:
+                   monitor_prefix: str = "", model_from_topic: bool = False,
+                   thresholds: str | Path | None = None) -> list[dict]:
     """What the launch files start, as plain data (testable without the launch package).
 
     One dict per node: ``executable``, ``name``, ``namespace``, ``parameters`` (list: the
@@ -148,8 +172,11 @@ def launch_entries(robot: str = "", nodes: Sequence[str] = ("estimator", "sample
     ``joint_states`` / ``joint_trajectory`` to (empty = unchanged), e.g.
     ``/lbr/joint_trajectory_controller/joint_trajectory``. ``monitor_prefix``: a command to run the
     collision monitor under (the launch ``prefix``), e.g. ``chrt -f 80`` for real-time priority.
+    ``thresholds``: a calibrated thresholds file (:func:`thresholds_file`) layered over the parameter file for the
+    collision monitor, so the package's file stays as it is.
     """
     pfile = str(params_file) if params_file else (str(config_file(robot)) if config_file(robot) else None)
+    tfile = str(thresholds_file(thresholds)) if thresholds else None
     overrides = {"robot": robot, "use_sim_time": bool(use_sim_time), **(extra_params or {})}
     bad = [k for k, v in overrides.items() if isinstance(v, str) and ":=" in v]
     if bad:
@@ -166,7 +193,8 @@ def launch_entries(robot: str = "", nodes: Sequence[str] = ("estimator", "sample
         mine = {k: v for k, v in overrides.items() if not (short == "sim" and k == "use_sim_time")}
         if model_from_topic and short != "sim":
             mine["robot"] = ""
-        params = ([pfile] if pfile and short != "sim" else []) + [mine]
+        params = ([pfile] if pfile and short != "sim" else []) + ([tfile] if tfile and short == "monitor" else [])
+        params.append(mine)
         out.append({"executable": EXECUTABLES[short], "name": EXECUTABLES[short], "namespace": namespace,
                     "parameters": params, "remappings": list(remaps)})
         if short == "monitor" and monitor_prefix.strip():
@@ -365,6 +393,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--nodes", default="sim,estimator,sampler,monitor",
                     help=f"comma-separated subset of {','.join(NODES)}")
     ap.add_argument("--params-file", default=None, help="ROS parameter file (default: config/payload_estimation.yaml)")
+    ap.add_argument("--thresholds-file", default=None,
+                    help="collision_monitor's calibrated thresholds (a parameter file), over --params-file")
     ap.add_argument("--namespace", default=None, help="namespace for every node, e.g. /lbr")
     ap.add_argument("--use-sim-time", action="store_true", help="set use_sim_time:=true on every node")
     ap.add_argument("--processes", action="store_true", help="one child process per node")
@@ -391,6 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not any(p.startswith("robot:=") for p in params):
         params.append(f"robot:={a.robot}")
     try:
+        layers = [str(thresholds_file(a.thresholds_file))] if a.thresholds_file else []
         overrides = override_file(params, short)
         if a.model_from_topic:  # node-specific entries come last: they outrank the global robot:=
             overrides.unlink()
@@ -398,7 +429,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BringupError, yaml.YAMLError) as e:
         print(f"bringup: {e}", file=sys.stderr)
         return 2
-    args = ros_args(pfile, a.namespace, True if a.use_sim_time else None, a.remap) + ["--params-file", str(overrides)]
+    args = ros_args(pfile, a.namespace, True if a.use_sim_time else None, a.remap)
+    for f in [*layers, str(overrides)]:
+        args += ["--params-file", f]
     try:
         if a.processes:
             prefix = a.monitor_prefix.split()

@@ -14,6 +14,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from payload_estimation.collision import calibrate_thresholds
+from payload_estimation.ros.bringup import launch_entries
 from payload_estimation.ros.estimator_node import PayloadEstimatorNode
 from payload_estimation.ros.interface import DOCS, PARAMS_FILE, render_all
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
@@ -204,15 +205,18 @@ def test_a_parameter_file_with_whole_numbers_for_doubles_starts(ros, tmp_path):
 
 def test_a_calibrated_thresholds_file_is_what_the_monitor_runs_with(ros, tmp_path):
     """``payload-estimation residual --calibrate --params-out F`` writes a parameter file; rcl reads it back (any
-    namespace) and the monitor's detector runs with those thresholds per joint."""
+    namespace), layered over the package's file as the launch files do (``thresholds_file``), and the monitor's
+    detector runs with those thresholds per joint."""
     t = np.arange(3000) * 1e-3
     dq = np.sin(np.outer(t, np.arange(1, 8)))
     r = np.outer(np.ones_like(t), [0.4, 2.1, 0.9, 1.7, 0.3, 0.2, 0.1]) * np.sin(7 * t)[:, None]
     cal = calibrate_thresholds(t, r, dq)
     path = tmp_path / "thresholds.yaml"
     path.write_text(cal.params_file("run.csv"))
-    node = CollisionMonitorNode(cli_args=["--ros-args", "-r", "__ns:=/cell/arm_left", "--params-file", str(path),
-                                          "-p", "robot:=lwr4"])
+    entry = launch_entries("lwr4", ["monitor"], thresholds=path)[0]  # the package's file, then the thresholds
+    files = [x for f in entry["parameters"][:-1] for x in ("--params-file", f)]
+    assert files[1].endswith(PARAMS_FILE) and files[3] == str(path)
+    node = CollisionMonitorNode(cli_args=["--ros-args", "-r", "__ns:=/cell/arm_left", *files, "-p", "robot:=lwr4"])
     try:
         assert node.get_fully_qualified_name() == "/cell/arm_left/collision_monitor"
         assert node.values["thresholds"] == [round(float(x), 3) for x in cal.thresholds]

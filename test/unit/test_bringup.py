@@ -1,6 +1,7 @@
 """bringup/launch data: running the monitor under a prefix (real-time priority on a robot PC)."""
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -31,6 +32,40 @@ def test_launch_entries_and_launch_files():
         launch_entries(nodes=["planner"])
     for f in Path(__file__).resolve().parents[2].joinpath("launch").glob("*.launch.py"):
         compile(f.read_text(), str(f), "exec")  # the launch package is not installable here
+
+
+def test_a_calibrated_thresholds_file_is_layered_for_the_monitor_and_checked_before_anything_starts(tmp_path, capsys):
+    """What ~/finish_threshold_calibration writes (ThresholdCalibration.params_file) goes to the monitor between the
+    package's file and the launch arguments; a file without thresholds is refused in words, not by rcl."""
+    import numpy as np
+
+    from payload_estimation.collision import calibrate_thresholds
+    from payload_estimation.ros.bringup import BringupError, thresholds_file
+
+    t = np.arange(100) * 1e-3
+    cal = calibrate_thresholds(t, np.full((100, 7), 1.6), np.ones((100, 7)))
+    good = tmp_path / "thresholds.yaml"
+    good.write_text(cal.params_file("test"))
+    e = launch_entries("lwr4", ["estimator", "monitor"], thresholds=good)
+    assert e[0]["parameters"][0].endswith("config/payload_estimation.yaml") and len(e[0]["parameters"]) == 2
+    assert e[1]["parameters"][0].endswith("config/payload_estimation.yaml")
+    assert e[1]["parameters"][1:] == [str(good), {"robot": "lwr4", "use_sim_time": False}]
+    bad = {"missing.yaml": None, "prose.yaml": "thresholds: 3\n: : :", "other.yaml": "/**/payload_sampler:\n  "
+           "ros__parameters:\n    thresholds: [3.0]\n", "negative.yaml": "/**/collision_monitor:\n  ros__parameters:\n"
+           "    thresholds: [3.0, -1.0]\n", "list.yaml": "- 1\n- 2\n"}
+    words = {"missing.yaml": "cannot be read", "prose.yaml": "cannot be read as YAML",
+             "other.yaml": "no collision_monitor: ros__parameters: thresholds in it",
+             "negative.yaml": "thresholds must be a list of positive numbers (N m), got [3.0, -1.0]",
+             "list.yaml": "no collision_monitor: ros__parameters: thresholds in it"}
+    for name, text in bad.items():
+        if text is not None:
+            (tmp_path / name).write_text(text)
+        with pytest.raises(BringupError, match=re.escape(words[name])):
+            thresholds_file(tmp_path / name)
+        with pytest.raises(BringupError):
+            launch_entries("lwr4", ["monitor"], thresholds=tmp_path / name)
+    assert main(["--nodes", "monitor", "--thresholds-file", str(tmp_path / "other.yaml")]) == 2
+    assert "residual --calibrate --params-out" in capsys.readouterr().err
 
 
 def test_monitor_prefix_needs_processes(capsys):
