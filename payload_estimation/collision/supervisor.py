@@ -115,7 +115,8 @@ LimitCheck = Callable[[float, np.ndarray, "np.ndarray | None", float, float], No
 @dataclass(frozen=True)
 class SupervisorConfig:
     """The rules' settings, named as the node's parameters (defaults: its parameter table): max_payload kg and
-    max_com_radius m (what counts as a payload), sampling_threshold_factor, payload_event_window s,
+    max_com_radius m (what counts as a payload), sampling_threshold_factor, payload_event_window s and
+    payload_event_floor N m (the least threshold inside it),
     payload_as_point_mass (a gravity-only estimate also enters M and C), policy and resume_delay s (the reaction),
     hold_time s and stop_deceleration rad/s² (the stop), resume_velocity_scale and resume_min_duration s (the
     first segment of a resumed trajectory), payload_lost_stop (a payload loss stops the arm as a collision does)."""
@@ -124,6 +125,7 @@ class SupervisorConfig:
     max_com_radius: float = MAX_COM_RADIUS
     sampling_threshold_factor: float = 1.5
     payload_event_window: float = 5.0
+    payload_event_floor: float = 6.0
     payload_as_point_mass: bool = True
     policy: str = "stop_and_resume"
     resume_delay: float = 2.0
@@ -136,7 +138,8 @@ class SupervisorConfig:
     def watch(self) -> WatchConfig:
         """The payload watch's settings."""
         return WatchConfig(window=self.payload_event_window, sampling_factor=self.sampling_threshold_factor,
-                           max_payload=self.max_payload, max_com_radius=self.max_com_radius)
+                           window_floor=self.payload_event_floor, max_payload=self.max_payload,
+                           max_com_radius=self.max_com_radius)
 
 
 @dataclass(frozen=True)
@@ -317,6 +320,7 @@ class MonitorSupervisor:
             self._apply_payload()
         if config.watch() != old.watch():
             self.watch.configure(config.watch(), self.watch.base)
+            self.mon.detector.scale_thresholds(self.watch.scale())  # a window open now takes the new floor
         self.apply_pending()
 
     def apply_pending(self) -> list[Note]:

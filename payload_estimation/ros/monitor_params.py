@@ -57,9 +57,12 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
           applies="next sampling run"),
     Param("payload_event_window", _SUP.payload_event_window,
           "s after an announced grasp or release (payload_estimator/grasped, "
-          "released) in which a residual a payload change explains is not a collision (thresholds at least 6 N m "
-          "in it)", low=0.0, high=60.0,
+          "released) in which a residual a payload change explains is not a collision (thresholds at least "
+          "payload_event_floor in it)", low=0.0, high=60.0,
           low_open=True, applies="next announcement"),
+    Param("payload_event_floor", _SUP.payload_event_floor, "N m, the least threshold per joint inside an announced "
+          "grasp/release window: an object taken at once moves the arm before its inertia is known, and a grasp is in "
+          "no threshold calibration (docs/collision.md §3); joints set higher keep theirs", low=0.0, high=200.0),
     Param("release_fraction", _MON.release_fraction,
           "a collision is released below this fraction of the threshold", low=0.0,
           high=1.0, low_open=True, applies="next sample (after a collision is released)"),

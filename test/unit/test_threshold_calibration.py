@@ -180,7 +180,7 @@ def test_residual_command_calibrates_and_refuses_a_recording_with_a_contact(lwr4
 def test_an_announced_window_keeps_the_paper_floor_over_calibrated_thresholds(lwr4):
     """A grasp is in no calibration recording: inside its window the thresholds are at least 6 N m (``window_floor``),
     joints calibrated higher keep theirs; the calibrated ones apply again once the window closes."""
-    from payload_estimation.collision import GRASP, MonitorSupervisor, PayloadWatch
+    from payload_estimation.collision import GRASP, MonitorSupervisor, PayloadWatch, SupervisorConfig
 
     calibrated = np.array([2.5, 2.5, 3.0, 2.5, 7.0, 2.5, 2.5])
     sup = MonitorSupervisor(lwr4, MonitorConfig(contact=None, thresholds=tuple(calibrated)))
@@ -188,6 +188,8 @@ def test_an_announced_window_keeps_the_paper_floor_over_calibrated_thresholds(lw
     sup.announce(GRASP)
     np.testing.assert_allclose(sup.mon.detector.thresholds, np.maximum(6.0, calibrated))
     assert sup.widening == pytest.approx(6.0 / 2.5)
+    sup.configure(sup.mon.config, SupervisorConfig(payload_event_floor=4.0))  # the node's payload_event_floor
+    np.testing.assert_allclose(sup.mon.detector.thresholds, np.maximum(4.0, calibrated))  # in the open window too
     assert sup.watch.estimate(1.5) and sup.watch.scale() == 1.0  # the window closed: the calibrated thresholds
     default = PayloadWatch(lwr4, 6.0)
     default.announce(GRASP)
