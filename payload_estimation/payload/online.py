@@ -447,9 +447,10 @@ class OnlinePayloadEstimator:
 
     def solve(self) -> OnlineStatus:
         """Solve the accumulated normal equations now (``update`` does so every ``solve_period``)."""
-        if not self._grasped or self._count == 0:  # nothing to solve: the schedule starts with the rows
+        if not self._grasped or self._count == 0 or self._t is None:
+            # nothing new to solve: no rows yet, or no sample since the filters restarted (a contact's end, a gap)
             return self._status
-        self._t_solve = self._t if self._t is not None else 0.0
+        self._t_solve = self._t
         self._status = self._solution()
         return self._status
 

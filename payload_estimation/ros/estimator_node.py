@@ -17,6 +17,7 @@ import json
 import sys
 import threading
 import time
+import traceback
 
 from geometry_msgs.msg import InertiaStamped
 from rclpy.node import Node
@@ -101,6 +102,7 @@ class PayloadEstimatorNode(Node):
         # the recording's model terms on a thread of their own: under a loaded interpreter a call waits far longer
         # than its budget for the GIL, and on the executor it held up this node's services and descriptions
         self.ahead_faults = 0
+        self.online_faults = 0  # online estimate ticks that raised (logged with their traceback)
         self._ahead_stop = threading.Event()
         self._ahead = threading.Thread(target=self._work_ahead, name="payload_estimator:work_ahead", daemon=True)
         self._ahead.start()
@@ -286,7 +288,14 @@ class PayloadEstimatorNode(Node):
         if self.dyn is None:
             return
         log_notes(self.get_logger(), self.core.use_online_model())
-        tick = self.core.online_tick()
+        try:
+            tick = self.core.online_tick()
+        except Exception as e:  # noqa: BLE001 -- a fault of the online estimate must not take the services down
+            self.online_faults += 1
+            self.get_logger().error(f"the online estimate failed ({type(e).__name__}: {e}); the estimate last "
+                                    "published stays, the node's services go on (status online_faults)\n"
+                                    f"{traceback.format_exc()}", throttle_duration_sec=THROTTLE_S)
+            return
         if tick is None:
             return
         if tick.uncertainty is not None:  # first: the monitor matches it with the estimate that follows
@@ -311,8 +320,8 @@ class PayloadEstimatorNode(Node):
     def _snapshot(self) -> tuple[bytes, str, dict]:
         stream = "" if self.input is None else self.input.problem()
         level, text, vals = self.core.status(self.model.error, stream, self.values["robot"] or "robot_description")
-        return bytes([level]), text, vals | {"work_ahead_faults": self.ahead_faults} | (
-            self.input.counters() if self.input is not None else {})
+        faults = {"work_ahead_faults": self.ahead_faults, "online_faults": self.online_faults}
+        return bytes([level]), text, vals | faults | (self.input.counters() if self.input is not None else {})
 
     def destroy_node(self) -> None:
         stop = getattr(self, "_ahead_stop", None)
