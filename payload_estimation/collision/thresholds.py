@@ -24,6 +24,7 @@ Units: residual N m, time s, dq rad/s; joint order: the model's.
 from __future__ import annotations
 
 import datetime
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,8 +151,8 @@ class ThresholdRecorder:
         learnt, whose residual the monitor covers with its own widening."""
         dt = 0.0 if self._t is None or not 0.0 < t - self._t < RECORD_GAP else t - self._t
         self._t = t
-        a, v = np.abs(np.asarray(r, float)), np.abs(np.asarray(dq, float))
-        if not exclude and not (np.all(np.isfinite(a)) and np.all(np.isfinite(v))):
+        a, v = np.abs(r), np.abs(dq)
+        if not exclude and not math.isfinite(a.sum() + v.sum()):  # a NaN or inf anywhere makes the sum one
             exclude = "residual or velocity not finite"
         if exclude:
             self.excluded[exclude] = self.excluded.get(exclude, 0.0) + dt
@@ -160,7 +161,7 @@ class ThresholdRecorder:
         self.duration += dt
         np.maximum(self.peak, a, out=self.peak)
         np.maximum(self.fastest, v, out=self.fastest)
-        if self.over is None and a.max() > self.check:
+        if self.over is None and self.peak.max() > self.check:  # the peak only grows: this is the first such sample
             j = int(np.argmax(a))
             self.over = (float(t), j, float(a[j]))
 
