@@ -271,14 +271,15 @@ class CollisionMonitorNode(Node):
 
     # ------------------------------------------------------------------ threshold calibration
     def _calibration(self, response, call):
-        """Answer a calibration service with ``call(sup)``'s (changed, message), logged, the status published."""
+        """Answer a calibration service with ``call(sup)``'s (changed, message), logged, the status published. Only
+        the supervisor's part runs under the state lock: the joint_states thread never waits for a file or for
+        the parameter change (which takes the lock itself)."""
         def guarded():
             if self.sup is None:
                 raise CalibrationRefused(f"no robot model yet ({self.model.error or 'waiting for robot_description'})")
             return call(self.sup)
 
-        with self._state_lock:
-            changed = answer(response, guarded)
+        changed = answer(response, guarded)
         if changed:
             self.get_logger().info(response.message)
             self.status.publish()
@@ -286,9 +287,11 @@ class CollisionMonitorNode(Node):
             self.get_logger().warning(f"threshold calibration: {response.message}", throttle_duration_sec=THROTTLE_S)
         return response
 
+    @_locked
     def _srv_calibration_start(self, request, response):
         return self._calibration(response, lambda sup: (True, sup.start_calibration()))
 
+    @_locked
     def _srv_calibration_cancel(self, request, response):
         return self._calibration(response, lambda sup: (True, sup.cancel_calibration()))
 
@@ -298,15 +301,17 @@ class CollisionMonitorNode(Node):
     def _finish_calibration(self, sup: MonitorSupervisor) -> tuple[bool, str]:
         """The recording's thresholds set as the ``thresholds`` parameter (they apply as any change of it: once no
         collision is reported) and, with ``threshold_calibration_file``, written as a parameter file."""
-        cal = sup.finish_calibration(float(self.values["threshold_calibration_safety"]),
-                                     float(self.values["threshold_calibration_minimum"]))
+        with self._state_lock:
+            cal = sup.finish_calibration(float(self.values["threshold_calibration_safety"]),
+                                         float(self.values["threshold_calibration_minimum"]))
         thresholds = cal.to_dict()["thresholds"]
         result = self.set_parameters([Parameter("thresholds", value=thresholds)])[0]
         if not result.successful:
             raise CalibrationRefused(f"the calibrated thresholds {thresholds} N m were refused: {result.reason}; the "
                                      "thresholds are unchanged")
         lines = cal.lines(self.joint_names)
-        waits = "thresholds" in self._changed.waiting(sup)
+        with self._state_lock:
+            waits = "thresholds" in self._changed.waiting(sup)
         lines.append("applied: thresholds " + str(thresholds) + " N m"
                      + (" once the collision reported now is released" if waits else ""))
         path = str(self.values["threshold_calibration_file"])
