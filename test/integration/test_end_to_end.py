@@ -298,7 +298,7 @@ def test_calibration_sweep_then_estimate(ros_ctx, tmp_path, robot):
         SimNode(parameter_overrides=common + _params(sim) + [Parameter("initial_positions", value=Q0[robot].tolist())]),
         PayloadEstimatorNode(parameter_overrides=common + sim_time + [Parameter("calibration_file", value=str(path))]),
         PayloadSamplerNode(parameter_overrides=common + sim_time + LOADED_MACHINE + _params(
-            {"sweep_poses": 16, "sweep_amplitude_deg": 20.0, "sweep_velocity_scale": 0.6})),
+            {"sweep_velocity_scale": 0.6})),  # the default sweep (30 poses within ±25°): what the target is for
         CollisionMonitorNode(parameter_overrides=common + sim_time + [Parameter("quadrature", value="hold")]),
     ]
     probe = Probe()
@@ -315,12 +315,12 @@ def test_calibration_sweep_then_estimate(ros_ctx, tmp_path, robot):
         res = probe.call("payload_sampler/sweep", timeout=180.0)
         probe.watch_joint_states(True)
         assert res.success, res.message
-        assert "calibrated from 16 poses" in res.message and "loaded as gravity_model" in res.message
+        assert "calibrated from 30 poses" in res.message and "loaded as gravity_model" in res.message
         print(f"\n[{robot}] sweep: {res.message}")
         assert path.is_file()
         assert not any(v for _, v in probe.collisions[n_before:]), "collision raised during the sweep"
         cmds = np.array(commands)
-        assert len(cmds) >= 15 and np.all(np.abs(cmds - Q0[robot]) <= np.radians(20.0) + 1e-9)
+        assert len(cmds) >= 29 and np.all(np.abs(cmds - Q0[robot]) <= np.radians(25.0) + 1e-9)
         values = {kv.key: kv.value for kv in status[-1].status[0].values}
         assert "identified model gravity.yaml" in values["model"]
         report: dict = {}
