@@ -275,3 +275,26 @@ def test_the_live_recorder_counts_what_it_leaves_out_and_never_holds_a_nan():
         rec.result()
     with pytest.raises(DetectorInputError, match="safety must be >= 1"):
         ThresholdRecorder(2).result(safety=0.9)
+
+
+def test_a_calibration_in_progress_survives_a_stream_restart_and_a_new_robot_description(lwr4):
+    """The monitor node re-creates its supervisor on a re-published robot_description (``adopt``) and re-initialises
+    it when the stream starts over (``restart``): the recording goes on through both, and a restart's time jump
+    adds no recorded time."""
+    from payload_estimation.collision import MonitorSupervisor
+
+    q = np.radians([10, 40, -5, -70, 15, 50, 20])
+    sup = MonitorSupervisor(lwr4, MonitorConfig(contact=None))
+    sup.start_calibration()
+    dq = np.full(7, 0.1)
+    for k in range(100):
+        sup.update(k * 1e-3, q, dq, lwr4.gravity(q))
+    rec = sup.recorder
+    sup.restart()
+    for k in range(100):  # stamps start over from 0
+        sup.update(k * 1e-3, q, dq, lwr4.gravity(q))
+    assert sup.recorder is rec and rec.samples == 200 and rec.duration == pytest.approx(0.198)
+    new = MonitorSupervisor(lwr4, MonitorConfig(contact=None))
+    new.adopt(sup)
+    assert new.recorder is rec
+    assert np.all(new.finish_calibration(2.0, 2.5).thresholds == 2.5) and new.recorder is None
