@@ -74,7 +74,7 @@ from .payload_change import GRASP, KINDS, RELEASE, PayloadWatch, WatchConfig
 from .payload_loss import LossVerdict, PayloadLossClassifier
 from .provisional import ProvisionalFit
 from .reaction import Action, ReactionState, ReactionStateMachine
-from .thresholds import REST_SPEED, ThresholdCalibration, ThresholdRecorder
+from .thresholds import ThresholdCalibration, ThresholdRecorder
 
 SIGMA_PERIOD = 0.01
 """s between updates of the thresholds widened by an estimate's σ (a gravity regressor each)."""
@@ -479,7 +479,7 @@ class MonitorSupervisor:
             raise CalibrationRefused("no threshold calibration in progress: call ~/start_threshold_calibration, move "
                                      "the arm through the task's motions without contact, then finish")
         try:
-            cal = rec.result(safety, minimum, REST_SPEED)
+            cal = rec.result(safety, minimum)
         except PayloadEstimationError as e:
             if rec.over is not None:
                 self.recorder = None

@@ -134,8 +134,11 @@ EXECUTABLES_NODE = EXECUTABLES
 
 def thresholds_file(path: str | Path) -> Path:
     """``path``, checked to be a parameter file giving ``collision_monitor`` its ``thresholds`` (what
-    ``~/finish_threshold_calibration`` and ``payload-estimation residual --calibrate --params-out`` write); raises
-    :class:`BringupError` saying what is wrong before any node starts (rcl would only say it cannot parse it)."""
+    ``~/finish_threshold_calibration`` and ``payload-estimation residual --calibrate --params-out`` write) that the
+    node's own parameter check accepts; raises :class:`BringupError` saying what is wrong before any node starts
+    (rcl would only say it cannot parse it)."""
+    from .monitor_params import PARAMS
+
     p = Path(path).expanduser()
     how = ("write one with collision_monitor's threshold_calibration_file and ~/finish_threshold_calibration, or with "
            "payload-estimation residual --calibrate --params-out")
@@ -143,15 +146,16 @@ def thresholds_file(path: str | Path) -> Path:
         doc = yaml.safe_load(p.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise BringupError(f"thresholds file {p}: cannot be read as YAML ({e}); {how}") from None
-    found = [v["ros__parameters"].get("thresholds") for k, v in (doc.items() if isinstance(doc, dict) else ())
-             if str(k).endswith("collision_monitor") and isinstance(v, dict) and isinstance(v.get("ros__parameters"),
-                                                                                           dict)]
-    if not found or found[0] is None:
+    nodes = doc if isinstance(doc, dict) else {}
+    params = next((v.get("ros__parameters") for k, v in nodes.items()
+                   if str(k).endswith("collision_monitor") and isinstance(v, dict)), None)
+    if not isinstance(params, dict) or "thresholds" not in params:
         raise BringupError(f"thresholds file {p}: no collision_monitor: ros__parameters: thresholds in it; {how}")
-    t = found[0]
-    if not (isinstance(t, list) and t and all(isinstance(x, int | float) and not isinstance(x, bool) and x > 0
-                                              for x in t)):
-        raise BringupError(f"thresholds file {p}: thresholds must be a list of positive numbers (N m), got {t!r}")
+    spec = PARAMS.by_name["thresholds"]
+    value = spec.coerce(params["thresholds"])
+    err = spec.type_problem(value) or spec.check(value)
+    if err:
+        raise BringupError(f"thresholds file {p}: {err}")
     return p
 
 

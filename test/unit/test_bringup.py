@@ -55,7 +55,7 @@ def test_a_calibrated_thresholds_file_is_layered_for_the_monitor_and_checked_bef
            "    thresholds: [3.0, -1.0]\n", "list.yaml": "- 1\n- 2\n"}
     words = {"missing.yaml": "cannot be read", "prose.yaml": "cannot be read as YAML",
              "other.yaml": "no collision_monitor: ros__parameters: thresholds in it",
-             "negative.yaml": "thresholds must be a list of positive numbers (N m), got [3.0, -1.0]",
+             "negative.yaml": "thresholds: -1 (item 2 of [3, -1]) is out of range; allowed: (0, 200]",
              "list.yaml": "no collision_monitor: ros__parameters: thresholds in it"}
     for name, text in bad.items():
         if text is not None:
