@@ -220,6 +220,19 @@ class CollisionDetector:
         self._joints_above: set[int] = set()
         self._t_prev: float | None = None
 
+    def carry(self, old: CollisionDetector) -> None:
+        """Go on from ``old``'s state (the same joints, a new model of the arm): its finished events, its peak ratio
+        and its active or confirming event, so that a contact still there stays one event and its release is
+        reported. The time base starts over (:meth:`reset_time`)."""
+        if old.n != self.n:
+            raise DetectorInputError(f"cannot carry a detector of {old.n} joints into one of {self.n}")
+        self.events = list(old.events)
+        self.peak_ratio = old.peak_ratio.copy()
+        self._current, self._above_count, self._onset = old._current, old._above_count, old._onset
+        self._peak, self._iso_peak = old._peak.copy(), old._iso_peak.copy()
+        self._joints_above = set(old._joints_above)
+        self._t_prev = None
+
     def reset_peak_ratio(self) -> None:
         """Start :attr:`peak_ratio` over (e.g. for a new task)."""
         self.peak_ratio[:] = 0.0

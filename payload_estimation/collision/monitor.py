@@ -109,6 +109,12 @@ class CollisionMonitor:
         was moved to the new model at once, the arm at rest)."""
         return self.observer.set_payload(body, gravity_only)
 
+    def carry(self, old: CollisionMonitor) -> None:
+        """Go on from ``old`` (the same arm under a new model): its residual and its detector's events, active one
+        included, so a contact that lasts through the model change is neither lost nor detected twice."""
+        self.observer.continue_residual(old.observer.residual)
+        self.detector.carry(old.detector)
+
     def reset(self, keep_residual: bool = True) -> None:
         """Re-initialise the time base (observer, detector clock, contact history); an active event
         stays active. ``keep_residual`` False also zeroes r (a fresh start)."""

@@ -176,6 +176,15 @@ class MomentumObserver:
         self._keep_r = bool(keep_residual)
         self.consecutive_time_skips = 0
 
+    def continue_residual(self, r) -> None:
+        """Start from residual ``r`` (N m), e.g. another model's of the same arm: as :meth:`reset` with
+        ``keep_residual``, r is held at the next sample and propagated from the next pair on."""
+        r = np.asarray(r, float)
+        if r.shape != self._r.shape or not np.all(np.isfinite(r)):
+            raise ObserverInputError(f"residual to continue from must be {self._r.size} finite values, got {r}")
+        self._r[:] = r
+        self.reset(keep_residual=True)
+
     def reset_counters(self) -> None:
         """Zero the skipped/accepted/gap counters."""
         self.skipped_nonfinite = self.skipped_time = self.accepted = self.gaps = 0

@@ -343,7 +343,14 @@ class MonitorSupervisor:
             {"reaction"} if self._pending_reaction else set())
 
     def adopt(self, old: MonitorSupervisor) -> None:
-        """Carry over ``old``'s payload, reaction and trajectory bookkeeping (a new robot model of the same arm)."""
+        """Carry over ``old``'s payload, reaction, trajectory bookkeeping, residual and collision events (a new
+        robot model of the same arm: a collision active now is released as it would have been). Raises
+        PayloadEstimationError for a model with another number of joints: a running monitor keeps its arm."""
+        if old.dyn.n != self.dyn.n:
+            raise PayloadEstimationError(
+                f"it describes an arm of {self.dyn.n} joints ({self.dyn.desc.name}), but the monitor is watching one "
+                f"of {old.dyn.n} ({old.dyn.desc.name}); restart collision_monitor to watch another arm")
+        self.mon.carry(old.mon)
         self.payload, self.reaction = old.payload, old.reaction
         self._active, self._remainder = old._active, old._remainder
         self.collision, self._deferred, self._held = old.collision, old._deferred, old._held

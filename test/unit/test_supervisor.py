@@ -10,6 +10,7 @@ import pytest
 from payload_estimation.collision.monitor import MonitorConfig
 from payload_estimation.collision.reaction import Action
 from payload_estimation.collision.supervisor import EstimateRefused, MonitorSupervisor, SupervisorConfig
+from payload_estimation.errors import PayloadEstimationError
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
@@ -78,6 +79,38 @@ def test_the_interrupted_trajectory_is_resumed_after_the_release_with_what_was_l
     np.testing.assert_allclose(c.t, left - left[0] + max(left[0], 0.7))  # the first segment no faster than asked
     assert c.velocities is None  # none were commanded
     assert sup.resume(resumed[0][0], first_segment=lambda q, v: 0.7) is None  # resumed once
+
+
+def test_a_new_robot_description_during_a_collision_keeps_it_one_event_until_its_release(desc):
+    """The node builds a new supervisor for a re-published robot_description and ``adopt``s the old one. A collision
+    active then stays that one event while the contact lasts (no second detection), the arm stays stopped, and the
+    release is reported when the contact ends: the reported flag never sticks at True (chaos seed 11: it did, the
+    arm resumed, and the sampler refused every run after it)."""
+    sup, arm = supervisor(desc, resume_delay=0.3), arm_at(desc)
+    stop_on_a_push(desc, sup, arm, PLAN_T, PLAN_Q)  # 40 N on link 4 for 0.3 s, stopped
+    assert sup.collision and sup.mon.detector.in_collision
+    new = supervisor(desc, resume_delay=0.3)
+    new.adopt(sup)
+    steps = [st for _, st, _, _ in feed(arm, new, 1.5)]
+    reports = [r for st in steps for r in st.reports]
+    assert [(r.event.active, r.changed) for r in reports] == [(False, True)]  # its release, once
+    assert not new.collision and len(new.mon.detector.events) == len(sup.mon.detector.events) + 1
+    actions = [st.action for st in steps if st.action is not Action.NOTHING]
+    assert actions == [Action.RESUME]  # after the release, not at the adoption
+
+
+def test_a_robot_description_of_another_arm_is_refused_by_a_running_monitor(desc):
+    """A description with another number of joints (here iiwa14's chain cut at link 6) is refused whole: the running
+    supervisor keeps its arm, and the reason says what to do."""
+    from data_paths import urdf
+
+    six = load_robot(str(urdf("iiwa14")), tip_link="lbr_link_6")
+    assert six.n == 6
+    sup = supervisor(desc)
+    feed(arm_at(desc), sup, 0.05)
+    with pytest.raises(PayloadEstimationError, match=r"an arm of 6 joints .* watching one of 7 .* restart "
+                                                     "collision_monitor"):
+        supervisor(six).adopt(sup)
 
 
 def test_a_newer_command_while_stopped_is_not_overridden_by_the_old_remainder(desc):
