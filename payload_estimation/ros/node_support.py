@@ -135,7 +135,7 @@ class RobotModelSource:
             try:
                 desc = load_robot(robot, self.base_link, self.tip_link)
             except (OSError, PayloadEstimationError) as e:
-                raise ParameterError(f"robot {robot!r}: {e}") from e
+                raise ParameterError(f"parameter robot: {e}" if robot in str(e) else f"robot {robot!r}: {e}") from e
             self._take(desc, f"robot parameter ({robot})")
         else:
             self._wait = LatchedWait(self._topic())
@@ -394,6 +394,9 @@ class StatusReporter:
         self.hardware_id = ""
         self.last_level: int | None = None
         self.extra: list[Callable[[], dict]] = []  # more status keys (e.g. RobotModelSource.status_values)
+        ignored = getattr(node, "parameters_ignored", None)  # ParameterTable.declare: start-up values of no parameter
+        if ignored:
+            self.extra.append(lambda: {"parameters_ignored": ", ".join(ignored)})
         self._timer = steady_timer(node, period, self.publish)
 
     def publish(self) -> None:

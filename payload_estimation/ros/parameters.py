@@ -300,6 +300,9 @@ class ParameterTable:
             except Exception as e:  # rclpy's own type/range exceptions: re-word them for the operator
                 raise ParameterError(f"parameter {p.name}: {e} (expected {_type_words(p.default)}"
                                      f"{', ' + p.allowed() if p.allowed() else ''})") from e
+        node.parameters_ignored = self.ignored_overrides(node, overrides)
+        if node.parameters_ignored:
+            node.get_logger().warning(self.ignored_words(node))
         values = self.values(node)
         for p in self.params:
             err = p.check(values[p.name])
@@ -328,6 +331,23 @@ class ParameterTable:
             node.add_post_set_parameters_callback(lambda changes: on_change({c.name for c in changes}))
         self._replace_parameter_services(node)
         return values
+
+    def ignored_overrides(self, node, overrides: dict[str, Parameter]) -> list[str]:
+        """The start-up values (parameter files, ``-p``) addressed to ``node`` that none of the package's nodes has:
+        rclpy drops them without a word, so a typo would leave the default in force. A name another node of the
+        package has is not counted (a shared file's ``/**`` section or bringup's ``-p`` reaches every node)."""
+        shared = package_parameter_names()
+        return sorted(k for k in overrides if k not in self.by_name and k not in shared and not node.has_parameter(k)
+                      and not k.startswith("qos_overrides."))
+
+    def ignored_words(self, node) -> str:
+        """The warning for ``node.parameters_ignored``: each name, the nearest parameter, where the list is."""
+        names = []
+        for k in node.parameters_ignored:
+            near = difflib.get_close_matches(k, list(self.by_name), n=1)
+            names.append(f"{k!r}" + (f" (did you mean {near[0]}?)" if near else ""))
+        return (f"{node.get_name()} has no parameter {', '.join(names)}: the value(s) given in a parameter file or "
+                "with -p are ignored and the default stays in force; docs/ros_interface.md lists the parameters")
 
     def convert(self, changes: list[Parameter]) -> list[Parameter]:
         """Pre-set callback: each value of a table parameter in its declared type where unambiguous
@@ -432,6 +452,15 @@ PARAMS_HEADER = """\
 # parameter file, a launch argument or a -p override outranks these values.
 # Units: SI (rad, m, kg, N m, s); keys ending in _deg are degrees.
 """
+
+
+def package_parameter_names() -> set[str]:
+    """Every parameter name of the package's three nodes (estimator, sampler, monitor)."""
+    from .estimator_params import PARAMS as ESTIMATOR
+    from .monitor_params import PARAMS as MONITOR
+    from .sampler_params import PARAMS as SAMPLER
+
+    return set(ESTIMATOR.by_name) | set(MONITOR.by_name) | set(SAMPLER.by_name)
 
 
 def render_params_file(tables: dict[str, ParameterTable]) -> str:

@@ -20,6 +20,7 @@ from payload_estimation.ros.interface import DOCS, PARAMS_FILE, render_all
 from payload_estimation.ros.monitor_node import CollisionMonitorNode
 from payload_estimation.ros.parameters import Param, ParameterError
 from payload_estimation.ros.sampler_node import PayloadSamplerNode
+from payload_estimation.ros.sampler_params import PARAMS as PARAMS_SAMPLER
 from payload_estimation.ros.sampler_params import sampler_config
 from payload_estimation.ros.spin_thread import SpinThread
 from payload_estimation.sampling.sampler import run_spec
@@ -201,6 +202,31 @@ def test_a_parameter_file_with_whole_numbers_for_doubles_starts(ros, tmp_path):
         PayloadEstimatorNode(cli_args=["--ros-args", "--params-file", str(path)])
     assert str(exc.value) == ("parameter max_payload takes a number, e.g. 5 or 5.0, got the text 'heavy' (from the "
                               "parameter file or -p)")
+
+
+def test_a_misspelt_parameter_in_a_file_is_said_and_in_the_status_not_silently_dropped(ros, tmp_path):
+    """rclpy drops a parameter-file value of an undeclared name without a word, so ``amplitude_degs: 3.0`` left the
+    sampler at the default ±7° in silence. The node names it with the parameter meant and keeps it in its status; a
+    name another node of the package has (a shared ``/**`` section) is not one."""
+    path = tmp_path / "params.yaml"
+    path.write_text("/**:\n  ros__parameters:\n    thresholds: [6.0]\n"
+                    "/**/payload_sampler:\n  ros__parameters:\n    amplitude_degs: 3.0\n    n_poses: 6\n")
+    node = PayloadSamplerNode(cli_args=["--ros-args", "--params-file", str(path), "-p", "robot:=lwr4"])
+    try:
+        assert node.parameters_ignored == ["amplitude_degs"]
+        assert node.values["amplitude_deg"] == 7.0 and node.values["n_poses"] == 6
+        assert ("payload_sampler has no parameter 'amplitude_degs' (did you mean amplitude_deg?): the value(s) given "
+                "in a parameter file or with -p are ignored") in PARAMS_SAMPLER.ignored_words(node)
+        values = {k: v for more in node.status.extra for k, v in more().items()}
+        assert values["parameters_ignored"] == "amplitude_degs"
+    finally:
+        node.destroy_node()
+    node = PayloadSamplerNode(cli_args=["--ros-args", "-p", "robot:=lwr4", "-p", "amplitude_deg:=5.0"])
+    try:
+        assert node.parameters_ignored == []
+        assert "parameters_ignored" not in {k for more in node.status.extra for k in more()}
+    finally:
+        node.destroy_node()
 
 
 def test_a_calibrated_thresholds_file_is_what_the_monitor_runs_with(ros, tmp_path):
