@@ -35,6 +35,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 from ..errors import PayloadEstimationError
+from ..model.robot_file import load_robot
 
 
 class BringupError(PayloadEstimationError):
@@ -132,31 +133,70 @@ EXECUTABLES_NODE = EXECUTABLES
 """Short name -> node name (each console script's node has the script's name)."""
 
 
-def thresholds_file(path: str | Path) -> Path:
+PARAMETER_FILE_FORM = ("a ROS 2 parameter file maps node names to their ros__parameters, e.g. "
+                       "'/**/payload_sampler: {ros__parameters: {amplitude_deg: 5.0}}'")
+
+
+def parameter_file(path: str | Path, what: str = "parameter file") -> tuple[Path, dict]:
+    """(``path``, its node sections) checked to be a ROS 2 parameter file rcl can read; raises :class:`BringupError`
+    saying what is wrong in words before any node starts (rcl would raise its parse error from every node)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise BringupError(f"{what} {p}: " + ("is a directory" if p.is_dir() else "no such file"))
+    try:
+        doc = yaml.safe_load(p.read_text())
+    except (OSError, UnicodeDecodeError) as e:
+        raise BringupError(f"{what} {p}: cannot be read ({e.strerror if isinstance(e, OSError) else e})") from None
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
+        raise BringupError(f"{what} {p}: not valid YAML{at} ({getattr(e, 'problem', None) or e})") from None
+    if not isinstance(doc, dict) or not doc:
+        raise BringupError(f"{what} {p}: {'empty' if not doc else 'not a mapping of node names'}; "
+                           f"{PARAMETER_FILE_FORM}")
+    for node, body in doc.items():
+        if not isinstance(body, dict) or not isinstance(body.get("ros__parameters"), dict):
+            raise BringupError(f"{what} {p}: the section {node!r} has no 'ros__parameters' mapping; "
+                               f"{PARAMETER_FILE_FORM}")
+    return p, doc
+
+
+def thresholds_file(path: str | Path, joints: int | None = None) -> Path:
     """``path``, checked to be a parameter file giving ``collision_monitor`` its ``thresholds`` (what
     ``~/finish_threshold_calibration`` and ``payload-estimation residual --calibrate --params-out`` write) that the
-    node's own parameter check accepts; raises :class:`BringupError` saying what is wrong before any node starts
-    (rcl would only say it cannot parse it)."""
-    from .monitor_params import PARAMS
+    node's own parameter check accepts (for an arm of ``joints`` joints when known: one value or one per joint);
+    raises :class:`BringupError` saying what is wrong before any node starts (rcl would only say it cannot parse
+    it)."""
+    from .monitor_params import PARAMS, per_joint_problem
 
-    p = Path(path).expanduser()
     how = ("write one with collision_monitor's threshold_calibration_file and ~/finish_threshold_calibration, or with "
            "payload-estimation residual --calibrate --params-out")
     try:
-        doc = yaml.safe_load(p.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise BringupError(f"thresholds file {p}: cannot be read as YAML ({e}); {how}") from None
-    nodes = doc if isinstance(doc, dict) else {}
-    params = next((v.get("ros__parameters") for k, v in nodes.items()
-                   if str(k).endswith("collision_monitor") and isinstance(v, dict)), None)
-    if not isinstance(params, dict) or "thresholds" not in params:
+        p, nodes = parameter_file(path, "thresholds file")
+    except BringupError as e:
+        raise BringupError(f"{e}; {how}") from None
+    params = next((v["ros__parameters"] for k, v in nodes.items() if str(k).endswith("collision_monitor")), None)
+    if params is None or "thresholds" not in params:
         raise BringupError(f"thresholds file {p}: no collision_monitor: ros__parameters: thresholds in it; {how}")
     spec = PARAMS.by_name["thresholds"]
     value = spec.coerce(params["thresholds"])
     err = spec.type_problem(value) or spec.check(value)
+    if not err and joints is not None:
+        err = per_joint_problem("thresholds", value, joints)
     if err:
         raise BringupError(f"thresholds file {p}: {err}")
     return p
+
+
+def robot_joints(robot: str) -> int | None:
+    """The joint count of ``robot`` (a shipped name or a file), None when it is not given or does not load (the
+    nodes then say why)."""
+    if not robot:
+        return None
+    try:
+        return load_robot(robot).n
+    except Exception:  # noqa: BLE001 -- the nodes report a robot that does not load
+        return None
 
 
 def launch_entries(robot: str = "", nodes: Sequence[str] = ("estimator", "sampler", "monitor"),
@@ -179,8 +219,9 @@ def launch_entries(robot: str = "", nodes: Sequence[str] = ("estimator", "sample
     ``thresholds``: a calibrated thresholds file (:func:`thresholds_file`) layered over the parameter file for the
     collision monitor, so the package's file stays as it is.
     """
-    pfile = str(params_file) if params_file else (str(config_file(robot)) if config_file(robot) else None)
-    tfile = str(thresholds_file(thresholds)) if thresholds else None
+    pfile = str(parameter_file(params_file)[0]) if params_file else (str(config_file(robot)) if config_file(robot)
+                                                                      else None)
+    tfile = str(thresholds_file(thresholds, robot_joints(robot))) if thresholds else None
     overrides = {"robot": robot, "use_sim_time": bool(use_sim_time), **(extra_params or {})}
     bad = [k for k, v in overrides.items() if isinstance(v, str) and ":=" in v]
     if bad:
@@ -420,12 +461,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.monitor_prefix and not a.processes:
         print("bringup: --monitor-prefix needs --processes (the monitor is its own process then)", file=sys.stderr)
         return 2
-    pfile = a.params_file or config_file(a.robot)
     params = list(a.param)
     if not any(p.startswith("robot:=") for p in params):
         params.append(f"robot:={a.robot}")
     try:
-        layers = [str(thresholds_file(a.thresholds_file))] if a.thresholds_file else []
+        pfile = parameter_file(a.params_file)[0] if a.params_file else config_file(a.robot)
+        layers = [str(thresholds_file(a.thresholds_file, robot_joints(a.robot)))] if a.thresholds_file else []
         overrides = override_file(params, short)
         if a.model_from_topic:  # node-specific entries come last: they outrank the global robot:=
             overrides.unlink()

@@ -136,11 +136,18 @@ def per_joint_check(n: int | None):
             return None
         for k in ("gains", "thresholds", "threshold_margin", "threshold_speed", "sensor_torque_noise",
                   "sensor_velocity_noise"):
-            if len(values[k]) not in (1, n):
-                return f"{k}: give one value or {n} (one per joint), got {len(values[k])}"
+            err = per_joint_problem(k, values[k], n)
+            if err:
+                return err
         return None
 
     return check
 
 
-__all__ = ["CALIBRATION_KEYS", "MONITOR_KEYS", "PARAMS", "REACTION_KEYS", "monitor_configs", "per_joint_check"]
+def per_joint_problem(name: str, value: list, n: int) -> str | None:
+    """Why ``value`` of the per-joint parameter ``name`` does not fit an arm of ``n`` joints (None: it does)."""
+    return None if len(value) in (1, n) else f"{name}: give one value or {n} (one per joint), got {len(value)}"
+
+
+__all__ = ["CALIBRATION_KEYS", "MONITOR_KEYS", "PARAMS", "REACTION_KEYS", "monitor_configs", "per_joint_check",
+           "per_joint_problem"]

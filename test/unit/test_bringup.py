@@ -52,20 +52,42 @@ def test_a_calibrated_thresholds_file_is_layered_for_the_monitor_and_checked_bef
     assert e[1]["parameters"][1:] == [str(good), {"robot": "lwr4", "use_sim_time": False}]
     bad = {"missing.yaml": None, "prose.yaml": "thresholds: 3\n: : :", "other.yaml": "/**/payload_sampler:\n  "
            "ros__parameters:\n    thresholds: [3.0]\n", "negative.yaml": "/**/collision_monitor:\n  ros__parameters:\n"
-           "    thresholds: [3.0, -1.0]\n", "list.yaml": "- 1\n- 2\n"}
-    words = {"missing.yaml": "cannot be read", "prose.yaml": "cannot be read as YAML",
+           "    thresholds: [3.0, -1.0]\n", "list.yaml": "- 1\n- 2\n", "three.yaml": "/**/collision_monitor:\n"
+           "  ros__parameters:\n    thresholds: [3.0, 4.0, 5.0]\n"}
+    words = {"missing.yaml": "missing.yaml: no such file", "prose.yaml": "not valid YAML at line 2, column 1",
              "other.yaml": "no collision_monitor: ros__parameters: thresholds in it",
              "negative.yaml": "thresholds: -1 (item 2 of [3, -1]) is out of range; allowed: (0, 200]",
-             "list.yaml": "no collision_monitor: ros__parameters: thresholds in it"}
+             "list.yaml": "not a mapping of node names",
+             "three.yaml": "thresholds: give one value or 7 (one per joint), got 3"}
     for name, text in bad.items():
         if text is not None:
             (tmp_path / name).write_text(text)
         with pytest.raises(BringupError, match=re.escape(words[name])):
-            thresholds_file(tmp_path / name)
-        with pytest.raises(BringupError):
+            thresholds_file(tmp_path / name, 7)
+        with pytest.raises(BringupError, match=re.escape(words[name])):
             launch_entries("lwr4", ["monitor"], thresholds=tmp_path / name)
     assert main(["--nodes", "monitor", "--thresholds-file", str(tmp_path / "other.yaml")]) == 2
     assert "residual --calibrate --params-out" in capsys.readouterr().err
+
+
+def test_a_parameter_file_rcl_cannot_read_is_refused_in_words_before_any_node_starts(tmp_path, capsys):
+    """rcl's answer to these is a traceback from every node ("Couldn't parse params file"); bringup and the launch
+    data say what is wrong with the file and exit 2."""
+    from payload_estimation.ros.bringup import BringupError
+
+    bad = {"missing.yaml": (None, "missing.yaml: no such file"),
+           "unclosed.yaml": ("a: [b\n", "not valid YAML at line 2, column 1"),
+           "flat.yaml": ("amplitude_deg: 5.0\n", "the section 'amplitude_deg' has no 'ros__parameters' mapping"),
+           "empty.yaml": ("", "empty; a ROS 2 parameter file maps node names to their ros__parameters")}
+    for name, (text, words) in bad.items():
+        if text is not None:
+            (tmp_path / name).write_text(text)
+        assert main(["--nodes", "monitor", "--params-file", str(tmp_path / name)]) == 2
+        assert words in capsys.readouterr().err
+        with pytest.raises(BringupError, match=re.escape(words)):
+            launch_entries("lwr4", ["monitor"], params_file=tmp_path / name)
+    assert main(["--nodes", "monitor", "--params-file", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
 
 
 def test_monitor_prefix_needs_processes(capsys):
