@@ -347,8 +347,9 @@ class CollisionMonitorNode(Node):
         return bytes([level]), text, vals
 
     def destroy_node(self) -> None:
-        if self._joint_states is not None:
-            self._joint_states.destroy()
+        subscription = getattr(self, "_joint_states", None)  # None when the constructor failed before it
+        if subscription is not None:
+            subscription.destroy()
         super().destroy_node()
 
 

@@ -228,7 +228,9 @@ class PayloadSamplerNode(Node):
                 self._tick()
 
     def destroy_node(self) -> None:
-        self._planner.shutdown()  # no trigger after the guard is destroyed
+        planner = getattr(self, "_planner", None)  # None when the constructor failed before it
+        if planner is not None:
+            planner.shutdown()  # no trigger after the guard is destroyed
         super().destroy_node()
 
     def _do(self, act) -> None:
