@@ -83,7 +83,7 @@ class Param:
                          f"{')' if self.high_open or self.high is None else ']'}"
                          + (" each" if isinstance(self.default, list) else ""))
         if self.min_items:
-            parts.append(f"at least {self.min_items} value(s)")
+            parts.append("one value or more" if self.min_items == 1 else f"at least {self.min_items} values")
         return "; ".join(parts)
 
     def check(self, value: Any) -> str | None:
@@ -289,9 +289,9 @@ class ParameterTable:
         overrides = getattr(node, "_parameter_overrides", {})  # parameter files and -p (rclpy keeps them here)
         for p in self.params:
             given = overrides.get(p.name)
-            if given is not None and given.type_ != Parameter.Type.NOT_SET and p.type_problem(given.value):
-                value = p.coerce(given.value)
-                err = p.type_problem(value)
+            if given is not None and given.type_ != Parameter.Type.NOT_SET:
+                value = p.coerce(given.value) if p.type_problem(given.value) else given.value
+                err = p.type_problem(value) or p.check(value)  # in our words, before rclpy's range check
                 if err:
                     raise ParameterError(f"parameter {err} (from the parameter file or -p)")
                 overrides[p.name] = Parameter(p.name, value=value)
