@@ -431,7 +431,7 @@ def supervise(procs: Sequence[subprocess.Popen], poll: float = 0.2) -> int:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="bringup", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="bringup", description=__doc__.split("\n\n")[0].replace("``", ""))
     ap.add_argument("--robot", default="lwr4", help="robot name or file; '' = from the robot_description topic")
     ap.add_argument("--model-from-topic", action="store_true",
                     help="the nodes other than sim take their model from robot_description (sim publishes it)")
