@@ -7,9 +7,12 @@ Modules are imported lazily so that e.g. ``coefficients`` never loads rclpy or M
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
+import os
 import sys
+from pathlib import Path
 
 from ..errors import PayloadEstimationError
 
@@ -30,6 +33,49 @@ COMMANDS = {
 
 class CommandError(PayloadEstimationError):
     """A command's refusal of its arguments or data; the message says what to change."""
+
+
+_REASONS = {errno.ENOENT: "no such file", errno.EISDIR: "is a directory", errno.ENOTDIR: "a part of it is not a "
+            "directory", errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+            errno.EROFS: "read-only file system", errno.ENOSPC: "no space left on the device"}
+
+
+def os_reason(exc: OSError) -> str:
+    """An operating-system error in words, without its ``[Errno N]`` and file name ("no such file", ...)."""
+    return _REASONS.get(exc.errno, (exc.strerror or str(exc)).lower()) if exc.errno else str(exc)
+
+
+def input_file(path: str | Path, option: str) -> Path:
+    """``path`` as a readable file, or :class:`CommandError` naming ``option``, the path and why
+    ("no such file", "is a directory", "permission denied"); check before the work."""
+    p = Path(path)
+    if p.is_dir():
+        raise CommandError(f"{option} {p}: is a directory, not a file")
+    if not p.exists():
+        raise CommandError(f"{option} {p}: no such file")
+    if not os.access(p, os.R_OK):
+        raise CommandError(f"{option} {p}: permission denied (not readable)")
+    return p
+
+
+def output_file(path: str | Path, option: str) -> Path:
+    """``path`` where a file can be written (created or replaced), or :class:`CommandError` naming ``option``,
+    the path and why ("is a directory", "directory D does not exist", "directory D is not writable"). Call it
+    before the computation, so that a mistyped output path does not fail only after it; a write that fails
+    anyway can be reported with :func:`os_reason`."""
+    p = Path(path)
+    if p.is_dir():
+        raise CommandError(f"{option} {p}: is a directory (give a file name inside it)")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.exists():
+        raise CommandError(f"{option} {p}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise CommandError(f"{option} {p}: {parent} is not a directory")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise CommandError(f"{option} {p}: the file exists and is not writable")
+    if not p.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise CommandError(f"{option} {p}: directory {parent} is not writable")
+    return p
 
 
 def _load(name: str):

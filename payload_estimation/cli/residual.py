@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..collision import (
+    CALIBRATION_GAP_FRACTION,
     THRESHOLD_MINIMUM,
     THRESHOLD_SAFETY,
     CollisionEvent,
     CollisionMonitor,
     JointFriction,
     MonitorConfig,
+    ObserverCoverage,
     ThresholdCalibration,
     calibrate_thresholds,
     identified_friction,
+    observer_coverage,
     replay,
 )
 from ..errors import PayloadEstimationError
@@ -27,9 +31,13 @@ from ..identification import DynamicModel, load_dynamic_model
 from ..model import RigidBodyDynamics
 from ..payload import PayloadEstimate
 from ..signals import derive_velocity
+from .command_line import CommandError, input_file, os_reason, output_file
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "momentum-observer residual and collision events of a recorded run (CSV or rosbag2)"
+
+STATIC_HINT = ("static captures (like examples/*_samples.csv) are for `payload-estimation estimate`, "
+               "not `residual`")
 
 
 class ResidualArgumentError(PayloadEstimationError):
@@ -63,7 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cal = parser.add_argument_group("threshold calibration (a recording of the task's motion without contact)")
     cal.add_argument("--calibrate", action="store_true",
                      help="set the collision monitor's thresholds from this recording's residual: per joint "
-                          "max(--minimum, --safety x its largest |r|); refused if --threshold detects anything in it")
+                          "max(--minimum, --safety x its largest |r|); refused if --threshold detects anything in it "
+                          f"or more than {100 * CALIBRATION_GAP_FRACTION:g}%% of its time were stream gaps the "
+                          "observer could not integrate")
     cal.add_argument("--safety", type=float, default=THRESHOLD_SAFETY,
                      help=f"factor over the largest |r| (default {THRESHOLD_SAFETY:g})")
     cal.add_argument("--minimum", type=float, default=THRESHOLD_MINIMUM,
@@ -90,8 +100,9 @@ def _payload(args) -> PayloadEstimate | None:
             raise ResidualArgumentError(f"--payload: expected 'm,cx,cy,cz' (4 numbers), got '{args.payload}'")
         return PayloadEstimate(float(v[0]), v[1:4].copy(), method="given")
     if args.payload_file:
+        path = input_file(args.payload_file, "--payload-file")
         try:
-            return PayloadEstimate.from_dict(json.loads(Path(args.payload_file).read_text()))
+            return PayloadEstimate.from_dict(json.loads(path.read_text()))
         except (KeyError, TypeError, ValueError) as exc:  # ValueError: bad JSON or numbers
             raise ResidualArgumentError(f"--payload-file {args.payload_file}: not a payload estimate ({exc})") from None
     return None
@@ -99,17 +110,23 @@ def _payload(args) -> PayloadEstimate | None:
 
 @dataclass(frozen=True)
 class ResidualRun:
-    """Result of :func:`run_residual`: residual per sample (N x n, N m), collision flag, events."""
+    """Result of :func:`run_residual`: residual per sample (N x n, N m), collision flag, events; ``gap`` (N,):
+    the samples the observer reached over a gap (the residual held over the step before them), ``coverage``
+    how much of the run it integrated (:func:`collision.thresholds.observer_coverage`)."""
 
     t: np.ndarray
     r: np.ndarray
     collision: np.ndarray
     events: list[CollisionEvent]
     max_outside_events: np.ndarray  # per joint, N m
+    gap: np.ndarray
+    coverage: ObserverCoverage
 
     def to_dict(self) -> dict:
         return {
             "samples": int(self.t.size),
+            "observer_gaps": self.coverage.gaps,
+            "observer_gap_time": round(self.coverage.gap_time, 6),
             "events": [e.to_dict() for e in self.events],
             "max_abs_residual_outside_events": [float(x) for x in self.max_outside_events],
             "max_abs_residual_outside_events_overall": float(self.max_outside_events.max(initial=0.0)),
@@ -133,7 +150,7 @@ def run_residual(dyn: RigidBodyDynamics, t, q, dq, tau, payload: PayloadEstimate
                            friction=friction)
     if payload is not None:
         mon.set_payload(payload.body(), gravity_only=payload.inertia is None)
-    r, flag = replay(mon, t, q, dq, tau)
+    r, flag, gap = replay(mon, t, q, dq, tau)
     events = mon.events()
     det = mon.detector
     # an event spans its whole excursion: from the sample where |r| last rose above the release
@@ -148,13 +165,17 @@ def run_residual(dyn: RigidBodyDynamics, t, q, dq, tau, payload: PayloadEstimate
         inside |= (t >= t[k0]) & (t <= end)
     outside = np.abs(r[~inside])
     max_out = outside.max(axis=0) if outside.size else np.zeros(dyn.n)
-    return ResidualRun(np.asarray(t, float), r, flag, events, max_out)
+    t = np.asarray(t, float)
+    return ResidualRun(t, r, flag, events, max_out, gap, observer_coverage(t, gap, mon.observer.max_gap))
 
 
 def _write_csv(path: Path, res: ResidualRun) -> None:
     n = res.r.shape[1]
-    write_table(path, ["t", *[f"r{j + 1}" for j in range(n)], "collision"],
-                np.column_stack([res.t, res.r, res.collision.astype(float)]), time_column=True)
+    try:
+        write_table(path, ["t", *[f"r{j + 1}" for j in range(n)], "collision"],
+                    np.column_stack([res.t, res.r, res.collision.astype(float)]), time_column=True)
+    except OSError as exc:
+        raise CommandError(f"--out {path}: {os_reason(exc)}") from None
 
 
 def _contact_text(e: CollisionEvent) -> str:
@@ -174,25 +195,35 @@ def _contact_text(e: CollisionEvent) -> str:
 
 
 def run(args) -> int:
+    # the arguments and the output paths first: a mistake in them must not cost the computation
+    if args.params_out and not args.calibrate:
+        raise ResidualArgumentError("--params-out writes calibrated thresholds: add --calibrate")
+    if args.out:
+        output_file(args.out, "--out")
+    if args.params_out:
+        output_file(args.params_out, "--params-out")
     desc = robot_from_args(args)
-    rec = load_recording(args.data, desc, args.topic)
-    samples, note = derive_velocity(rec.samples, str(args.data))
-    if not args.json:
-        print("\n".join(rec.report.lines() + ([f"  {note}"] if note else [])))
     n = desc.n
     gains = _floats(args.gain, "--gain", n)
     thresholds = _floats(args.threshold, "--threshold", n)
     payload = _payload(args)
     if not args.coulomb_smoothing > 0:
         raise ResidualArgumentError(f"--coulomb-smoothing must be > 0 rad/s, got {args.coulomb_smoothing}")
+    rec = load_recording(args.data, desc, args.topic)
+    samples, note = derive_velocity(rec.samples, str(args.data))
+    if not args.json:
+        print("\n".join(rec.report.lines() + ([f"  {note}"] if note else [])))
     model = load_dynamic_model(args.params, desc)
     if not args.json:
         print(model.note)
     dyn = model.dynamics()
-    if args.params_out and not args.calibrate:
-        raise ResidualArgumentError("--params-out writes calibrated thresholds: add --calibrate")
     res = run_residual(dyn, samples.t, samples.q, samples.dq, samples.tau, payload, gains, thresholds, args.release,
                        observer_friction(model, args.coulomb_smoothing))
+    why = res.coverage.refusal()
+    if why is not None:
+        raise ResidualArgumentError(f"{args.data}: {why}; {STATIC_HINT}")
+    if (warning := res.coverage.warning()) is not None:
+        print(f"payload-estimation residual: warning: {warning}", file=sys.stderr)
     if args.out:
         _write_csv(args.out, res)
     cal = _calibration(args, res, samples.dq) if args.calibrate else None
@@ -235,7 +266,11 @@ def _calibration(args, res: ResidualRun, dq: np.ndarray) -> ThresholdCalibration
             f"event(s), the first detected at {e.detection_time:.3f} s (peak {e.peak_max:.2f} N m on joint "
             f"{e.peak_joint + 1}). Calibrate on the task's motion without contact; if there was none, the model "
             "misses that much (identify the arm: payload-estimation identify, then --params)")
-    cal = calibrate_thresholds(res.t, res.r, dq, args.safety, args.minimum)
+    cal = calibrate_thresholds(res.t, res.r, dq, args.safety, args.minimum, gap=res.gap,
+                               max_gap=res.coverage.max_gap)
     if args.params_out:
-        Path(args.params_out).write_text(cal.params_file(str(args.data)))
+        try:
+            Path(args.params_out).write_text(cal.params_file(str(args.data)))
+        except OSError as exc:
+            raise CommandError(f"--params-out {args.params_out}: {os_reason(exc)}") from None
     return cal

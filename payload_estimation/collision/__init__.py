@@ -13,8 +13,9 @@ from ..lazy_api import lazy_api
 _API = {
     "contact": ("ContactConfig", "ContactEstimate", "ContactInputError", "ContactLocator", "ContactTracker"),
     "detector": ("CollisionDetector", "CollisionEvent", "DetectorInputError", "isolate_link"),
-    "thresholds": ("CONTACT_CHECK", "THRESHOLD_MINIMUM", "THRESHOLD_SAFETY", "ThresholdCalibration",
-                   "ThresholdRecorder", "calibrate_envelope", "calibrate_thresholds"),
+    "thresholds": ("CALIBRATION_GAP_FRACTION", "CONTACT_CHECK", "THRESHOLD_MINIMUM", "THRESHOLD_SAFETY",
+                   "ObserverCoverage", "ThresholdCalibration", "ThresholdRecorder", "calibrate_envelope",
+                   "calibrate_thresholds", "observer_coverage"),
     "geometry": ("Capsule", "LinkGeometry", "capsule_geometry", "push_point"),
     "monitor": ("CollisionMonitor", "MonitorConfig", "MonitorStep", "replay"),
     "observer": ("JointFriction", "MomentumObserver", "ObserverInputError", "identified_friction", "make_friction"),

@@ -161,15 +161,20 @@ class CollisionMonitor:
         return list(self.detector.events) + ([cur] if cur is not None else [])
 
 
-def replay(monitor: CollisionMonitor, t, q, dq, tau) -> tuple[np.ndarray, np.ndarray]:
-    """Run ``monitor`` over arrays (N samples x n joints); (r (N, n) N m, in-collision flag (N,))."""
+def replay(monitor: CollisionMonitor, t, q, dq, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run ``monitor`` over arrays (N samples x n joints); (r (N, n) N m, in-collision flag (N,), gap flag (N,):
+    the samples the observer reached over a gap, holding r over the step before them)."""
     n_s = len(t)
     r = np.empty((n_s, monitor.dyn.n))
     flag = np.zeros(n_s, dtype=bool)
+    gap = np.zeros(n_s, dtype=bool)
+    obs = monitor.observer
     for k in range(n_s):
+        before = obs.gaps
         r[k] = monitor.update(t[k], q[k], dq[k], tau[k]).residual
         flag[k] = monitor.detector.in_collision
-    return r, flag
+        gap[k] = obs.gaps > before
+    return r, flag, gap
 
 
 __all__ = ["CollisionMonitor", "MonitorConfig", "MonitorStep", "replay"]

@@ -16,7 +16,12 @@ the arm actually shows:
   ``~/start_threshold_calibration`` ... ``~/finish_threshold_calibration``): running maxima, O(n) memory for any
   duration; a residual above :data:`CONTACT_CHECK` refuses the recording as not contact-free;
 - :func:`calibrate_envelope` — a speed-dependent envelope margin_j + speed_j |dq_j| that raises the
-  thresholds only during fast motion, for an arm whose model error grows with speed.
+  thresholds only during fast motion, for an arm whose model error grows with speed;
+- :func:`observer_coverage` — how much of a recording the momentum observer integrated: it holds its residual over
+  every step longer than its gap limit (:class:`.observer.MomentumObserver` ``max_gap``, 0.1 s by default), so a
+  recording sampled slower than that (static captures, a 2 Hz log) shows a residual that never moves. A replay
+  whose steps are mostly gaps is refused (:meth:`ObserverCoverage.check`), and a calibration whose recorded time
+  is more than :data:`CALIBRATION_GAP_FRACTION` gaps (:func:`calibrate_thresholds`).
 
 Units: residual N m, time s, dq rad/s; joint order: the model's.
 """
@@ -37,13 +42,100 @@ THRESHOLD_MINIMUM = 2.5  # N m
 REST_SPEED = 0.05  # rad/s
 CONTACT_CHECK = 6.0  # N m: paper 000's threshold; a live recording whose |r| exceeds it is not contact-free
 RECORD_GAP = 0.1  # s: a longer step between live samples (a stream gap, a restart) adds no recorded time
+GAP_REFUSE_FRACTION = 0.5  # of the steps: a replay with more of them gaps shows no residual (ObserverCoverage.check)
+CALIBRATION_GAP_FRACTION = 0.05  # of the recorded time: more of it in gaps refuses a calibration
+
+
+@dataclass(frozen=True)
+class ObserverCoverage:
+    """How much of a recording the momentum observer integrated: of its ``steps`` (between successive samples)
+    it held the residual over ``gaps`` (steps longer than its gap limit: :attr:`.observer.MomentumObserver.gaps`),
+    ``gap_time`` s of the ``duration`` s; ``median_step`` s the recording's typical step, ``max_gap`` s the
+    observer's limit (a step longer than it is always a gap)."""
+
+    steps: int
+    gaps: int
+    gap_time: float
+    duration: float
+    median_step: float
+    max_gap: float
+
+    @property
+    def gap_fraction(self) -> float:
+        """Fraction of the steps that were gaps (0 without steps)."""
+        return self.gaps / self.steps if self.steps else 0.0
+
+    @property
+    def gap_time_fraction(self) -> float:
+        """Fraction of the duration spent in gaps (0 for a zero duration)."""
+        return self.gap_time / self.duration if self.duration > 0 else 0.0
+
+    def refusal(self) -> str | None:
+        """Why the residual of this recording means nothing (more than :data:`GAP_REFUSE_FRACTION` of its steps
+        were gaps: the observer held r over them instead of integrating), in a line; None when it is usable."""
+        if not self.gap_fraction > GAP_REFUSE_FRACTION:
+            return None
+        held = (f"it held its residual over {self.gaps} of the {self.steps} steps ({self.gap_fraction:.0%}) instead "
+                "of integrating them, so the residual shows nothing")
+        if self.median_step > self.max_gap:
+            head = (f"median sample interval {self.median_step:.3g} s is longer than the momentum observer's gap limit "
+                    f"of {self.max_gap:g} s: {held}")
+        else:
+            head = (f"{self.gaps} of the {self.steps} steps were longer than the momentum observer's gap limit "
+                    f"(at most {self.max_gap:g} s, less on a stream whose typical step is shorter; median sample "
+                    f"interval {self.median_step:.3g} s): {held}")
+        return (f"{head}. The observer needs the joint-state stream at its own rate: every step shorter than "
+                f"{self.max_gap:g} s (over {1.0 / self.max_gap:.3g} Hz), 100 Hz or more for a residual that follows a "
+                "contact")
+
+    def warning(self) -> str | None:
+        """A line on the gaps there were, when some but not most steps were gaps; None otherwise."""
+        if self.gaps == 0 or self.refusal() is not None:
+            return None
+        return (f"the momentum observer held its residual over {self.gaps} of the {self.steps} steps "
+                f"({self.gap_time:.3f} s of {self.duration:.3f} s): steps longer than its gap limit (at most "
+                f"{self.max_gap:g} s) were not integrated; a contact inside them shows only after")
+
+    def check(self) -> ObserverCoverage:
+        """Self, or :class:`DetectorInputError` with :meth:`refusal`."""
+        why = self.refusal()
+        if why is not None:
+            raise DetectorInputError(why)
+        return self
+
+
+def observer_coverage(t, gap=None, max_gap: float = RECORD_GAP) -> ObserverCoverage:
+    """:class:`ObserverCoverage` of a recording at times ``t`` (N,) s. ``gap`` (N,) bool: True at the samples the
+    observer reached over a gap (its :attr:`.observer.MomentumObserver.gaps` grew at that update); None: every
+    step longer than ``max_gap`` s (the observer's limit at its longest; it also takes steps over ``gap_steps``
+    times its typical step as gaps, which only its own count shows). Steps that do not go forward in time
+    (samples the observer skips) count as neither."""
+    t = np.asarray(t, float)
+    if t.ndim != 1:
+        raise DetectorInputError(f"t must be a (N,) array of time stamps (s), got shape {t.shape}")
+    if not (np.isfinite(max_gap) and max_gap > 0):
+        raise DetectorInputError(f"max_gap must be > 0 s, got {max_gap}")
+    h = np.diff(t)
+    fwd = np.isfinite(h) & (h > 0)
+    if gap is None:
+        held = fwd & (h > max_gap)
+    else:
+        g = np.asarray(gap, bool)
+        if g.shape != t.shape:
+            raise DetectorInputError(f"gap must be one flag per sample, shape {t.shape}, got {g.shape}")
+        held = fwd & g[1:]
+    steps = int(fwd.sum())
+    duration = float(h[fwd].sum())
+    median = float(np.median(h[fwd])) if steps else 0.0
+    return ObserverCoverage(steps, int(held.sum()), float(h[held].sum()), duration, median, float(max_gap))
 
 
 @dataclass(frozen=True)
 class ThresholdCalibration:
     """Thresholds T_j (N m) calibrated on a contact-free recording: T_j = max(minimum, safety x peak_j),
-    peak_j the largest |r_j| (N m) over ``samples`` samples spanning ``duration`` s; ``still``: the joints
-    (0-based) that never moved faster than the rest speed, whose T_j covers the model's error at rest only."""
+    peak_j the largest |r_j| (N m) over ``samples`` samples spanning ``duration`` s of observed time; ``still``: the
+    joints (0-based) that never moved faster than the rest speed, whose T_j covers the model's error at rest only;
+    ``gap_time`` s: time the observer held its residual over (stream gaps), not in ``duration``."""
 
     thresholds: np.ndarray
     peak: np.ndarray
@@ -52,17 +144,19 @@ class ThresholdCalibration:
     samples: int
     duration: float
     still: tuple[int, ...] = ()
+    gap_time: float = 0.0
 
     def to_dict(self) -> dict:
         return {"thresholds": [round(float(x), 3) for x in self.thresholds],
                 "peak_abs_residual": [round(float(x), 4) for x in self.peak], "safety": self.safety,
                 "minimum": self.minimum, "samples": self.samples, "duration": round(self.duration, 3),
-                "joints_not_moved": [j + 1 for j in self.still]}
+                "gap_time": round(self.gap_time, 3), "joints_not_moved": [j + 1 for j in self.still]}
 
     def lines(self, joint_names: tuple[str, ...] | None = None) -> list[str]:
         """What a person reads: per joint the largest |r| and the threshold, then what to check."""
         names = joint_names or tuple(f"joint {j + 1}" for j in range(self.thresholds.size))
-        out = [f"thresholds calibrated on {self.duration:.1f} s ({self.samples} samples) without contact: "
+        gaps = f"; {self.gap_time:.3g} s of stream gaps not observed" if self.gap_time > 0 else ""
+        out = [f"thresholds calibrated on {self.duration:.1f} s ({self.samples} samples{gaps}) without contact: "
                f"T = max({self.minimum:g} N m, {self.safety:g} x the largest |r|)"]
         for j, name in enumerate(names):
             why = "minimum" if self.thresholds[j] <= self.minimum else f"{self.safety:g} x |r|"
@@ -76,9 +170,10 @@ class ThresholdCalibration:
     def params_file(self, source: str = "", node: str = "collision_monitor") -> str:
         """A ROS 2 parameter file giving ``node`` (any namespace) these thresholds (``--params-file``)."""
         doc = {f"/**/{node}": {"ros__parameters": {"thresholds": self.to_dict()["thresholds"]}}}
+        gaps = f"; {self.gap_time:.3g} s of stream gaps not observed" if self.gap_time > 0 else ""
         head = (f"# collision_monitor thresholds (N m per joint) calibrated {datetime.date.today()} on "
                 f"{source or 'a contact-free recording'}:\n# max({self.minimum:g} N m, {self.safety:g} x the largest "
-                f"|residual| over {self.duration:.1f} s). Re-calibrate after a change of model, tool or task.\n")
+                f"|residual| over {self.duration:.1f} s{gaps}). Re-calibrate after a change of model, tool or task.\n")
         return head + yaml.safe_dump(doc, default_flow_style=None, sort_keys=False)
 
 
@@ -98,10 +193,16 @@ def _check_safety(safety: float) -> None:
 
 
 def calibrate_thresholds(t, r, dq, safety: float = THRESHOLD_SAFETY, minimum: float = THRESHOLD_MINIMUM,
-                         rest_speed: float = REST_SPEED) -> ThresholdCalibration:
+                         rest_speed: float = REST_SPEED, gap=None, max_gap: float = RECORD_GAP) -> ThresholdCalibration:
     """Thresholds from the residual ``r`` (N, n) N m of a contact-free recording at times ``t`` (N,) s with joint
     velocities ``dq`` (N, n) rad/s (module docstring). The recording must move (some joint faster than
-    ``rest_speed``): the thresholds cover what the model misses during the motion, which a rest does not show."""
+    ``rest_speed``): the thresholds cover what the model misses during the motion, which a rest does not show.
+
+    ``gap`` (N,) bool, ``max_gap`` s: where the observer held its residual over a stream gap, as
+    :func:`observer_coverage` takes them (None: steps longer than ``max_gap``). A recording with more than
+    :data:`CALIBRATION_GAP_FRACTION` (5 %) of its time in gaps is refused: the residual of the moves inside them
+    was never observed, so its largest |r| would be too low. Below that the gap time is left out of the
+    calibration's ``duration`` and reported as its ``gap_time``."""
     t = np.asarray(t, float)
     r, v = _contact_free_run(r, dq, safety)
     if t.shape != (r.shape[0],) or r.shape[0] < 2:
@@ -112,12 +213,20 @@ def calibrate_thresholds(t, r, dq, safety: float = THRESHOLD_SAFETY, minimum: fl
             raise DetectorInputError(f"{name} is not finite at sample {bad[0][0]}"
                                      + (f", joint {bad[0][1] + 1}" if a.ndim == 2 else "") + ": a calibration "
                                      "needs every sample")
-    return _calibration(np.abs(r).max(axis=0), v.max(axis=0), int(t.size), float(t[-1] - t[0]), safety, minimum,
-                        rest_speed)
+    cov = observer_coverage(t, gap, max_gap)
+    if cov.gap_time_fraction > CALIBRATION_GAP_FRACTION:
+        raise DetectorInputError(
+            f"the momentum observer held its residual over {cov.gap_time:.3f} s of the {cov.duration:.3f} s recorded "
+            f"({cov.gap_time_fraction:.0%}, {cov.gaps} of {cov.steps} steps longer than its gap limit of at most "
+            f"{cov.max_gap:g} s; median sample interval {cov.median_step:.3g} s): the moves inside the gaps were never "
+            f"observed, thresholds from it would be too low. Calibrate on a recording of the joint-state stream at "
+            f"its own rate with at most {CALIBRATION_GAP_FRACTION:.0%} of its time in gaps")
+    return _calibration(np.abs(r).max(axis=0), v.max(axis=0), int(t.size), cov.duration - cov.gap_time, safety,
+                        minimum, rest_speed, cov.gap_time)
 
 
 def _calibration(peak: np.ndarray, fastest: np.ndarray, samples: int, duration: float, safety: float,
-                 minimum: float, rest_speed: float) -> ThresholdCalibration:
+                 minimum: float, rest_speed: float, gap_time: float = 0.0) -> ThresholdCalibration:
     """The rule of the module docstring from the largest |r_j| (N m) and |dq_j| (rad/s) of a checked run."""
     if not (np.isfinite(minimum) and minimum > 0):
         raise DetectorInputError(f"minimum must be > 0 N m, got {minimum}")
@@ -127,7 +236,7 @@ def _calibration(peak: np.ndarray, fastest: np.ndarray, samples: int, duration: 
                                  "the task's own moves without contact, the thresholds must cover the model's error "
                                  "during motion")
     return ThresholdCalibration(np.maximum(minimum, safety * peak), peak.copy(), float(safety), float(minimum),
-                                samples, duration, tuple(int(j) for j in np.flatnonzero(~moved)))
+                                samples, duration, tuple(int(j) for j in np.flatnonzero(~moved)), float(gap_time))
 
 
 class ThresholdRecorder:
@@ -216,5 +325,6 @@ def calibrate_envelope(r: np.ndarray, dq: np.ndarray, safety: float = 1.5, rest_
     return margin, speed
 
 
-__all__ = ["CONTACT_CHECK", "THRESHOLD_MINIMUM", "THRESHOLD_SAFETY", "ThresholdCalibration", "ThresholdRecorder",
-           "calibrate_envelope", "calibrate_thresholds"]
+__all__ = ["CALIBRATION_GAP_FRACTION", "CONTACT_CHECK", "GAP_REFUSE_FRACTION", "THRESHOLD_MINIMUM",
+           "THRESHOLD_SAFETY", "ObserverCoverage", "ThresholdCalibration", "ThresholdRecorder", "calibrate_envelope",
+           "calibrate_thresholds", "observer_coverage"]

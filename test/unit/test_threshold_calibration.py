@@ -142,6 +142,47 @@ def test_calibration_rules_and_refusals():
     assert isinstance(cal, ThresholdCalibration)
 
 
+def test_a_recording_the_observer_mostly_held_over_is_refused_and_gaps_are_reported():
+    """observer_coverage: steps longer than the observer's gap limit are not integrated; a replay with more than half
+    of them gaps is refused (with the median interval and the limit), a few give a warning; a calibration refuses
+    more than 5 % of its time in gaps and leaves fewer out of its duration."""
+    from payload_estimation.collision.thresholds import observer_coverage
+
+    slow = observer_coverage(np.arange(9) * 0.5)  # 2 Hz: every step over the 0.1 s limit
+    assert (slow.steps, slow.gaps, slow.gap_time, slow.median_step) == (8, 8, 4.0, 0.5)
+    assert slow.warning() is None
+    with pytest.raises(DetectorInputError, match=r"^median sample interval 0.5 s is longer than the momentum "
+                                                 r"observer's gap limit of 0.1 s: it held its residual over 8 of the "
+                                                 r"8 steps \(100%\).* 100 Hz or more"):
+        slow.check()
+    t = np.arange(2000) * 1e-3
+    fine = observer_coverage(t)
+    assert fine.gaps == 0 and fine.refusal() is None and fine.warning() is None and fine.check() is fine
+    flags = np.zeros(t.size, bool)
+    flags[[500, 1500]] = True  # the observer's own count: steps over 4 x its typical step
+    some = observer_coverage(t, flags, max_gap=0.1)
+    assert some.gaps == 2 and some.refusal() is None
+    assert "held its residual over 2 of the 1999 steps (0.002 s of 1.999 s)" in some.warning()
+    with pytest.raises(DetectorInputError, match="gap must be one flag per sample"):
+        observer_coverage(t, flags[:-1])
+
+    rng = np.random.default_rng(1)
+    dq = rng.uniform(-1.0, 1.0, (t.size, 2))
+    r = rng.normal(0.0, 1.0, (t.size, 2))
+    with pytest.raises(DetectorInputError, match=r"held its residual over 4.000 s of the 4.000 s recorded \(100%"):
+        calibrate_thresholds(np.arange(9) * 0.5, r[:9], dq[:9])  # no gap flags: steps over max_gap
+    stalled = t.copy()
+    stalled[1000:] += 0.15  # one 0.151 s step in 2.15 s: 7 %
+    with pytest.raises(DetectorInputError, match=r"over 0.151 s of the 2.149 s recorded \(7%, 1 of 1999 steps.*at "
+                                                 r"most 5% of its time in gaps"):
+        calibrate_thresholds(stalled, r, dq)
+    cal = calibrate_thresholds(t, r, dq, gap=flags)
+    assert cal.gap_time == pytest.approx(0.002) and cal.duration == pytest.approx(1.997)
+    assert "(2000 samples; 0.002 s of stream gaps not observed)" in cal.lines()[0]
+    assert cal.to_dict()["gap_time"] == 0.002 and "stream gaps not observed" in cal.params_file()
+    assert calibrate_thresholds(t, r, dq).gap_time == 0.0
+
+
 @pytest.mark.slow
 def test_residual_command_calibrates_and_refuses_a_recording_with_a_contact(lwr4, tmp_path, capsys):
     from payload_estimation.cli import main
