@@ -7,7 +7,9 @@ them: the map K from standard link parameters (seeds' order) and the regressor's
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,12 +18,20 @@ import pinocchio as pin
 import yaml
 
 from ..errors import PayloadEstimationError
+from ..model.base_parameters import KINDS
 from ..model.description import RobotDescription
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import N_GRAVITY_PARAMS, N_PARAMS, PARAMETER_NAMES
 from .least_squares import friction_names, friction_regressor
 
 PARAMS_FORMAT = "payload_estimation/identified_coefficients/v1"
+_TOP_REQUIRED = ("format", "robot", "kind", "joint_names", "coefficients", "independent")
+_TOP_KEYS = (*_TOP_REQUIRED, "friction", "fit", "covariance", "info")
+_FRICTION_KEYS = ("viscous", "coulomb", "offset")
+_COEFFICIENT_KEYS = ("name", "value", "std", "rsd", "dropped", "combination")
+_FIT_KEYS = ("rows", "sigma2", "residual_rms", "rss", "condition_number", "per_joint_rms")
+_PARAMETER_NAME = re.compile(rf"^({'|'.join(PARAMETER_NAMES)})([1-9][0-9]*)$")
+_FRICTION_NAME = re.compile(r"^F[vco]([1-9][0-9]*)$")
 
 
 class IdentificationError(PayloadEstimationError):
@@ -219,43 +229,62 @@ class IdentifiedModel:
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "parameters") -> IdentifiedModel:
-        try:
-            if d.get("format") != PARAMS_FORMAT:
-                raise IdentificationError(f"{where}: not a PARAMS file (format {d.get('format')!r}, "
-                                          f"expected {PARAMS_FORMAT})")
-            kind = d["kind"]
-            names = tuple(d["joint_names"])
-            n = len(names)
-            std_names = standard_parameter_names(n, kind)
-            col = {s: i for i, s in enumerate(std_names)}
-            fr = d.get("friction", {})
-            viscous, coulomb, offset = bool(fr.get("viscous")), bool(fr.get("coulomb")), bool(fr.get("offset"))
-            coeffs = d["coefficients"]
-            n_fric = n * (viscous + coulomb + offset)
-            rank = len(coeffs) - n_fric
-            k = np.zeros((rank, len(std_names)))
-            for j, c in enumerate(coeffs[:rank]):
-                for sname, v in c["combination"].items():
-                    if sname not in col:
-                        raise IdentificationError(f"{where}: coefficient {c['name']} combines unknown "
-                                                  f"parameter {sname!r}")
-                    k[j, col[sname]] = float(v)
-            kept = np.array([j for j, c in enumerate(coeffs) if not c.get("dropped")], dtype=int)
-            values = np.array([float(coeffs[j]["value"]) for j in kept])
-            std = np.array([float(coeffs[j].get("std", 0.0)) for j in kept])
-            rsd = np.array([math.inf if coeffs[j].get("rsd") is None else float(coeffs[j]["rsd"]) for j in kept])
-            cov = np.asarray(d.get("covariance", np.diag(std ** 2)), float)
-            if cov.shape != (kept.size, kept.size):
-                raise IdentificationError(f"{where}: covariance is {cov.shape}, expected {(kept.size, kept.size)}")
-            fit = d.get("fit", {})
-            indep = np.array([col[s] for s in d["independent"]], dtype=int)
-            base_names = tuple(c["name"] for c in coeffs[:rank])
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise IdentificationError(f"{where}: malformed PARAMS file ({exc!r})") from exc
-        return cls(d["robot"], kind, names, k, indep, base_names, viscous, coulomb, kept, values, std, rsd, cov,
-                   float(fit.get("sigma2", 1.0)), int(fit.get("rows", 0)), float(fit.get("residual_rms", 0.0)),
-                   float(fit.get("condition_number", 0.0)), float(fit.get("rss", 0.0)),
-                   np.asarray(fit.get("per_joint_rms", []), float), dict(d.get("info", {})), offset)
+        """The model a PARAMS mapping describes (``where``: the file, for messages). Every key, number and
+        flag is checked: :class:`IdentificationError` says what is wrong, where, and what to do."""
+        if not isinstance(d, dict):
+            raise IdentificationError(f"{where}: top level must be a mapping")
+        if d.get("format") != PARAMS_FORMAT:
+            raise IdentificationError(f"{where}: not a PARAMS file (format {d.get('format')!r}, "
+                                      f"expected {PARAMS_FORMAT})")
+        _check_keys(d, _TOP_KEYS, _TOP_REQUIRED, "top level", where)
+        robot = d["robot"]
+        if not isinstance(robot, str) or not robot:
+            raise IdentificationError(f"{where}: 'robot' must be the robot's name, got {robot!r}")
+        kind = d["kind"]
+        if kind not in KINDS:
+            raise IdentificationError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)} (full: tau = Y_b pi "
+                                      "+ friction, gravity: g = Y_gb pi_g)")
+        names = _joint_names(d["joint_names"], where)
+        n = len(names)
+        fr = _mapping(d.get("friction", {}), "'friction'", where)
+        _check_keys(fr, _FRICTION_KEYS, (), "'friction'", where)
+        viscous, coulomb, offset = (_flag(fr.get(key, False), f"friction.{key}", where) for key in _FRICTION_KEYS)
+        if kind == "gravity" and (viscous or coulomb):
+            raise IdentificationError(f"{where}: a gravity model has no viscous or Coulomb friction (only offset); "
+                                      "set friction.viscous and friction.coulomb to false")
+        coeffs = _coefficient_list(d["coefficients"], where)
+        fit = _mapping(d.get("fit", {}), "'fit'", where)
+        _check_keys(fit, _FIT_KEYS, (), "'fit'", where)
+        per_joint = [_number(v, f"fit.per_joint_rms[{j}]", where, minimum=0.0)
+                     for j, v in enumerate(_list(fit.get("per_joint_rms", []), "fit.per_joint_rms", where))]
+        indep_names = _list(d["independent"], "'independent'", where)
+        _check_joint_count(n, coeffs, indep_names, len(per_joint), where)
+        rank = _check_friction_names(coeffs, n, (viscous, coulomb, offset), where)
+        std_names = standard_parameter_names(n, kind)
+        col = {s: i for i, s in enumerate(std_names)}
+        k = _combinations(coeffs[:rank], col, kind, n, where)
+        indep = np.array([_column(s, col, kind, n, "'independent' lists", where) for s in indep_names], dtype=int)
+        if indep.size != rank:
+            raise IdentificationError(f"{where}: 'independent' lists {indep.size} parameters for {rank} base "
+                                      "coefficients (one each)")
+        dropped = [_flag(c.get("dropped", False), f"coefficient {c['name']}: 'dropped'", where) for c in coeffs]
+        kept = np.flatnonzero(~np.array(dropped, bool))
+        values = np.array([_number(c["value"], f"coefficient {c['name']}: value", where) for c in coeffs])[kept]
+        std = np.array([_number(coeffs[j].get("std", 0.0), f"coefficient {coeffs[j]['name']}: std", where,
+                                minimum=0.0) for j in kept])
+        rsd = np.array([math.inf if coeffs[j].get("rsd") is None else
+                        _number(coeffs[j]["rsd"], f"coefficient {coeffs[j]['name']}: rsd", where, finite=False,
+                                minimum=0.0) for j in kept])
+        cov = _covariance(d["covariance"], [coeffs[j]["name"] for j in kept], where) if "covariance" in d \
+            else np.diag(std ** 2)
+        info = _mapping(d.get("info", {}), "'info'", where)
+        figures = {key: _number(fit.get(key, default), f"fit.{key}", where, finite=key != "condition_number",
+                                minimum=0.0)
+                   for key, default in (("sigma2", 1.0), ("rows", 0), ("residual_rms", 0.0),
+                                        ("condition_number", 0.0), ("rss", 0.0))}
+        return cls(robot, kind, names, k, indep, tuple(c["name"] for c in coeffs[:rank]), viscous, coulomb, kept,
+                   values, std, rsd, cov, figures["sigma2"], int(figures["rows"]), figures["residual_rms"],
+                   figures["condition_number"], figures["rss"], np.asarray(per_joint, float), dict(info), offset)
 
     @classmethod
     def load(cls, path: str | Path) -> IdentifiedModel:
@@ -269,6 +298,182 @@ class IdentifiedModel:
         if not isinstance(d, dict):
             raise IdentificationError(f"{path}: top level must be a mapping")
         return cls.from_dict(d, str(path))
+
+
+# --- reading PARAMS.yaml ---------------------------------------------------------------------------
+
+def _show(v: object) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_keys(block: dict, allowed: tuple[str, ...], required: tuple[str, ...], what: str, where: str) -> None:
+    """Refuse a missing required key or an unknown key of ``block``, naming it and the allowed ones."""
+    unknown = [str(key) for key in block if key not in allowed]
+    for key in required:
+        if key not in block:
+            typo = difflib.get_close_matches(key, unknown, 1)
+            hint = f" ('{typo[0]}' misspelt?)" if typo else ""
+            raise IdentificationError(f"{where}: {what}: missing key '{key}'{hint}; required keys: "
+                                      f"{', '.join(required)}")
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], allowed, 1)
+        hint = f" (did you mean '{near[0]}'?)" if near else ""
+        raise IdentificationError(f"{where}: {what}: unknown key '{unknown[0]}'{hint}; remove or rename it "
+                                  f"(allowed keys: {', '.join(allowed)})")
+
+
+def _mapping(v: object, what: str, where: str) -> dict:
+    if not isinstance(v, dict):
+        raise IdentificationError(f"{where}: {what} must be a mapping (key: value), got {_show(v)}")
+    return v
+
+
+def _list(v: object, what: str, where: str) -> list:
+    if not isinstance(v, list):
+        raise IdentificationError(f"{where}: {what} must be a list, got {_show(v)}")
+    return v
+
+
+def _flag(v: object, what: str, where: str) -> bool:
+    if not isinstance(v, bool):
+        raise IdentificationError(f"{where}: {what} must be true or false, got {_show(v)}")
+    return v
+
+
+def _number(v: object, what: str, where: str, finite: bool = True, minimum: float | None = None) -> float:
+    """``v`` as a float; refused unless a number (a numeric string counts), finite unless ``finite`` is
+    False, and at least ``minimum``."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise IdentificationError(f"{where}: {what} must be a number, got {_show(v)}")
+    try:
+        x = float(v)
+    except ValueError:
+        raise IdentificationError(f"{where}: {what} {_show(v)} is not a number; write a number such as 0.25") from None
+    if finite and not math.isfinite(x):
+        raise IdentificationError(f"{where}: {what} is {x}, not a finite number; correct the file or identify "
+                                  "the robot again")
+    if minimum is not None and not x >= minimum:
+        raise IdentificationError(f"{where}: {what} is {x}; it must be at least {minimum:g}")
+    return x
+
+
+def _joint_names(v: object, where: str) -> tuple[str, ...]:
+    names = _list(v, "'joint_names'", where)
+    if not names or not all(isinstance(s, str) and s for s in names):
+        raise IdentificationError(f"{where}: 'joint_names' must list the robot's joint names, got {_show(v)}")
+    twice = sorted({s for s in names if names.count(s) > 1})
+    if twice:
+        raise IdentificationError(f"{where}: 'joint_names' lists {', '.join(twice)} more than once")
+    return tuple(names)
+
+
+def _coefficient_list(v: object, where: str) -> list[dict]:
+    """The coefficient entries, each a mapping with known keys and a unique name."""
+    coeffs = _list(v, "'coefficients'", where)
+    if not coeffs:
+        raise IdentificationError(f"{where}: 'coefficients' is empty")
+    seen: set[str] = set()
+    for i, c in enumerate(coeffs):
+        c = _mapping(c, f"coefficients entry {i + 1}", where)
+        name = c.get("name")
+        label = f"coefficient {name}" if isinstance(name, str) and name else f"coefficients entry {i + 1}"
+        _check_keys(c, _COEFFICIENT_KEYS, ("name", "value"), label, where)
+        if not isinstance(name, str) or not name:
+            raise IdentificationError(f"{where}: {label}: 'name' must be a non-empty string, got {_show(name)}")
+        if name in seen:
+            raise IdentificationError(f"{where}: coefficient {name} appears more than once")
+        seen.add(name)
+    return coeffs
+
+
+def _check_joint_count(n: int, coeffs: list[dict], independent: list, n_rms: int, where: str) -> None:
+    """Refuse ``joint_names`` whose length is not the number of joints the coefficients are for."""
+    friction = [(int(m.group(1)), c["name"]) for c in coeffs if (m := _FRICTION_NAME.match(c["name"]))]
+    params = [s for c in coeffs if isinstance(c.get("combination"), dict) for s in c["combination"]]
+    seen = friction + [(int(m.group(2)), s) for s in params + independent
+                       if isinstance(s, str) and (m := _PARAMETER_NAME.match(s))]
+    top, name = max(seen, default=(0, ""))
+    listed = f"{where}: 'joint_names' lists {n} joints"
+    if top > n:
+        raise IdentificationError(f"{listed}, but the coefficients are for {top} (they use {name}); list every joint "
+                                  "of the robot, in order")
+    if n_rms and n_rms != n:
+        raise IdentificationError(f"{listed}, but fit.per_joint_rms has {n_rms} values (one per joint); list every "
+                                  "joint of the robot, in order")
+    if friction and max(friction)[0] < n:
+        raise IdentificationError(f"{listed}, but the friction coefficients are for {max(friction)[0]}; list every "
+                                  "joint of the robot, in order")
+
+
+def _check_friction_names(coeffs: list[dict], n: int, terms: tuple[bool, bool, bool], where: str) -> int:
+    """Refuse friction coefficients other than the ``friction`` flags' (last, in order); the base coefficients'
+    count."""
+    fric = friction_names(n, *terms)
+    rank = len(coeffs) - len(fric)
+    in_file = [c["name"] for c in coeffs if _FRICTION_NAME.match(c["name"])]
+    if rank < 1 or in_file != list(fric) or [c["name"] for c in coeffs[rank:]] != list(fric):
+        label = "+".join(key for key, on in zip(_FRICTION_KEYS, terms) if on) or "none"
+        raise IdentificationError(f"{where}: friction {label} on {n} joints needs the friction coefficients "
+                                  f"[{_span(fric)}] after the base coefficients; the file has [{_span(in_file)}] "
+                                  "(the 'friction' flags and the coefficients must agree)")
+    return rank
+
+
+def _combinations(base: list[dict], col: dict[str, int], kind: str, n: int, where: str) -> np.ndarray:
+    """K (r x P): each base coefficient's combination of standard parameters."""
+    k = np.zeros((len(base), len(col)))
+    for j, c in enumerate(base):
+        if "combination" not in c:
+            raise IdentificationError(f"{where}: coefficient {c['name']} has no 'combination' (the standard "
+                                      "parameters it sums); every base coefficient needs one")
+        comb = _mapping(c["combination"], f"the combination of coefficient {c['name']}", where)
+        if not comb:
+            raise IdentificationError(f"{where}: coefficient {c['name']} combines no standard parameters; its "
+                                      "'combination' must name at least one (e.g. {Jzz7: 1.0})")
+        for sname, v in comb.items():
+            k[j, _column(sname, col, kind, n, f"coefficient {c['name']} combines", where)] = _number(
+                v, f"coefficient {c['name']}: the factor of {sname}", where)
+    return k
+
+
+def _column(sname: object, col: dict[str, int], kind: str, n: int, what: str, where: str) -> int:
+    """Index of the standard parameter ``sname`` in the stacked parameters of ``kind``."""
+    if isinstance(sname, str) and sname in col:
+        return col[sname]
+    m = _PARAMETER_NAME.match(str(sname))
+    if m and kind == "gravity" and m.group(1) not in PARAMETER_NAMES[:N_GRAVITY_PARAMS]:
+        raise IdentificationError(f"{where}: {what} {sname}, an inertia parameter, but kind is gravity (m, mcx, mcy, "
+                                  "mcz per link only): kind full?")
+    raise IdentificationError(f"{where}: {what} unknown parameter {_show(sname)} (standard parameters: "
+                              f"{', '.join(PARAMETER_NAMES[:N_PARAMS if kind == 'full' else N_GRAVITY_PARAMS])} "
+                              f"followed by the link number 1..{n})")
+
+
+def _covariance(v: object, names: list[str], where: str) -> np.ndarray:
+    size = len(names)
+    try:
+        cov = np.array(_list(v, "'covariance'", where), dtype=float)
+    except (TypeError, ValueError):
+        raise IdentificationError(f"{where}: 'covariance' must be a {size} x {size} matrix of numbers (a list of "
+                                  "rows, one per kept coefficient)") from None
+    if cov.shape != (size, size):
+        raise IdentificationError(f"{where}: covariance is {cov.shape}, expected {(size, size)} (one row and column "
+                                  "per kept coefficient)")
+    bad = np.argwhere(~np.isfinite(cov))
+    if bad.size:
+        i, j = bad[0]
+        raise IdentificationError(f"{where}: covariance entry ({names[i]}, {names[j]}) is {cov[i, j]}, not a finite "
+                                  "number; correct the file or identify the robot again")
+    return cov
+
+
+def _span(names: tuple[str, ...] | list[str]) -> str:
+    """``Fv1..Fv7, Fo1..Fo7`` for friction coefficient names."""
+    groups: dict[str, list[str]] = {}
+    for s in names:
+        groups.setdefault(s[:2], []).append(s)
+    return ", ".join(g[0] if len(g) == 1 else f"{g[0]}..{g[-1]}" for g in groups.values()) or "none"
 
 
 # --- regressors -----------------------------------------------------------------------------------
