@@ -222,6 +222,9 @@ class RobotModelSource:
             self.text = text
             self._ignore("the same model")
             return
+        if desc.joint_names != self.desc.joint_names:
+            self._refuse(another_arm(self.desc, desc), text)
+            return
         self._take(desc, "robot_description topic", text, changes)
 
     def _refuse(self, why: str, text: str) -> None:
@@ -254,6 +257,14 @@ class RobotModelSource:
         what = f" ({'; '.join(changes)})" if changes else ""
         self.node.get_logger().info(f"robot model {'replaced' if changed else 'loaded'}{what}: {desc.name}, "
                                     f"{desc.n} joints, payload frame {desc.payload_frame_name} (from the {source})")
+
+
+def another_arm(current: RobotDescription, new: RobotDescription) -> str:
+    """Why a running node refuses a description of other joints: it runs on the arm whose stream it reads."""
+    return (f"it describes another arm ({new.name}: {new.n} joints {list(new.joint_names)}) than the one this node "
+            f"runs on ({current.name}: {current.n} joints {list(current.joint_names)}); a second arm's "
+            "robot_state_publisher in this namespace? Give each arm its own namespace, or restart the node to change "
+            "arms")
 
 
 def _reason(e: Exception) -> str:

@@ -195,3 +195,40 @@ def test_node_processes_survive_descriptions_from_two_publishers(ros):
         stop_processes(procs)
         spin.stop()
         probe.destroy_node()
+
+
+def test_a_description_of_another_arm_is_refused_by_running_nodes(graph):
+    """A second arm's robot_state_publisher on this arm's topic (a namespace left out) publishes a description with
+    other joints while the stream runs: every node keeps the arm it runs on and says why (the estimator had taken
+    it and failed on every joint_states sample), services still answer, and the arm's own description is still
+    judged as before."""
+    from data_paths import urdf
+
+    probe, nodes = graph
+    desc = load_robot("lwr4")
+    text = to_urdf(desc)
+    probe.pub.publish(String(data=text))
+    assert wait_for(lambda: all(n.model.ready for n in nodes), 15.0)
+    arm = StaticArm(RigidBodyDynamics(desc), Q0)
+    spin_arm = SpinThread(MultiThreadedExecutor(num_threads=1), arm)
+    names = ("payload_estimator", "payload_sampler", "collision_monitor")
+    try:
+        assert wait_for(lambda: nodes[2].input is not None and nodes[2].input.age() is not None, 15.0)
+        probe.pub.publish(String(data=to_urdf(load_robot(str(urdf("iiwa14")), tip_link="lbr_link_6"))))
+        for node in names:
+            assert wait_for(lambda node=node: probe.status.get(node, {}).get("robot_descriptions_refused") == "1",
+                            15.0), (node, probe.status.get(node))
+            assert wait_for(lambda node=node: probe.said(node, "robot_description refused: it describes another arm",
+                                                         "6 joints", "7 joints", "own namespace"), 10.0), node
+        assert all(n.model.desc.n == 7 for n in nodes)
+        time.sleep(1.0)
+        assert not [m.msg for m in probe.logs if "callback failed" in m.msg]
+        assert answers(probe)
+        heavier = desc.with_links([*desc.links[:6], replace(desc.links[6], mass=desc.links[6].mass + 0.5)])
+        probe.pub.publish(String(data=to_urdf(heavier)))
+        assert wait_for(lambda: all(abs(n.model.desc.links[6].mass - heavier.links[6].mass) < 1e-9 for n in nodes),
+                        15.0)
+    finally:
+        arm.stop()
+        spin_arm.stop()
+        arm.destroy_node()
