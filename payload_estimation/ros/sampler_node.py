@@ -138,14 +138,17 @@ class PayloadSamplerNode(Node):
         self.get_logger().info(change_note(names))
 
     # ------------------------------------------------------------------ inputs
-    def _on_joint_states(self, msg: JointState) -> None:
+    def _on_joint_states(self, msg: JointState) -> bool:
+        """A sample for the core; True when it advanced the run."""
         got = None if self.input is None else self.input.receive(msg)
         if got is None or got[0] is StampVerdict.HOLD:
-            return
+            return False
         verdict, t, s = got
         self.core.joint_state(t, s.q, s.dq, s.tau, restart=verdict is StampVerdict.RESTART)
-        if self._run is not None:
-            self._tick()
+        if self._run is None:
+            return False
+        self._tick()
+        return True
 
     def _on_monitor_status(self, msg: DiagnosticArray) -> None:
         if msg.status:
@@ -196,9 +199,9 @@ class PayloadSamplerNode(Node):
         stale = self._run is not None and self.input is not None and stream_stale(
             self.input.age(), float(self.values["joint_state_timeout"]))
         waiting = take_waiting(self._js_sub) if stale else None
-        if waiting is not None:
-            self._on_joint_states(waiting)  # advances the run with it
-        else:
+        # a waiting sample advances the run; one the input refuses (e.g. another arm's joints) must not stop the
+        # ticks, or the run would never see that no usable joint_states arrive (~/sample never answered)
+        if waiting is None or not self._on_joint_states(waiting):
             self._tick()
 
     def _tick(self) -> None:

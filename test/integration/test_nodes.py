@@ -19,7 +19,7 @@ import rclpy
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from ros_helpers import call_trigger, wait_for
@@ -260,6 +260,30 @@ def test_estimator_loads_a_gravity_model_by_parameter(rig, dyn, tmp_path):
     assert "no unloaded reference" not in res.message  # against a calibrated model one-shot is the accurate method
     est = latest_estimate(rig)
     assert est.inertia.m == pytest.approx(PAYLOAD.mass, abs=0.01)
+
+
+def test_sample_answers_when_only_another_arms_joint_states_arrive(ros, dyn):
+    """A second arm's joint_states on this arm's topic and none of its own: the input refuses every sample, and
+    ~/sample still answers within its service_timeout (3 s) saying why. The sampler's timer handed each waiting
+    refused sample to the subscription path instead of ticking the run, so under a multi-threaded executor (a
+    component container's), where a sample nearly always waits at the tick, ~/sample never answered."""
+    sampler = PayloadSamplerNode()
+    client = Node("test_client")
+    arm = StaticArm(dyn, Q0, names=[f"other_arm_joint_{k + 1}" for k in range(7)])
+    spin = SpinThread(MultiThreadedExecutor(num_threads=3), sampler, client)
+    spin_arm = SpinThread(SingleThreadedExecutor(), arm)
+    try:
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        res = call_trigger(client, "payload_sampler/sample", 20.0)
+        assert not res.success and "no valid joint_states" in res.message, res
+        assert time.monotonic() - t0 < 10.0
+    finally:
+        arm.stop()
+        spin_arm.stop()
+        spin.stop()
+        for n in (arm, client, sampler):
+            n.destroy_node()
 
 
 def test_estimator_rejects_bad_input_and_impossible_fits(rig, dyn):
