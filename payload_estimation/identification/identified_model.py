@@ -465,6 +465,16 @@ def _covariance(v: object, names: list[str], where: str) -> np.ndarray:
         i, j = bad[0]
         raise IdentificationError(f"{where}: covariance entry ({names[i]}, {names[j]}) is {cov[i, j]}, not a finite "
                                   "number; correct the file or identify the robot again")
+    scale = float(np.max(np.abs(cov), initial=0.0))
+    i, j = np.unravel_index(np.argmax(np.abs(cov - cov.T)), cov.shape) if size else (0, 0)
+    if size and abs(cov[i, j] - cov[j, i]) > 1e-6 * scale:
+        raise IdentificationError(f"{where}: covariance is not symmetric: ({names[i]}, {names[j]}) is {cov[i, j]:.6g} "
+                                  f"but ({names[j]}, {names[i]}) is {cov[j, i]:.6g}; correct the file or identify the "
+                                  "robot again")
+    if size and float(np.min(np.linalg.eigvalsh((cov + cov.T) / 2))) < -1e-6 * scale:
+        raise IdentificationError(f"{where}: covariance is not positive semi-definite (a negative variance along some "
+                                  "combination of coefficients): not what identify writes; correct the file or "
+                                  "identify the robot again")
     return cov
 
 
