@@ -2,7 +2,7 @@
 real ROS graphs do, with invariants checked from outside after every step (test_chaos.py; issue 27).
 
 The schedule (:func:`make_schedule`, reproducible from its seed) mixes: ``robot_description``
-re-published (the same text, a changed link mass, malformed XML; the nodes take their model from the
+re-published (the same text, a changed link mass, malformed XML, another arm's; the nodes take their model from the
 topic), every Trigger service of the sampler, the estimator and the monitor (its threshold calibration)
 called alone or several at once, parameter sets (valid and invalid, whole numbers for doubles), grasp and
 release in the simulator (half of them announced with ``payload_estimator/grasped`` / ``released``), and
@@ -148,7 +148,9 @@ UNREADABLE = ("array('d'", "undeclared parameter(s): []", "expected '")
 
 KINDS = {"call": 40, "burst": 10, "param": 18, "description": 10, "grasp": 6, "release": 6, "fault": 10}
 FAULTS = ("future_stamp", "gap", "restart")
-DESCRIPTIONS = ("same", "changed", "malformed")
+DESCRIPTIONS = ("same", "changed", "malformed", "other_arm")
+"""robot_description re-published: the same text, a link mass 2 % off, cut in half, another arm's (iiwa14's chain to
+link 6: 6 joints; a second arm's robot_state_publisher in this namespace)."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,7 @@ def make_schedule(seed: int, duration: float = 60.0) -> list[Event]:
         elif kind == "param":
             args = PARAMETERS[int(rng.integers(len(PARAMETERS)))]
         elif kind == "description":
-            args = (DESCRIPTIONS[int(rng.integers(3))],)
+            args = (DESCRIPTIONS[int(rng.integers(len(DESCRIPTIONS)))],)
         elif kind == "fault":
             args = (FAULTS[int(rng.integers(3))],)
         elif kind in ("grasp", "release"):
@@ -192,6 +194,16 @@ def make_schedule(seed: int, duration: float = 60.0) -> list[Event]:
         events.append(Event(round(t, 3), kind, args))
         t += float(np.clip(rng.exponential(1.0), 0.05, 3.0))
     return events
+
+
+def other_arm_description() -> str:
+    """A second arm's robot_description: the vendored iiwa14 URDF's chain to lbr_link_6 (6 joints)."""
+    from data_paths import urdf
+
+    from payload_estimation.model.robot_file import load_robot
+    from payload_estimation.model.urdf import to_urdf
+
+    return to_urdf(load_robot(str(urdf("iiwa14")), tip_link="lbr_link_6"))
 
 
 def changed_description(text: str, k: int) -> str:
@@ -609,6 +621,8 @@ class ChaosRun:
             text = changed_description(text, self._description_k)
         elif how == "malformed":
             text = text[: len(text) // 2]
+        elif how == "other_arm":
+            text = other_arm_description()
         self.probe.pub_description.publish(String(data=text))
 
     # --- invariants --------------------------------------------------------------------------------
