@@ -11,7 +11,7 @@ import argparse
 import math
 import os
 
-from .command_line import CommandError
+from .command_line import CommandError, output_file
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "design a Fourier-series excitation trajectory with minimal cond(Y_b) for identification"
@@ -45,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    output_file(args.out, "--out")  # before the design: a mistyped path must not cost it
     from pathlib import Path
 
     from ..files import write_trajectory_csv, write_trajectory_file

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from .command_line import output_file
 from .identify import add_data_arguments
 
 HELP = "write a rosbag2 recording's joint states (or any recording) as the package's CSV"
@@ -27,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from ..files import load_recording, write_samples_csv
     from ..model import load_robot
 
+    output_file(args.out, "--out")
     desc = load_robot(args.robot, args.base_link, args.tip_link) if args.robot else None
     rec = load_recording(args.data, desc, args.topic)
     print("\n".join(rec.report.lines()))

@@ -20,7 +20,7 @@ import argparse
 import os
 
 from ..model import FINGERPRINT_KEY, kinematics_fingerprint
-from .command_line import CommandError
+from .command_line import CommandError, output_file
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "identify the robot's dynamic coefficients (and physically consistent link parameters) from a recording"
@@ -103,6 +103,7 @@ def _friction_spec(text: str):
 
 def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    output_file(args.out, "--out")  # before the fit: a mistyped path must not cost it
     from pathlib import Path
 
     import numpy as np

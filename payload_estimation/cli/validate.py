@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from .command_line import output_file
 from .identify import add_data_arguments, add_resampling_arguments
 from .robot_option import add_robot_arguments, robot_from_args
 
@@ -36,6 +37,10 @@ def _numbered(path: str, k: int, count: int):
 
 def run(args: argparse.Namespace) -> int:
     import numpy as np
+
+    for option, path in (("--out", args.out), ("--plot", args.plot)):
+        if path:
+            output_file(path, option)  # before the comparison (numbered _1, _2 ... go in the same directory)
 
     from ..files import write_table
     from ..identification import IdentificationError, load_torque_model, validate_model

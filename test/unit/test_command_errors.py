@@ -54,3 +54,21 @@ def test_the_nodes_name_the_type_of_an_error_that_is_not_ours():
 def test_bringup_refuses_a_malformed_override_with_the_package_error():
     with pytest.raises(BringupError, match="must look like name:=value"):
         override_file(["robot=lwr4"])
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["excite", "--robot", "iiwa14", "--harmonics", "5", "--f0", "0.05", "--out", "{tmp}/no_dir/t.csv"],
+     "--out {tmp}/no_dir/t.csv: directory {tmp}/no_dir does not exist"),
+    (["identify", "--robot", "iiwa14", "--data", "{tmp}/run.csv", "--out", "{tmp}"],
+     "--out {tmp}: is a directory (give a file name inside it)"),
+    (["validate", "--robot", "iiwa14", "--params", "{tmp}/p.yaml", "--data", "{tmp}/run.csv", "--plot",
+      "{tmp}/no_dir/v.png"], "--plot {tmp}/no_dir/v.png: directory {tmp}/no_dir does not exist"),
+    (["export-csv", "--data", "{tmp}/run.csv", "--out", "{tmp}/no_dir/x.csv"],
+     "--out {tmp}/no_dir/x.csv: directory {tmp}/no_dir does not exist"),
+], ids=["excite", "identify", "validate", "export-csv"])
+def test_an_output_path_that_cannot_be_written_is_refused_before_the_work(tmp_path, capsys, argv, words):
+    """The long commands (an excitation design, an identification) check where they will write first: a mistyped
+    path is one line at once, not an OS error after the work (the inputs named here do not even exist)."""
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    assert command_line.main(argv) == 1
+    assert capsys.readouterr().err.strip().endswith(words.format(tmp=tmp_path))
