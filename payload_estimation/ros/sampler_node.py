@@ -92,6 +92,7 @@ class PayloadSamplerNode(Node):
         self.input: JointStateInput | None = None
         self._done: Future | None = None
         self._futures: list = []
+        self._clearing: Future | None = None  # the run's clear_captures request, until answered
         self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
         self.pub_active = self.create_publisher(Bool, "~/active", LATCHED_QOS)
         self.status = StatusReporter(self, "sampling", self._snapshot)
@@ -242,8 +243,10 @@ class PayloadSamplerNode(Node):
         elif isinstance(act, SetActive):
             self.pub_active.publish(Bool(data=act.active))
         elif isinstance(act, ClearCaptures):
-            if self.estimator["clear_captures"].service_is_ready():
-                self.estimator["clear_captures"].call_async(Trigger.Request())
+            client = self.estimator["clear_captures"]
+            if client.service_is_ready():
+                self._clearing = client.call_async(Trigger.Request())
+                self._futures.append((client, self._clearing))
         elif isinstance(act, (Move, Hold, Excite)):
             self.pub_traj.publish(motion_msg(self.joint_names, act))
             if isinstance(act, Hold):
@@ -256,8 +259,14 @@ class PayloadSamplerNode(Node):
             self._request(request_kind(act))
 
     def _request(self, kind: str) -> None:
-        """Ask the estimator for a ``kind`` of :func:`sampling.sampler.request_kind` (capture, record, estimate)."""
-        run = self._run
+        """Ask the estimator for a ``kind`` of :func:`sampling.sampler.request_kind` (capture, record, estimate),
+        once its answer to the run's clear_captures has come: two services have no order, and a capture the
+        estimator took before the clear was forgotten (9 poses fitted, "10 poses" answered). A clear that never
+        answers leaves the request pending: the run's service_timeout ends it."""
+        run, clearing = self._run, self._clearing
+        if clearing is not None and not clearing.done():
+            clearing.add_done_callback(lambda _, k=kind, r=run: self._request(k) if self._run is r else None)
+            return
         client = self._estimator_pair(run)[kind == "estimate"]  # (capture or record, estimate)
         future = client.call_async(Trigger.Request())
         self._futures.append((client, future))

@@ -376,6 +376,56 @@ def test_sampler_full_run_on_kinematic_arm(rig, dyn):
     assert len(tm.settles) == 10 and tm.moves[0] == 0.0 and all(m > 0 for m in tm.moves[1:])
 
 
+class SlowClearEstimator(Node):
+    """A stand-in payload_estimator (real rclpy services) whose clear_captures answers after ``delay`` s; it records
+    (what, wall time) of every call it starts and ends, so the order the sampler's requests reach it is visible."""
+
+    def __init__(self, delay: float = 0.4):
+        super().__init__("payload_estimator")
+        self.delay, self.calls = delay, []
+        from rclpy.callback_groups import ReentrantCallbackGroup
+
+        group = ReentrantCallbackGroup()
+        for name in ("clear_captures", "capture", "estimate"):
+            self.create_service(Trigger, f"~/{name}", self._serve(name), callback_group=group)
+
+    def _serve(self, name: str):
+        def cb(request, response):
+            self.calls.append((f"{name} begin", time.monotonic()))
+            if name == "clear_captures":
+                time.sleep(self.delay)
+            self.calls.append((f"{name} end", time.monotonic()))
+            response.success, response.message = True, f"{name}: ok"
+            return response
+        return cb
+
+
+def test_the_first_capture_reaches_the_estimator_after_its_clear_has_answered(ros, dyn):
+    """The sampler's clear_captures and its first capture go to two services, which have no order: a capture the
+    estimator took before a slow clear was forgotten (a user's run fitted 9 poses and answered "10 poses"). Every
+    capture now starts after the clear has answered."""
+    estimator = SlowClearEstimator()
+    sampler = PayloadSamplerNode(parameter_overrides=[
+        Parameter("require_monitor", value=False), Parameter("n_poses", value=4), Parameter("min_duration", value=0.1)])
+    client = Node("test_client")
+    arm = StaticArm(dyn, Q0)
+    spin = SpinThread(MultiThreadedExecutor(num_threads=4), estimator, sampler, client)
+    spin_arm = SpinThread(SingleThreadedExecutor(), arm)
+    try:
+        time.sleep(0.5)
+        res = call_trigger(client, "payload_sampler/sample", 30.0)
+        assert res.success, res.message
+        calls = [c for c, _ in estimator.calls]
+        assert calls[:2] == ["clear_captures begin", "clear_captures end"], calls
+        assert calls.count("capture begin") == 4 and calls[-2:] == ["estimate begin", "estimate end"], calls
+    finally:
+        arm.stop()
+        spin_arm.stop()
+        spin.stop()
+        for n in (arm, client, sampler, estimator):
+            n.destroy_node()
+
+
 def test_sampler_refuses_to_move_without_a_monitoring_collision_monitor(rig, dyn):
     arm = rig.add(StaticArm(dyn, Q0))
     rig.add(PayloadEstimatorNode())
