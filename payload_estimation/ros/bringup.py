@@ -355,7 +355,10 @@ def run_node(node_cls: type[Node], args: Sequence[str] | None = None) -> int:
 
 
 def _die_with_parent() -> None:
-    """In a child before exec: SIGTERM when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
+    """In a child before exec: SIGTERM when the parent dies (Linux prctl PR_SET_PDEATHSIG), and SIGINT at its default
+    (bringup started with ``&`` from a script inherits SIGINT ignored, and so would its children: Python then never
+    turns SIGINT into KeyboardInterrupt, and bringup's SIGINT to them would wait for the SIGKILL)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         import ctypes
 
@@ -408,7 +411,7 @@ def supervise(procs: Sequence[subprocess.Popen], poll: float = 0.2) -> int:
     """Wait until a child exits or a stop signal (SIGINT, SIGTERM, SIGHUP) arrives, then stop all children.
 
     A child that exits on its own is reported with its exit code; returns the first non-zero code."""
-    old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    old = {s: signal.signal(s, _raise_stop) for s in STOP_SIGNALS}  # SIGINT too: it may be inherited ignored
     code = 0
     try:
         while True:
@@ -482,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             prefix = a.monitor_prefix.split()
             return supervise([start_processes([s], args, prefix=prefix if s == "monitor" else ())[0] for s in short])
         rclpy.init(args=["bringup", *args])
-        old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+        old = {s: signal.signal(s, _raise_stop) for s in STOP_SIGNALS}  # SIGINT too: it may be inherited ignored
         try:
             nodes = construct([node_class(s) for s in short], args)
             if nodes is None:

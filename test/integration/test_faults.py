@@ -232,10 +232,12 @@ def test_parameters_and_estimates_the_monitor_must_not_trust(rig):
         assert float(probe.values("collision_monitor")["payload_mass"]) == 0.0
 
 
-def _bringup(*args: str, env=None) -> subprocess.Popen:
+def _bringup(*args: str, env=None, sigint_ignored: bool = False) -> subprocess.Popen:
+    """bringup as a process; ``sigint_ignored``: as a script's ``bringup ... &`` starts it (SIGINT ignored)."""
     return subprocess.Popen([sys.executable, "-m", "payload_estimation.ros.bringup", "--robot", "lwr4",
                              "--namespace", NS, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+                            env=env, preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+                            if sigint_ignored else None)
 
 
 def _children(pid: int) -> list[int]:
@@ -252,16 +254,23 @@ def _alive(pid: int) -> bool:
     return stat[0] != "Z"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_a_stop_signal_to_bringup_leaves_no_process(ros, sig):
-    proc = _bringup("--nodes", "estimator,monitor", "--processes")
+@pytest.mark.parametrize("sig,ignored", [(signal.SIGTERM, False), (signal.SIGHUP, False), (signal.SIGINT, True)],
+                         ids=["SIGTERM", "SIGHUP", "SIGINT-inherited-ignored"])
+def test_a_stop_signal_to_bringup_leaves_no_process(ros, sig, ignored):
+    """Each stop signal ends bringup and its children; SIGINT also when bringup inherited it ignored (started with
+    ``&`` from a script: kill -INT did nothing), and then its children stop on their own SIGINT, not the SIGKILL 3 s
+    later."""
+    proc = _bringup("--nodes", "estimator,monitor", "--processes", sigint_ignored=ignored)
     try:
         assert wait_for(lambda: len(_children(proc.pid)) == 2, 20.0)
         kids = _children(proc.pid)
         time.sleep(2.0)
+        t0 = time.monotonic()
         proc.send_signal(sig)
-        proc.wait(timeout=10)
+        _, err = proc.communicate(timeout=10)
         assert wait_for(lambda: not any(_alive(k) for k in kids), 5.0), "orphaned nodes"
+        assert f"bringup: {sig.name}: stopping the nodes" in err, err[-2000:]
+        assert time.monotonic() - t0 < 2.5, "a child waited for the SIGKILL"
     finally:
         if proc.poll() is None:
             proc.kill()
