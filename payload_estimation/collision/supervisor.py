@@ -212,6 +212,10 @@ class MonitorInputs:
         self.sampling = active
         if sup is not None:
             sup.set_sampling(active)
+            if note and not active and isinstance(sup.payload, ProvisionalFit):
+                note += (f"; the observer keeps the payload learnt during the run, {sup.payload.method} "
+                         f"{sup.payload.mass:.3f} kg, until the next payload/estimate (a run that ended without "
+                         "one leaves the estimator's last estimate unapplied: it may be of another object)")
         return note
 
     def estimate(self, sup: MonitorSupervisor | None, read: Callable[[], tuple[PayloadModel, str]]) -> list[Note]:
@@ -622,11 +626,13 @@ class MonitorSupervisor:
         return text
 
     def _set_payload(self, est: PayloadModel | None, source: str) -> list[Note]:
-        self.payload = est
+        previous, self.payload = self.payload, est
         self._apply_payload()
         self.watch.carried(self.mon.observer.payload)
-        if source == "provisional" and self._quiet_refit(est):
-            return []
+        if source == "provisional":  # only a refit of a provisional payload may be quiet, never a change of source
+            if isinstance(previous, ProvisionalFit) and self._quiet_refit(est):
+                return []
+            self._logged_mass = est.mass
         what = est.method if est is not None and source == "provisional" else source
         text = "unloaded" if est is None else (f"{what} payload {est.mass:.3f} kg, CoM "
                                                f"{np.round(np.asarray(est.com) * 1e3, 1).tolist()} mm")

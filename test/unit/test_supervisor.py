@@ -159,6 +159,26 @@ def test_an_implausible_estimate_is_refused_with_the_reason_and_the_payload_kept
     assert max(r.max() for *_, r in feed(arm, sup, 0.3)[-50:]) < 0.5
 
 
+def test_a_sampling_run_that_replaces_an_estimate_by_what_it_learns_says_so(desc):
+    """A run learns the load at its rest poses: its first provisional fit replaces the estimate in use even when
+    the masses agree within the quiet-refit band (3.04 against 3.00 kg was silent for a user whose run then aborted),
+    and the sampler going idle without a new estimate says which payload the observer keeps."""
+    from payload_estimation.collision.supervisor import MonitorInputs
+
+    sup, arm = supervisor(desc), arm_at(desc)
+    arm.attach_payload(BODY)
+    feed(arm, sup, 0.3)
+    sup.estimate(PayloadEstimate.from_body(BODY, desc.payload_frame_name), desc.payload_frame_name)
+    inputs = MonitorInputs()
+    assert inputs.set_sampling(sup, True) == "payload sampler active"
+    notes = [text for _, st, _, _ in feed(arm, sup, 1.0) for _, text in st.notes]
+    assert any(t.startswith("observer model: provisional (1 rest pose(s)) payload ") for t in notes), notes
+    assert abs(sup.payload.mass - BODY.mass) < 0.05  # within the quiet band of the estimate, and still said
+    note = inputs.set_sampling(sup, False)
+    assert note.startswith("payload sampler idle; the observer keeps the payload learnt during the run, provisional")
+    assert "until the next payload/estimate" in note
+
+
 def test_limits_are_the_given_ones_not_the_fit_defaults(desc):
     sup = supervisor(desc, max_payload=30.0, max_com_radius=1.0)
     est = PayloadEstimate(20.0, np.array([0.0, 0.0, 0.6]), None, frame=desc.payload_frame_name, method="message")
