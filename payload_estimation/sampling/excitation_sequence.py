@@ -94,6 +94,11 @@ class ExcitationSequence:
                                   code="estimate_rejected")
         self._recorded = (True, text)
 
+    @property
+    def estimate_answer(self) -> tuple[bool, str] | None:
+        """The estimator's answer to this run's estimate request (ok, its text), None before it came."""
+        return self._estimate
+
     def estimated(self, ok: bool, text: str, t: float) -> None:
         """Answer to the :class:`Estimate` request at ``t`` s."""
         self._estimate = (bool(ok), str(text))

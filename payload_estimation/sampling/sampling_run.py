@@ -589,6 +589,10 @@ class SamplingRun:
         if self._deferred is not None:
             return str(self._deferred), "return", self._deferred.code
         if obs.cancel:
+            done = None if self.sequence is None else self.sequence.estimate_answer
+            if done is not None and done[0]:  # the estimate is published and in use: a cancel cannot take it back
+                return (f"{CANCELLED} after the estimate was published and taken into use ({done[1]}); the run "
+                        "still returns to the pick configuration", "return", "cancelled")
             return CANCELLED, "return", "cancelled"
         if self._pending is not None and obs.wall - self._pending[1] > self.cfg.service_timeout:
             what = {"capture": "the capture request", "record": "the request to start recording",

@@ -244,6 +244,11 @@ class SamplingSequence:
             raise SequenceAborted(f"pose {self._k + 1}/{self.n}: no static sample within {self.cfg.dwell:.2f} s: "
                                   f"{reason}", code="no_static")
 
+    @property
+    def estimate_answer(self) -> tuple[bool, str] | None:
+        """The estimator's answer to this run's estimate request (ok, its text), None before it came."""
+        return self._estimate
+
     def estimated(self, ok: bool, text: str, t: float) -> None:
         """Answer to the :class:`Estimate` request at time ``t`` (s)."""
         if not self._estimate_requested or self._estimate is not None:

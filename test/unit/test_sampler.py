@@ -74,7 +74,7 @@ def rest(sampler: Sampler, q, t: float) -> None:
 def serve(sampler: Sampler, request: str, dyn, arm: KinematicArm, t: float, values: dict | None = None,
           fault: dict | None = None, max_t: float = 30.0) -> tuple[Finished, float]:
     """One ``request`` through ``sampler`` as the node carries it out: (the answered outcome, t at its end).
-    ``fault``: ``cancel_at`` or ``collision_at`` (s into the run)."""
+    ``fault``: ``cancel_at`` or ``collision_at`` (s into the run), or ``cancel_after_estimate`` (True)."""
     fault = dict(fault or {})
     rest(sampler, arm.q, t)
     run, _ = sampler.start(request, sampler_config(values or FAST), dyn, "", t, t)
@@ -88,6 +88,8 @@ def serve(sampler: Sampler, request: str, dyn, arm: KinematicArm, t: float, valu
         sampler.collision_flag(t - t_start >= fault.get("collision_at", np.inf))
         if pending is not None and t >= pending[1]:
             run.answered(pending[0], True, "answer", t)
+            if pending[0] == "estimate" and fault.pop("cancel_after_estimate", False):
+                fault["cancel_at"] = t - t_start + DT
             pending = None
         sampler.joint_state(t, arm.q.copy(), arm.dq.copy(), np.zeros(arm.q.size))  # the static check's window
         obs = sampler.observation(t, t, 0.0, True, False)
@@ -239,6 +241,19 @@ def test_a_cancel_is_a_warning_and_the_next_run_keeps_its_pick_configuration_unt
     assert sampler.anchor is None and sampler.status(None, False, "auto")[2]["pick_anchor_deg"] == ""
     assert sampler.forget_pick() == (False, "no pick configuration was kept: the next ~/sample samples around the "
                                             "current pose")
+
+
+def test_a_cancel_after_the_estimate_says_the_estimate_is_published_and_in_use(dyn):
+    """The estimate overlaps the return: a cancel that comes after its answer cannot take back what the estimator
+    published and the monitor applied, and the answer says so instead of a bare "cancelled" (a user saw the
+    monitor switch to the new payload while ~/sample answered "cancelled")."""
+    sampler, arm = sampler_at(dyn), KinematicArm(Q0)
+    fin, _ = serve(sampler, "~/sample", dyn, arm, 0.0, fault={"cancel_after_estimate": True})
+    assert fin.code == "cancelled" and not fin.ok
+    assert fin.text.startswith("cancelled by the user (~/cancel) after the estimate was published and taken into "
+                               "use (answer); the run still returns to the pick configuration"), fin.text
+    fin, _ = serve(sampler_at(dyn), "~/sample", dyn, KinematicArm(Q0), 0.0, fault={"cancel_at": 0.9})
+    assert "after the estimate" not in fin.text  # a cancel before it: the plain words
 
 
 def test_a_fault_is_an_error_and_success_drops_the_anchor(dyn):
