@@ -168,14 +168,16 @@ class OnlineSession:
     def contact(self, active: bool) -> str:
         """The collision monitor's collision flag (``collision_monitor/collision``, latched): no row is fitted from
         ``CONTACT_LOOKBACK`` s before the report until the release, after which the filters start over. Returns a
-        line for the log when the flag changed ('' otherwise)."""
+        line for the log when the flag changed while an online estimate runs ('' otherwise)."""
         active = bool(active)
         with self._lock:
             if active == self.in_contact:
                 return ""
-            self.in_contact = active
-            self.contacts += active
+            self.in_contact, running = active, self.active
+            self.contacts += active and running  # contacts kept out of an online estimate
             out = 0 if self.estimator is None else self.estimator.contact(active, CONTACT_LOOKBACK)
+        if not running:  # no online estimate to keep the contact out of: nothing to say
+            return ""
         if active:
             return (f"contact reported (collision_monitor): {out} row(s) of the last {CONTACT_LOOKBACK:.2f} s and "
                     "the samples until its release are left out of the online estimate")

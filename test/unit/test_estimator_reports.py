@@ -180,6 +180,7 @@ def test_the_monitors_collision_flag_keeps_a_contact_out_of_the_online_estimate(
     assert PayloadEstimator(config(), look_for_calibration=False).contact(True) == ""
     core = PayloadEstimator(config(), look_for_calibration=False, online=OnlineSession())
     core.take_robot(iiwa, iiwa.desc.joint_names)
+    assert core.contact(True) == "" and core.contact(False) == ""  # no online estimate running: nothing to log
     q = np.radians([10, 35, -10, -75, 15, 45, 0])
     for k in range(600):  # unloaded rest, then the grasp and 0.3 s of rows
         core.add_sample(k / 1000, q, np.zeros(7), iiwa.gravity(q))
