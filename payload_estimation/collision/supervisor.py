@@ -768,8 +768,10 @@ def status_values(sup: MonitorSupervisor | None, policy: str) -> dict:
     p, w, det, obs, c = sup.payload, sup.watch, sup.mon.detector, sup.mon.observer, sup.contact
     vals = {"payload_mass": 0.0 if p is None else p.mass, "payload_source": "none" if p is None else p.method,
             "reaction_state": sup.reaction.state.value, "policy": sup.reaction.policy, "payload_event": w.last_change,
-            "payload_event_open": w.announced is not None, "payload_learning": w.learning, "events": len(det.events)}
-    ev = det.current
+            "payload_event_open": w.announced is not None, "payload_learning": w.learning,
+            "events": len(det.events) + (det.current is not None),  # the one in progress counts
+            "thresholds": [round(float(x), 3) for x in np.broadcast_to(det.current_thresholds(), (det.n,))]}
+    ev = det.current or (det.events[-1] if det.events else None)  # the last one stays shown after its release
     if ev is not None:
         vals.update({"link": ev.link_name, "peak": ev.peak_max, "onset_time": ev.onset_time,
                      "detection_time": ev.detection_time})

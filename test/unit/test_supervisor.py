@@ -99,6 +99,24 @@ def test_a_new_robot_description_during_a_collision_keeps_it_one_event_until_its
     assert actions == [Action.RESUME]  # after the release, not at the adoption
 
 
+def test_the_status_shows_the_thresholds_in_use_and_keeps_the_last_collision(desc):
+    """What a user asked the status for: the thresholds in use per joint, the collision in progress counted, and its
+    link and peak still shown after its release."""
+    from payload_estimation.collision.supervisor import status_values
+
+    sup, arm = supervisor(desc, resume_delay=0.3), arm_at(desc)
+    assert status_values(sup, "stop_and_resume")["thresholds"] == [6.0] * 7
+    stop_on_a_push(desc, sup, arm, PLAN_T, PLAN_Q)
+    during = status_values(sup, "stop_and_resume")
+    assert during["events"] == 1 and during["link"] and during["peak"] > 6.0
+    feed(arm, sup, 1.5)
+    after = status_values(sup, "stop_and_resume")
+    assert not sup.collision and after["events"] == 1
+    assert after["link"] == during["link"] and after["peak"] >= during["peak"]
+    sup.mon.detector.scale_thresholds(1.5)
+    assert status_values(sup, "stop_and_resume")["thresholds"] == [9.0] * 7
+
+
 def test_a_robot_description_of_another_arm_is_refused_by_a_running_monitor(desc):
     """A description with another number of joints (here iiwa14's chain cut at link 6) is refused whole: the running
     supervisor keeps its arm, and the reason says what to do."""
