@@ -771,10 +771,14 @@ def status_values(sup: MonitorSupervisor | None, policy: str) -> dict:
             "payload_event_open": w.announced is not None, "payload_learning": w.learning,
             "events": len(det.events) + (det.current is not None),  # the one in progress counts
             "thresholds": [round(float(x), 3) for x in np.broadcast_to(det.current_thresholds(), (det.n,))]}
-    ev = det.current or (det.events[-1] if det.events else None)  # the last one stays shown after its release
+    ev = det.current
     if ev is not None:
         vals.update({"link": ev.link_name, "peak": ev.peak_max, "onset_time": ev.onset_time,
                      "detection_time": ev.detection_time})
+    last = det.events[-1] if det.events else None  # the keys above are the collision in progress only
+    vals["last_collision"] = "" if last is None else (
+        f"{last.link_name or 'link unknown'}, peak {last.peak_max:.2f} N m on joint {last.peak_joint + 1}, detected "
+        f"at t={last.detection_time:.3f} s, released at t={last.release_time:.3f} s")
     if c is not None:
         lo, hi = c.force_range
         vals.update({"contact": c.summary(), "contact_link": c.link_name, "link_probability": c.link_probability,
