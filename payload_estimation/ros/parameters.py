@@ -337,8 +337,8 @@ class ParameterTable:
         rclpy drops them without a word, so a typo would leave the default in force. A name another node of the
         package has is not counted (a shared file's ``/**`` section or bringup's ``-p`` reaches every node)."""
         shared = package_parameter_names()
-        return sorted(k for k in overrides if k not in self.by_name and k not in shared and not node.has_parameter(k)
-                      and not k.startswith("qos_overrides."))
+        return sorted(k for k in overrides  # declared by now: this table's and rclpy's own (use_sim_time, ...)
+                      if not node.has_parameter(k) and k not in shared and not k.startswith("qos_overrides."))
 
     def ignored_words(self, node) -> str:
         """The warning for ``node.parameters_ignored``: each name, the nearest parameter, where the list is."""
