@@ -21,16 +21,10 @@ import os
 
 from ..model import FINGERPRINT_KEY, kinematics_fingerprint
 from .command_line import CommandError, output_file
+from .recording_input import add_data_arguments, load_samples
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "identify the robot's dynamic coefficients (and physically consistent link parameters) from a recording"
-
-
-def add_data_arguments(parser: argparse.ArgumentParser, multiple: bool = False) -> None:
-    """--data, --topic: the options every command that reads a recording shares."""
-    parser.add_argument("--data", required=True, nargs="+" if multiple else None,
-                        help="recording: CSV file (t, q1.., tau1.., ...), rosbag2 directory, or a lone .db3/.mcap file")
-    parser.add_argument("--topic", default="joint_states", help="JointState topic in a rosbag (default joint_states)")
 
 
 def add_resampling_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +33,8 @@ def add_resampling_arguments(parser: argparse.ArgumentParser) -> None:
                         help="velocities from differentiated positions, the recorded dq, or auto (recorded when the "
                              "recording has them; default; validate: as the model was identified)")
     parser.add_argument("--rate", type=float, default=None,
-                        help="resample irregular stamps to this rate in Hz (default: the recording's median rate)")
+                        help="resample irregular stamps to this rate in Hz (default: the recording's median rate); "
+                             "a recording without time stamps: the rate its rows were logged at (lost states found)")
     parser.add_argument("--max-gap", type=float, default=0.05,
                         help="longest gap (s) bridged by interpolation; longer gaps split the recording (default 0.05)")
     parser.add_argument("--hold-out", type=float, default=None, metavar="FRACTION",
@@ -82,17 +77,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="PARAMS.yaml output path")
 
 
-def load_samples(path: str, desc, topic: str = "joint_states", verbose: bool = True):
-    """Samples of any recording (CSV, rosbag2 directory, lone .db3/.mcap) in the robot's joint order;
-    what loading found (rows dropped, rate, jitter, gaps) is printed."""
-    from ..files import load_recording
-
-    rec = load_recording(path, desc, topic)
-    if verbose:
-        print("\n".join(rec.report.lines()))
-    return rec.samples
-
-
 def _friction_spec(text: str):
     from ..identification import friction_terms
 
@@ -119,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     from ..signals import periodic_rate, select_static, split_by_time
 
     desc = robot_from_args(args)
-    samples = load_samples(args.data, desc, args.topic)
+    samples = load_samples(args.data, desc, args, stamps="captures" if args.gravity_only else "required")
     out = Path(args.out)
     held = consistent = None
     if args.hold_out is not None:
@@ -172,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
                 model = fit_coefficients(desc, data, opts)
             else:
                 consistent = _consistent(args, desc, data, opts)
-                model = consistent.model
+                model = consistent.least_squares if consistent.rejected else consistent.model
         except IdentificationError as exc:
             raise IdentificationError(f"{args.data}: {exc}") from exc
         if consistent is None:
@@ -182,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
     _print_model(desc, model)
     if consistent is not None:
         _print_consistent(consistent)
+        _flag_poor_fit(consistent.least_squares_cv_rms if consistent.rejected else consistent.cv_rms,
+                       "cross-validated on the recording")
     physical = None
     if args.physical:
         physical = _physical(args, desc, model, data, opts, out, consistent)
@@ -203,9 +189,26 @@ def _consistent(args, desc, data, opts):
     return identify_consistent(desc, data, opts, prior_weight=weight, starts=args.starts, seed=args.seed)
 
 
+def _flag_poor_fit(rms: float, how: str) -> None:
+    """A model that misses its data by more than POOR_FIT_RMS is said loudly (stderr), never written quietly."""
+    import sys
+
+    from ..identification.consistent_identification import POOR_FIT_RMS
+
+    if rms > POOR_FIT_RMS:
+        print(f"payload-estimation identify: WARNING: the written model misses held-out torque by {rms:.2f} N m RMS "
+              f"({how}; more than {POOR_FIT_RMS:g} N m): check the torque's sign and gain (--torque-gain), the "
+              "robot description and that nothing touched the arm; a collision monitor on this model will be "
+              "blind or cry wolf", file=sys.stderr)
+
+
 def _print_consistent(fit) -> None:
+    if fit.rejected:
+        print(f"WARNING: {fit.rejection()}")
     print(fit.describe_choice())
-    print(f"coefficients: those of a physically consistent link set (least squares alone: residual RMS "
+    what = ("the least-squares ones (the consistent fit is rejected, above)" if fit.rejected
+            else "those of a physically consistent link set")
+    print(f"coefficients: {what} (least squares alone: residual RMS "
           f"{fit.least_squares.residual_rms:.4f} N m on the recording, {fit.least_squares_cv_rms:.4f} N m held out); "
           f"held-out torque RMS {fit.cv_rms:.4f} N m ({fit.blocks}-block cross-validation: what to expect on "
           "motion like this one); std and RSD: the least-squares ones widened by how far the coefficients move "

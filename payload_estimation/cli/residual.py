@@ -25,13 +25,16 @@ from ..collision import (
     observer_coverage,
     replay,
 )
+from ..collision.observer import DEFAULT_GAIN, MAX_GAIN_STEP, gain_for_rate
 from ..errors import PayloadEstimationError
-from ..files import load_recording, write_table
+from ..files import write_table
 from ..identification import DynamicModel, load_dynamic_model
 from ..model import RigidBodyDynamics
+from ..model.description import require_masses
 from ..payload import PayloadEstimate
 from ..signals import derive_velocity
 from .command_line import CommandError, input_file, os_reason, output_file
+from .recording_input import add_rate_argument, add_torque_gain_argument, load_samples
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "momentum-observer residual and collision events of a recorded run (CSV or rosbag2)"
@@ -50,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="recording: CSV (t, q1..qn, [dq1..dqn,] tau1..taun), rosbag2 directory or .db3/.mcap "
                              "file; without velocities they are derived from the positions")
     parser.add_argument("--topic", default="joint_states", help="JointState topic in a rosbag (default joint_states)")
+    add_torque_gain_argument(parser)
+    add_rate_argument(parser)
     parser.add_argument("--params", default="nominal",
                         help="the observer's dynamic model: a PARAMS.yaml of `identify` (coefficients and their "
                              "friction), an identified robot YAML/URDF (`identify --physical`: link set and its "
@@ -64,8 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                          "'t1,...,tn' (default 6, paper 000)")
     parser.add_argument("--release", type=float, default=0.5, help="release threshold as a fraction of the "
                                                                   "detection threshold (hysteresis, default 0.5)")
-    parser.add_argument("--gain", default="150", help="observer gain K_I in 1/s: one value or one per joint "
-                                                      "(default 150, docs/collision.md)")
+    parser.add_argument("--gain", default=f"{DEFAULT_GAIN:g}",
+                        help=f"observer gain K_I in 1/s: one value or one per joint (default {DEFAULT_GAIN:g}); the "
+                             f"observer caps it at {MAX_GAIN_STEP:g} x the recording's rate (30 at 100 Hz: "
+                             "docs/collision.md)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--out", type=Path, help="write t, r1..rn, collision to this CSV")
     cal = parser.add_argument_group("threshold calibration (a recording of the task's motion without contact)")
@@ -91,6 +98,13 @@ def _floats(text: str, option: str, n: int | None = None) -> np.ndarray:
     if n is not None and values.size not in (1, n):
         raise ResidualArgumentError(f"{option}: expected 1 or {n} values, got {values.size} ('{text}')")
     return values if values.size > 1 else values[0]
+
+
+def _rate(t: np.ndarray) -> float:
+    """Hz: the median rate of stamps ``t``."""
+    step = np.diff(np.asarray(t, float))
+    step = step[step > 0]
+    return 1.0 / float(np.median(step)) if step.size else 0.0
 
 
 def _payload(args) -> PayloadEstimate | None:
@@ -203,16 +217,24 @@ def run(args) -> int:
     if args.params_out:
         output_file(args.params_out, "--params-out")
     desc = robot_from_args(args)
+    if args.params in (None, "nominal"):
+        require_masses(desc, "the collision residual against the robot description (no --params)")
     n = desc.n
-    gains = _floats(args.gain, "--gain", n)
     thresholds = _floats(args.threshold, "--threshold", n)
     payload = _payload(args)
     if not args.coulomb_smoothing > 0:
         raise ResidualArgumentError(f"--coulomb-smoothing must be > 0 rad/s, got {args.coulomb_smoothing}")
-    rec = load_recording(args.data, desc, args.topic)
-    samples, note = derive_velocity(rec.samples, str(args.data))
+    samples = load_samples(args.data, desc, args, out=sys.stderr if args.json else sys.stdout)
+    samples, note = derive_velocity(samples, str(args.data))
+    gains = _floats(args.gain, "--gain", n)
+    rate = _rate(samples.t)
     if not args.json:
-        print("\n".join(rec.report.lines() + ([f"  {note}"] if note else [])))
+        if note:
+            print(f"  {note}")
+        if np.any(gains > MAX_GAIN_STEP * rate):
+            print(f"observer gain {gain_for_rate(rate, float(np.max(gains))):g}/s: --gain {args.gain} capped at "
+                  f"{MAX_GAIN_STEP:g} x the recording's {rate:.0f} Hz (a higher gain passes each step's velocity "
+                  "error straight into the residual)")
     model = load_dynamic_model(args.params, desc)
     if not args.json:
         print(model.note)

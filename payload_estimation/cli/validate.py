@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 
 from .command_line import output_file
-from .identify import add_data_arguments, add_resampling_arguments
+from .identify import add_resampling_arguments
+from .recording_input import add_data_arguments
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "per-joint RMS torque error of identified parameters (PARAMS.yaml or a robot file) on a recording"
@@ -46,12 +47,12 @@ def run(args: argparse.Namespace) -> int:
     from ..identification import IdentificationError, load_torque_model, validate_model
     from ..reporting import error_table
     from ..signals import split_by_time
-    from .identify import load_samples
+    from .recording_input import load_samples
 
     desc = robot_from_args(args)
     model = load_torque_model(args.params, desc)
     for k, path in enumerate(args.data):
-        samples = load_samples(path, desc, args.topic)
+        samples = load_samples(path, desc, args)
         if args.hold_out is not None:
             _, samples = split_by_time(samples, args.hold_out)
             print(f"validating on the last {args.hold_out:.0%}: t = {samples.t[0]:.3f}..{samples.t[-1]:.3f} s")

@@ -94,6 +94,19 @@ def identified_friction(viscous, coulomb, offset, v_eps: float = 0.02) -> JointF
     return JointFriction(viscous, coulomb, checked.v_eps, checked.offset)
 
 
+MAX_GAIN_STEP = 0.3
+"""Largest K_I h of an automatic gain (h the stream's step): the residual then averages over >= 3 samples. On a
+100 Hz stream K_I = 150/s (K h = 1.5) passes each step's velocity error straight into r: a real LBR's
+100 Hz log at its motion start gave 44 N m at K_I 150 and 14 N m, below the 3-sample confirmation, at 30."""
+DEFAULT_GAIN = 150.0
+"""1/s: the observer gain on a stream of 500 Hz or more (docs/collision.md)."""
+
+
+def gain_for_rate(rate: float, nominal: float = DEFAULT_GAIN) -> float:
+    """The automatic observer gain (1/s) for a stream of ``rate`` Hz: ``nominal``, capped at MAX_GAIN_STEP x rate."""
+    return float(min(nominal, MAX_GAIN_STEP * rate)) if rate > 0 else float(nominal)
+
+
 class MomentumObserver:
     """Momentum-observer residual r (N m) of one arm, one update per joint-state sample.
 
@@ -109,7 +122,9 @@ class MomentumObserver:
     per joint), only used for :attr:`residual_noise` (noise-aware thresholds). ``quadrature``: how the
     known torques β are integrated over a step — ``"trapezoid"`` (default: a continuous torque signal
     sampled, e.g. a joint-torque sensor) or ``"hold"`` (each sample's torque acts until the next: a
-    zero-order hold, as in a simulator that applies and reports a torque per step).
+    zero-order hold, as in a simulator that applies and reports a torque per step). ``max_gain_step``: once
+    the typical step h is known, the gain in use (:attr:`gains`) is ``min(K_I, max_gain_step / h)``
+    (:data:`MAX_GAIN_STEP`; None: never capped), the configured one stays in :attr:`configured_gains`.
 
     Counters: :attr:`skipped_nonfinite` (NaN/inf samples), :attr:`skipped_time` (time not
     increasing), :attr:`skipped` (their sum), :attr:`accepted`. Not thread-safe.
@@ -117,14 +132,16 @@ class MomentumObserver:
 
     def __init__(self, dyn: RigidBodyDynamics, gains=25.0, friction: JointFriction | None = None,
                  max_gap: float = 0.1, torque_noise=0.0, velocity_noise=0.0, quadrature: str = "trapezoid",
-                 gap_steps: float = 4.0):
+                 gap_steps: float = 4.0, max_gain_step: float | None = MAX_GAIN_STEP):
         self.dyn = dyn
         self.n = n = dyn.n
         if quadrature not in QUADRATURES:
             raise ObserverInputError(f"quadrature must be one of {', '.join(QUADRATURES)}, got {quadrature!r}")
         self.quadrature = quadrature
         self._hold = quadrature == "hold"
-        self.gains = per_joint(gains, n, "observer gain K_I (1/s)", positive=True, error=ObserverInputError)
+        self.configured_gains = per_joint(gains, n, "observer gain K_I (1/s)", positive=True, error=ObserverInputError)
+        self.gains = self.configured_gains.copy()  # in use: capped at max_gain_step / h once h is known
+        self.max_gain_step = max_gain_step
         self.torque_noise = per_joint(torque_noise, n, "torque_noise (N m)", nonnegative=True, error=ObserverInputError)
         self.velocity_noise = per_joint(velocity_noise, n, "velocity_noise (rad/s)", nonnegative=True,
                                         error=ObserverInputError)
@@ -315,6 +332,11 @@ class MomentumObserver:
         """β = τ_J + Ĉᵀ dq - ĝ - τ̂_f of the last accepted sample (N m)."""
         return self._last_beta.copy()
 
+    @property
+    def gravity_torque(self) -> np.ndarray:
+        """ĝ (N m) of the last sample taken, payload included (a view: copy to keep it)."""
+        return self._g
+
     def gravity(self, q: np.ndarray) -> np.ndarray:
         """The observer's current gravity model ĝ(q) (N m), payload included."""
         return pin.computeGeneralizedGravity(self._g_model, self._g_data, np.asarray(q, float)).copy()
@@ -410,6 +432,12 @@ class MomentumObserver:
         if k in (8, 16, 32) or k % self._steps.size == 0:
             typical = float(np.median(self._steps[:min(k, self._steps.size)]))
             self._gap_limit = min(self.max_gap, self.gap_steps * typical)
+            if self.max_gain_step is not None and typical > 0:
+                gains = np.minimum(self.configured_gains, self.max_gain_step / typical)
+                if not np.array_equal(gains, self.gains):
+                    self.gains = gains
+                    self._h_cached = -1.0  # a and b follow the new gains
 
 
-__all__ = ["MomentumObserver", "JointFriction", "ObserverInputError", "identified_friction", "make_friction"]
+__all__ = ["DEFAULT_GAIN", "MAX_GAIN_STEP", "gain_for_rate", "MomentumObserver", "JointFriction", "ObserverInputError",
+           "identified_friction", "make_friction"]

@@ -66,6 +66,7 @@ from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
 from ..node_limits import MAX_COM_RADIUS, MAX_PAYLOAD
+from ..signals.torque_sign import TorqueSignGate
 from .contact import ContactEstimate
 from .detector import CollisionEvent
 from .monitor import CollisionMonitor, MonitorConfig, MonitorStep
@@ -291,6 +292,7 @@ class MonitorSupervisor:
         self._lost_block = False  # after a loss: estimates refused until 0 kg, an announcement or a sampling run
         self._grasp_announced = False  # a grasp was announced (and no release or loss since): losses are judged
         self.mon = self._new_monitor(monitor)
+        self.sign = TorqueSignGate(dyn.desc.joint_names)  # a torque running opposite to the model: not monitoring
         self._pending_monitor: MonitorConfig | None = None
         self._pending_reaction = False
         self._logged_mass: float | None = None  # provisional mass last logged (a refit every rest block is not news)
@@ -369,6 +371,10 @@ class MonitorSupervisor:
         notes = self.apply_pending() if self._pending_monitor is not None or self._pending_reaction else []
         self._last = (t, np.asarray(q, float))
         step = self.mon.update(t, q, dq, tau)
+        if self.sign.due() and self.sign.feed(self.mon.observer.gravity_torque, tau) is not None:
+            notes.append(("error", f"{self.sign.fault}. Not monitoring: collision detection is off until then"))
+        if self.sign.fault is not None:
+            return SupervisorStep(step, Action.NOTHING, None, tuple(notes))
         if step.event is not None and step.event.active:
             self.contact = self._held = None
         ev = self.mon.detector.current
@@ -807,6 +813,8 @@ def monitor_status(sup: MonitorSupervisor | None, policy: str, inputs: MonitorIn
         level, text = ERROR, "not monitoring: no joint_states received yet"
     elif lost:
         level, text = ERROR, f"not monitoring: joint_states lost for {age:.2f} s (collision detection is blind)"
+    elif sup.sign.fault is not None:
+        level, text = ERROR, f"not monitoring: {sup.sign.fault}"
     elif sup.collision:
         level, text = WARN, f"collision on {vals.get('link', '?')}"
     else:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import logging
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,6 +41,8 @@ class Rows:
     where: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
     unit: str = "line"
     joint_names: tuple[str, ...] = ()
+    corrupt: int = 0             # rows dropped on reading: a NaN/inf or an absurd value (|x| >= CORRUPT_LIMIT)
+    corrupt_first: str = ""      # the first of them: "line 12, column 'tau3': 1e300"
 
     def at(self, k: int) -> str:
         """'line 12' / 'message 11' of row k."""
@@ -59,6 +60,7 @@ class Cleaning:
     """
 
     rows: int
+    corrupt: int = 0
     repeated_rows: int = 0
     repeated_stamps: int = 0
     stale_torques: int = 0
@@ -71,14 +73,15 @@ class Cleaning:
 
     @property
     def dropped(self) -> int:
-        return self.repeated_rows + self.repeated_stamps + self.stale_torques
+        return self.corrupt + self.repeated_rows + self.repeated_stamps + self.stale_torques
 
     def describe(self) -> str:
         """One line: '20544 rows, 1366 dropped: 1131 repeated rows (first at line 40), ...'."""
         if not self.dropped:
             return f"{self.rows} rows, none repeated"
         parts = [f"{n} {what} (first at {self.first[key]})"
-                 for key, what, n in (("repeated_rows", "repeated rows", self.repeated_rows),
+                 for key, what, n in (("corrupt", "corrupt rows (NaN/inf or an absurd value)", self.corrupt),
+                                      ("repeated_rows", "repeated rows", self.repeated_rows),
                                       ("repeated_stamps", "rows repeating the previous time stamp",
                                        self.repeated_stamps),
                                       ("stale_torques", "stale torque reads", self.stale_torques)) if n]
@@ -93,8 +96,10 @@ def clean_rows(rows: Rows) -> tuple[Samples, Cleaning]:
     and where the first one is): such a stream mixes clocks or publishers and has no usable order.
     """
     n_rows = rows.q.shape[0]
+    bad = {"corrupt": rows.corrupt_first} if rows.corrupt else {}
     if rows.t is None or n_rows < 2:
-        return _samples_of(rows, slice(None)), Cleaning(n_rows, kept=np.arange(n_rows))
+        return _samples_of(rows, slice(None)), Cleaning(n_rows + rows.corrupt, rows.corrupt, first=bad,
+                                                        kept=np.arange(n_rows))
     t = np.asarray(rows.t, float)
     step = np.diff(t)
     back = np.flatnonzero(step < 0)
@@ -112,13 +117,13 @@ def clean_rows(rows: Rows) -> tuple[Samples, Cleaning]:
     if rows.tau.shape[1] >= 2:
         stale = ~same_all & ~same_t & np.all(rows.tau[1:] == rows.tau[:-1], axis=1) & \
             np.any(rows.q[1:] != rows.q[:-1], axis=1)
-    first = {}
+    first = dict(bad)
     for key, mask in (("repeated_rows", same_all), ("repeated_stamps", repeated_stamp), ("stale_torques", stale)):
         if mask.any():
             first[key] = rows.at(int(np.argmax(mask)) + 1)
     keep = np.concatenate([[True], ~(same_all | repeated_stamp | stale)])
-    report = Cleaning(n_rows, int(same_all.sum()), int(repeated_stamp.sum()), int(stale.sum()), first,
-                      np.flatnonzero(keep))
+    report = Cleaning(n_rows + rows.corrupt, rows.corrupt, int(same_all.sum()), int(repeated_stamp.sum()),
+                      int(stale.sum()), first, np.flatnonzero(keep))
     if report.dropped:
         log.info("%s: %s", rows.source, report.describe())
     return _samples_of(rows, keep), report
@@ -134,7 +139,9 @@ def _samples_of(rows: Rows, index) -> Samples:
         raise SampleDataError(f"{rows.source}: {exc}") from exc
 
 
-_COL = re.compile(r"^(q|tau|dq|ddq)(\d+)$")
+_COL = re.compile(r"^(q|tau|dq|ddq)_?(\d+)$")
+CORRUPT_LIMIT = 1e6
+"""|value| at or above which a cell is corrupt: no joint angle (rad), speed or torque (N m) of an arm reaches it."""
 
 
 _BINARY_MAGIC = {b"SQLite format 3\x00": "a rosbag2 sqlite3 storage file (.db3)",
@@ -198,6 +205,8 @@ def read_csv_rows(path: str | Path, desc: RobotDescription | None = None) -> Row
             groups[m.group(1)][k] = c
         elif h == "t":
             t_col = c
+    if 0 in groups["q"]:  # numbered from 0 (q_0 .. q_6, tau_0 ..: e.g. the lbr-stack's recordings)
+        groups = {g: {k + 1: c for k, c in cols.items()} for g, cols in groups.items()}
     n = len(groups["q"])
     if n == 0:
         raise SampleDataError(f"{path}: no position columns q1..qn in header {header}")
@@ -228,6 +237,19 @@ def read_csv_rows(path: str | Path, desc: RobotDescription | None = None) -> Row
         if len(row) != len(header):
             raise SampleDataError(f"{path}: line {data_lines[r]} has {len(row)} fields, header has {len(header)}")
     values = _parse_numbers(path, header, data_rows, data_lines, used)
+    corrupt = ~np.all(np.isfinite(values) & (np.abs(values) < CORRUPT_LIMIT), axis=1)
+    corrupt_first = ""
+    if corrupt.any():
+        r = int(np.argmax(corrupt))
+        c = int(np.argmax(~(np.isfinite(values[r]) & (np.abs(values[r]) < CORRUPT_LIMIT))))
+        corrupt_first = f"line {data_lines[r]}, column '{header[used[c]]}': {data_rows[r][used[c]].strip()}"
+        if corrupt.all():
+            raise SampleDataError(f"{path}: every data row holds a NaN/inf or an absurd value (first at "
+                                  f"{corrupt_first})")
+        log.warning("%s: %d corrupt row(s) dropped (NaN/inf or |value| >= %g), first at %s", path,
+                    int(corrupt.sum()), CORRUPT_LIMIT, corrupt_first)
+        values = values[~corrupt]
+        data_lines = [ln for ln, bad in zip(data_lines, corrupt) if not bad]
     col = {c: i for i, c in enumerate(used)}
 
     def block(g):
@@ -236,30 +258,26 @@ def read_csv_rows(path: str | Path, desc: RobotDescription | None = None) -> Row
 
     return Rows(str(path), block("q"), block("tau"), block("dq"), block("ddq"),
                 values[:, col[t_col]] if t_col is not None else None, np.asarray(data_lines, int), "line",
-                desc.joint_names if desc is not None else ())
+                desc.joint_names if desc is not None else (), int(corrupt.sum()), corrupt_first)
 
 
 def _parse_numbers(path: Path, header: list[str], rows: list[list[str]], lines: list[int],
                    used: list[int]) -> np.ndarray:
-    """(N, len(used)) floats of the used columns; errors name the line and column of the first bad cell."""
+    """(N, len(used)) floats of the used columns (NaN/inf kept: the caller drops such rows); a cell that is
+    not a number is an error naming its line and column."""
     cells = [[row[c] for c in used] for row in rows]
     try:
-        values = np.array(cells, dtype=float)
+        return np.array(cells, dtype=float)
     except ValueError:
-        values = None
-    if values is not None and np.all(np.isfinite(values)):
-        return values
+        pass
     for r, row in enumerate(cells):
         for i, cell in enumerate(row):
             try:
-                v = float(cell)
+                float(cell)
             except ValueError:
                 raise SampleDataError(
                     f"{path}: line {lines[r]}, column '{header[used[i]]}': '{cell.strip()}' is not a number"
                 ) from None
-            if not math.isfinite(v):
-                raise SampleDataError(
-                    f"{path}: line {lines[r]}, column '{header[used[i]]}': value is {cell.strip()} (NaN/inf)")
     raise AssertionError("unreachable: every cell parsed")  # pragma: no cover
 
 

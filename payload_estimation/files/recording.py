@@ -19,12 +19,13 @@ uses (content far below the rate, e.g. <= 6 Hz at 1 kHz).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..model.description import RobotDescription
 from ..signals.resample import StampReport, stamp_report
 from ..signals.samples import SampleDataError, Samples
+from ..signals.stampless import StamplessTiming, stamps_from_rate
 from .csv_samples import Cleaning, clean_rows, read_csv_rows
 
 log = logging.getLogger(__name__)
@@ -44,10 +45,13 @@ class RecordingReport:
     cleaning: Cleaning
     stamps: StampReport | None   # None: no time stamps (separate captures)
     columns: tuple[str, ...] = ()
+    timing: StamplessTiming | None = None   # stamps made from a given rate (a log without them)
 
     def lines(self) -> list[str]:
         """Human-readable lines for the command output."""
         out = [f"{self.source} ({self.format}; {', '.join(self.columns)}): {self.cleaning.describe()}"]
+        if self.timing is not None:
+            out.append("  " + self.timing.describe())
         out.append("  sampling: " + (self.stamps.describe() if self.stamps is not None
                                      else "no time stamps (each row a separate capture)"))
         return out
@@ -67,10 +71,13 @@ class Recording:
     report: RecordingReport
 
 
-def load_recording(path: str | Path, desc: RobotDescription | None = None, topic: str = "joint_states") -> Recording:
+def load_recording(path: str | Path, desc: RobotDescription | None = None, topic: str = "joint_states",
+                   rate: float | None = None) -> Recording:
     """Read a CSV file, a rosbag2 directory (with or without metadata.yaml) or a lone .db3/.mcap
     file; drop and count logger repeats; report the sampling. With ``desc`` the joints are checked
-    (CSV) or mapped by name (bag) to the robot's order. Errors name the file."""
+    (CSV) or mapped by name (bag) to the robot's order. A file without time stamps gets them from
+    ``rate`` (Hz) when it is given, lost states found (:func:`~..signals.stampless.stamps_from_rate`);
+    without it each row is a separate capture. Errors name the file."""
     from .rosbag import is_rosbag, read_rosbag_rows
 
     path = Path(path)
@@ -85,11 +92,16 @@ def load_recording(path: str | Path, desc: RobotDescription | None = None, topic
     samples, cleaning = clean_rows(rows)
     if desc is not None:
         samples = samples.check_robot(desc)
-    stamps = None
+    stamps = timing = None
+    if samples.t is None and rate is not None and samples.n_samples >= 2:
+        t, timing = stamps_from_rate(samples.q, rate)
+        if timing.skipped.size:
+            timing = replace(timing, first_at=cleaning.where(rows, int(timing.skipped[0])))
+        samples = replace(samples, t=t)
     if samples.t is not None:
         stamps = stamp_report(samples.t, lambda k: cleaning.where(rows, k))
     columns = tuple(g for g in ("t", "q", "dq", "ddq", "tau") if getattr(samples, g) is not None)
-    report = RecordingReport(str(path), fmt, cleaning, stamps, columns)
+    report = RecordingReport(str(path), fmt, cleaning, stamps, columns, timing)
     for line in report.lines():
         log.info(line)
     return Recording(samples, report)

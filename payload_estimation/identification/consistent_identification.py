@@ -74,6 +74,15 @@ class FrictionCV:
         return friction_label(self.terms)
 
 
+EVIDENCE_FACTOR = 1.5
+"""The consistent fit is rejected by its own evidence when its held-out RMS exceeds least squares' by this factor
+(and by EVIDENCE_MARGIN): a real LBR Med 7 log with its torque sign reversed gave 15.07 against 0.43 N m."""
+EVIDENCE_MARGIN = 0.2
+"""N m: ... and by at least this much (two nearly equal small figures are not evidence)."""
+POOR_FIT_RMS = 1.0
+"""N m: a written model whose held-out torque RMS exceeds this is flagged loudly."""
+
+
 @dataclass(frozen=True)
 class ConsistentFit:
     """The result of :func:`identify_consistent`.
@@ -90,6 +99,21 @@ class ConsistentFit:
     cv_rms: float
     jackknife: np.ndarray
     blocks: int
+
+    @property
+    def rejected(self) -> bool:
+        """True when the consistent coefficients predict held-out data far worse than least squares do."""
+        ls = self.least_squares_cv_rms
+        return self.cv_rms > EVIDENCE_FACTOR * ls and self.cv_rms - ls > EVIDENCE_MARGIN
+
+    def rejection(self) -> str:
+        """Why the least-squares coefficients are written instead (when :attr:`rejected`)."""
+        ls = self.least_squares_cv_rms
+        return (f"the physically consistent fit misses held-out data by {self.cv_rms:.3f} N m RMS against "
+                f"{ls:.3f} N m for least squares ({self.cv_rms / ls:.0f}x): the description's link parameters, "
+                "its prior, cannot explain this arm's torques (a torque sign or gain that is wrong, masses far "
+                "off, or a load on the flange); written instead: the least-squares coefficients with the same "
+                "friction terms (as --unconstrained)")
 
     @property
     def least_squares_cv_rms(self) -> float:

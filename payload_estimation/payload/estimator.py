@@ -58,6 +58,7 @@ from ..node_limits import MAX_COM_RADIUS, MAX_PAYLOAD
 from ..signals.samples import Samples
 from ..signals.settle import SampleWindow, SettleConfig, check_static
 from ..signals.torque_gains import effort_to_torque, torque_gains
+from ..signals.torque_sign import TorqueSignGate
 from .announcement_relay import AnnouncementRelay
 from .dynamic import DynamicFitConfig, MotionRecording, check_recording, estimate_payload_dynamic
 from .estimate import NO_PAYLOAD, PayloadEstimate
@@ -282,6 +283,7 @@ class PayloadEstimator:
         self.joint_names: tuple[str, ...] = ()
         self.frame = ""
         self.gain = np.ones(1)
+        self.sign = TorqueSignGate(())  # a torque running opposite to the model: estimates refused
         self.current: PayloadEstimate = NO_PAYLOAD
         self.gravity_model: UnloadedModel | None = None
         self.gravity_error = ""  # why gravity_model did not load (estimates are refused meanwhile)
@@ -305,6 +307,7 @@ class PayloadEstimator:
         choice = self._choose_model(dyn)
         with self._lock:
             self.dyn, self.joint_names, self.gain = dyn, tuple(joint_names), gain
+            self.sign = TorqueSignGate(dyn.desc.joint_names)
             self._reference_model = None  # computed again for this model when a fit needs it
             self.frame = dyn.desc.payload_frame_name
             self._captures[LOADED].clear()
@@ -358,6 +361,7 @@ class PayloadEstimator:
             return
         if config.torque_gain != old.torque_gain:
             self.gain = torque_gains(list(config.torque_gain), self.dyn.n, self.dyn.desc.joint_names)
+            self.sign.reset()  # judged again with the new gain
         if (config.settle, config.anchor_window) != (old.settle, old.anchor_window):
             with self._lock:
                 self._window = SampleWindow(horizon=config.window_horizon)
@@ -368,7 +372,7 @@ class PayloadEstimator:
 
     def gain_warning(self) -> bool:
         """True when the gains make torque of something that is not (effort is motor current)."""
-        return bool(np.any(self.gain != 1.0))
+        return bool(np.any(np.abs(self.gain) != 1.0))
 
     def gain_note(self) -> str:
         """The warning to log when :meth:`gain_warning`: the gains applied and what current-based torque implies."""
@@ -436,6 +440,8 @@ class PayloadEstimator:
         into the online estimate. Returns why the online estimate could not take it ('' it could): counted in
         ``online_errors``; the window and the recording have it all the same."""
         tau = effort_to_torque(effort, self.gain)
+        if self.sign.due() and self.sign.feed(self.dyn.gravity(q), tau) is not None:
+            return f"{self.sign.fault}. Captures, recordings and estimates are refused until then"
         with self._lock:
             self._window.append(t, q, dq, tau)
             rows = self._recording
@@ -465,6 +471,8 @@ class PayloadEstimator:
         timeout; ``age`` wall s)."""
         if self.dyn is None:
             why = f"no robot model ({model_error})"
+        elif self.sign.fault is not None:
+            why = self.sign.fault
         elif not stream:
             return None
         elif age is None:
@@ -782,6 +790,8 @@ class PayloadEstimator:
             level, text = ERROR, f"no robot model ({model_error})"
         elif self.gravity_error:
             level, text = ERROR, f"{self.gravity_error}: estimates refused"
+        elif self.sign.fault is not None:
+            level, text = ERROR, f"{self.sign.fault}: estimates refused"
         elif self.calibration_refused:
             level = ERROR if level == ERROR else WARN
             text = f"{text}; calibration file refused, nominal model used: {self.calibration_note}"

@@ -13,7 +13,7 @@ from ..payload.estimator import MIN_COM_PRIOR_STD, EstimatorConfig
 from ..payload.gravity import PayloadLimits
 from ..payload.online import MIN_INERTIA_PRIOR_STD
 from ..payload.static import STATIC_METHODS, StaticFitConfig
-from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, SETTLE_PARAMS, STREAM_PARAMS, settle_config
+from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, SETTLE_PARAMS, STREAM_PARAMS, TORQUE_PARAMS, settle_config
 from .parameters import Param, ParameterTable
 
 _D = EstimatorConfig()  # the defaults
@@ -22,7 +22,7 @@ NO_PRIOR = [0.0]
 """``grasp_com_prior``'s and ``grasp_inertia_prior``'s value for no prior (a ROS list parameter cannot be empty: [] is
 not a list of numbers)."""
 
-PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + ParameterTable([
+PARAMS = ROBOT_PARAMS + STREAM_PARAMS + TORQUE_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + ParameterTable([
     Param("method", _D.fit.method,
           "auto: differential when ~/capture_unloaded captures exist, else one-shot; one-shot: "
           "the model's unloaded torques; differential: anchored on ~/capture_unloaded captures taken before the "
@@ -60,11 +60,6 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + LIMIT_PARAMS + Parameter
           low=0.0, low_open=True, high=100.0, applies="next estimate"),
     Param("max_com_std", _D.fit.max_com_std, "m: an estimate with a larger CoM σ (any axis) is published at level WARN",
           low=0.0, low_open=True, high=10.0, applies="next estimate"),
-    Param("torque_gain", list(_D.torque_gain),
-          "N m per unit of joint_states effort, one value for all joints or one per joint: "
-          "set it when the drive reports motor current ([1.0]: effort is torque in N m; a ROS list parameter "
-          "cannot default to empty). Current-based torque includes the drive's friction, which grows with the "
-          "load: prefer method differential", low=0.0, low_open=True, min_items=1, applies="next sample"),
     Param("max_recording", _D.max_recording,
           "s, longest joint-state recording of a dynamic run (a longer one is cut and "
           "refused)", low=1.0, high=600.0, applies="next recording"),

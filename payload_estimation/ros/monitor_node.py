@@ -37,6 +37,7 @@ from ..collision.contact import ContactEstimate
 from ..collision.reaction import Action
 from ..collision.supervisor import CalibrationRefused, Command, MonitorInputs, MonitorSupervisor, monitor_status
 from ..errors import PayloadEstimationError
+from ..signals.torque_gains import torque_gains
 from ..stream import StampVerdict
 from .contact_messages import contact_line, contact_messages
 from .dedicated_subscription import create_dedicated_subscription
@@ -135,6 +136,7 @@ class CollisionMonitorNode(Node):
                 sup.adopt(self.sup)
             self.sup, self.dyn, self._dynamic_note, self._n, self.joint_names = sup, sup.dyn, note, desc.n, names
             self.input = JointStateInput(self, names, self.values)
+            self._gain = torque_gains(list(self.values["torque_gain"]), desc.n, names)
             self._residual_msg = joint_state_msg(names, tau=np.zeros(desc.n))  # reused: stamp and effort change
             self.status.hardware_id = desc.name
         if self._joint_states is None:
@@ -149,6 +151,9 @@ class CollisionMonitorNode(Node):
         self.values.update(PARAMS.values(self, names))
         if self.input is not None and names & set(STREAM_PARAMS.by_name):
             self.input.configure(self.values)
+        if self.sup is not None and "torque_gain" in names:
+            self._gain = torque_gains(list(self.values["torque_gain"]), self._n, self.joint_names)
+            self.sup.sign.reset()  # judged again with the new gain
         self._changed.changed(names)
         if self.sup is not None:
             self.sup.configure(*monitor_configs(self.values))
@@ -171,7 +176,7 @@ class CollisionMonitorNode(Node):
         verdict, t, s = got
         if verdict is StampVerdict.RESTART:
             self._restart()
-        step = self.sup.update(t, s.q, s.dq, s.tau)
+        step = self.sup.update(t, s.q, s.dq, s.tau * self._gain)
         self._log(step.notes)
         for report in step.reports:
             self._on_event(report.event, report.changed)

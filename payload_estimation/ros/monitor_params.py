@@ -16,12 +16,12 @@ from ..collision.monitor import MonitorConfig
 from ..collision.reaction import POLICIES
 from ..collision.supervisor import SupervisorConfig
 from ..collision.thresholds import THRESHOLD_MINIMUM, THRESHOLD_SAFETY
-from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, STREAM_PARAMS
+from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, STREAM_PARAMS, TORQUE_PARAMS
 from .parameters import Param, ParameterTable
 
 _MON, _SUP = MonitorConfig(), SupervisorConfig()  # the defaults: the core's, written once
 
-PARAMS = ROBOT_PARAMS + STREAM_PARAMS + LIMIT_PARAMS + ParameterTable([
+PARAMS = ROBOT_PARAMS + STREAM_PARAMS + TORQUE_PARAMS + LIMIT_PARAMS + ParameterTable([
     Param("dynamic_model", "", "the observer's unloaded dynamics: a PARAMS.yaml of `payload-estimation identify` "
           "(coefficients with their friction and offsets) or the robot YAML/URDF of `identify --physical` (link set "
           "with its friction); empty: the robot description, no friction. A file that does not load or belongs to "
@@ -132,9 +132,11 @@ def per_joint_check(n: int | None):
     """The whole-set check of the per-joint parameters for a model of ``n`` joints (None: no model yet)."""
 
     def check(values: dict) -> str | None:
+        if 0.0 in values["torque_gain"]:
+            return "torque_gain: gains must be non-zero (N m per unit of effort; -1 flips its sign)"
         if n is None:
             return None
-        for k in ("gains", "thresholds", "threshold_margin", "threshold_speed", "sensor_torque_noise",
+        for k in ("torque_gain", "gains", "thresholds", "threshold_margin", "threshold_speed", "sensor_torque_noise",
                   "sensor_velocity_noise"):
             err = per_joint_problem(k, values[k], n)
             if err:

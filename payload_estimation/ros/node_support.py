@@ -28,6 +28,7 @@ from ..model import RobotDescription, load_robot, robot_from_description
 from ..payload.estimator import NODE_LIMITS
 from ..signals import SettleConfig
 from ..stream import StampGuard, StampVerdict, StreamWatchdog
+from ..stream.driver_stream import DriverStream
 from ..stream.latched_wait import LatchedWait, Publisher
 from .messages import JointSample, JointStateConverter
 from .parameters import Param, ParameterError, ParameterTable
@@ -257,6 +258,7 @@ class RobotModelSource:
         what = f" ({'; '.join(changes)})" if changes else ""
         self.node.get_logger().info(f"robot model {'replaced' if changed else 'loaded'}{what}: {desc.name}, "
                                     f"{desc.n} joints, payload frame {desc.payload_frame_name} (from the {source})")
+        log_notes(self.node.get_logger(), desc.notes)  # what loading decided: a URDF's default tip and why, ...
 
 
 def another_arm(current: RobotDescription, new: RobotDescription) -> str:
@@ -320,7 +322,8 @@ def _indices(idx: list[int]) -> str:
 
 
 class JointStateInput:
-    """joint_states -> (verdict, t, sample) in model order; counts and logs what it drops."""
+    """joint_states -> (verdict, t, sample) in model order; counts and logs what it drops. A driver's repeated
+    states are dropped and its raw-difference velocities replaced (:class:`stream.driver_stream.DriverStream`)."""
 
     def __init__(self, node, joint_names, values: dict, require_velocity: bool = True,
                  require_effort: bool = True):
@@ -328,6 +331,9 @@ class JointStateInput:
         self.converter = JointStateConverter(joint_names, require_velocity, require_effort)
         self.guard = StampGuard(float(values["max_stamp_jump"]), int(values["restart_samples"]))
         self.watchdog = StreamWatchdog(float(values["joint_state_timeout"]))
+        self.stream = DriverStream()
+        self._velocity_source = self.stream.velocity_source
+        self._restart = False  # a restart whose first sample the stream kept back: said with the next one
         self.bad_messages = 0
         self._blind = False  # the loss was reported by lost_changed
         self._created = time.monotonic()
@@ -353,8 +359,23 @@ class JointStateInput:
             self.node.get_logger().warning(
                 f"joint_states time fault, sample held out: {self.guard.counters.last_fault}",
                 throttle_duration_sec=THROTTLE_S)
-        elif verdict is StampVerdict.RESTART:
+            return verdict, t, s
+        if verdict is StampVerdict.RESTART:
             self.node.get_logger().warning(f"joint_states {self.guard.counters.last_fault}: re-initialising")
+            self.stream.reset()
+        taken = self.stream.take(t, s.q, s.dq, s.tau)
+        if self.stream.velocity_source != self._velocity_source:
+            self._velocity_source = self.stream.velocity_source
+            self.node.get_logger().info(
+                f"joint_states: {self.stream.rate:.0f} Hz of distinct states, {self.stream.repeated} repeated states "
+                f"dropped so far; velocities: {self._velocity_source}")
+        if taken is None:
+            self._restart = self._restart or verdict is StampVerdict.RESTART
+            return None
+        if self._restart:
+            verdict, self._restart = StampVerdict.RESTART, False
+        if taken.t != t:
+            t, s = taken.t, JointSample(taken.t, taken.q, taken.dq, taken.tau)
         return verdict, t, s
 
     def lost(self) -> bool:
@@ -386,7 +407,7 @@ class JointStateInput:
     def counters(self) -> dict[str, object]:
         c = self.guard.counters
         return {"joint_states_age_s": self.age(), "joint_states_losses": self.watchdog.losses,
-                "bad_messages": self.bad_messages, "stamp_faults_held": c.held,
+                "bad_messages": self.bad_messages, **self.stream.status_values(), "stamp_faults_held": c.held,
                 "stamp_faults_rejected": c.rejected, "stream_restarts": c.restarts,
                 "last_time_fault": c.last_fault}
 
@@ -467,6 +488,17 @@ def settle_config(values: dict):
                         torque_drift_relative=float(values["torque_drift_relative"]),
                         min_average_samples=int(values["min_average_samples"]), max_window=float(values["max_window"]))
 
+
+TORQUE_PARAMS = ParameterTable([
+    Param("torque_gain", [1.0],
+          "N m per unit of joint_states effort, one value for all joints or one per joint, non-zero: -1 where the "
+          "driver reports the joint torque with the opposite sign (lbr_fri_ros2_stack: [-1.0]); other values convert "
+          "motor current (current-based torque includes the drive's friction, which grows with the load: prefer "
+          "method differential). A stream whose torque runs opposite to the model is refused at ERROR, naming the "
+          "joints ([1.0]: effort is torque in N m; a ROS list parameter cannot default to empty)",
+          low=-1000.0, high=1000.0, min_items=1, applies="next sample"),
+])
+"""The effort's gain and sign, shared by the estimator and the monitor (the nodes that read torque)."""
 
 LIMIT_PARAMS = ParameterTable([
     Param("max_payload", NODE_LIMITS.max_payload,

@@ -21,5 +21,7 @@ _API = {
     "settle": ("SampleWindow", "SettleConfig", "SettleResult", "check_static"),
     "segments": ("StaticCapture", "match_captures", "static_captures"),
     "torque_gains": ("apply_torque_gain", "effort_to_torque"),
+    "torque_sign": ("TorqueSign", "TorqueSignGate", "TorqueSignWatch", "check_torque_sign"),
+    "stampless": ("StamplessTiming", "stamps_from_rate"),
 }
 __all__, __getattr__, __dir__ = lazy_api(__name__, globals(), _API)

@@ -1,4 +1,6 @@
-"""Measured effort to joint torque (N m): per-joint gains, e.g. a motor current's torque constant."""
+"""Measured effort to joint torque (N m): per-joint gains, e.g. a motor current's torque constant, or -1
+where a driver reports the joint torque with the opposite sign (lbr_fri_ros2_stack: KUKA's FRI
+``measured_torque`` runs opposite to the URDF's joint torque)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from .samples import SampleDataError, Samples
 
 def torque_gains(gain, n: int, joint_names: tuple[str, ...] = ()) -> np.ndarray:
     """Per-joint gains (n,) N m per unit from one value for all joints or n values (a list, an array or
-    a string "G" / "G1,...,Gn"); an empty list means 1 (torque already in N m). Raises
-    :class:`~.data.SampleDataError` naming the joint of a gain that is not a finite number > 0."""
+    a string "G" / "G1,...,Gn"); an empty list means 1 (torque already in N m); a negative gain flips the
+    effort's sign. Raises :class:`~.data.SampleDataError` naming the joint of a gain that is not a finite
+    non-zero number."""
     if isinstance(gain, str):
         try:
             gain = [float(x) for x in gain.replace(" ", "").split(",") if x != ""]
@@ -27,12 +30,12 @@ def torque_gains(gain, n: int, joint_names: tuple[str, ...] = ()) -> np.ndarray:
     if g.size != n:
         raise SampleDataError(f"torque gain has {g.size} values, the robot has {n} joints "
                               "(give one value for all joints or one per joint)")
-    bad = np.flatnonzero(~np.isfinite(g) | (g <= 0))
+    bad = np.flatnonzero(~np.isfinite(g) | (g == 0))
     if bad.size:
         j = int(bad[0])
         name = joint_names[j] if j < len(joint_names) else f"{j + 1}"
-        raise SampleDataError(f"torque gain of joint {name} is {g[j]}: gains must be finite numbers > 0 "
-                              "(N m per unit of the recorded effort)")
+        raise SampleDataError(f"torque gain of joint {name} is {g[j]}: gains must be finite non-zero "
+                              "numbers (N m per unit of the recorded effort; -1 flips its sign)")
     return g
 
 
