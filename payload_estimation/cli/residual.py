@@ -30,7 +30,6 @@ from ..errors import PayloadEstimationError
 from ..files import write_table
 from ..identification import DynamicModel, load_dynamic_model
 from ..model import RigidBodyDynamics
-from ..model.description import require_masses
 from ..payload import PayloadEstimate
 from ..signals import derive_velocity
 from .command_line import CommandError, input_file, os_reason, output_file
@@ -217,8 +216,6 @@ def run(args) -> int:
     if args.params_out:
         output_file(args.params_out, "--params-out")
     desc = robot_from_args(args)
-    if args.params in (None, "nominal"):
-        require_masses(desc, "the collision residual against the robot description (no --params)")
     n = desc.n
     thresholds = _floats(args.threshold, "--threshold", n)
     payload = _payload(args)
