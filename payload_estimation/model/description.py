@@ -79,6 +79,10 @@ class RobotDescription:
     source: str = ""
     link_frame_names: tuple[str, ...] = ()
     """Names of link frames 1..n in the robot's TF tree when known (URDF child links), else ()."""
+    notes: tuple[tuple[str, str], ...] = ()
+    """What loading decided that the user should see, as ``(level, text)`` with level ``"info"`` or
+    ``"warning"`` (a URDF's default tip and why, rounded angles read as exact, lumped bodies, links without
+    mass): logged by the loader, printed by the command line, logged by the nodes."""
 
     def __post_init__(self):
         if not self.payload_frame_name:

@@ -231,6 +231,7 @@ def robot_from_dict(data: dict, base_dir: Path | None = None, where: str = "robo
         convention=convention,
         source=str(data.get("source", "")),
         link_frame_names=from_urdf.link_frame_names if from_urdf is not None else (),
+        notes=from_urdf.notes if from_urdf is not None else (),
     )
     return validate(desc)
 

@@ -9,6 +9,12 @@ link it hangs from: rigidly attached bodies silently, bodies behind joints that 
 naming them. Continuous joints count as revolute with +-inf limits replaced by +-pi*2 (a bounded
 choice). A moving link without mass stays massless here (gravity work does not need one);
 :func:`.description.validate` warns about it and the simulator refuses it.
+
+What the reader decided is said once, as ``(level, text)`` notes: logged here and kept in
+:attr:`RobotDescription.notes` for the command line and the nodes to show — the default tip and why
+(info; a warning where fixed branches left it undecided), CAD-rounded joint placements read as exact
+(warning, with their count and the largest correction), bodies lumped behind joints off the chain
+(warning).
 """
 
 from __future__ import annotations
@@ -21,10 +27,13 @@ import numpy as np
 from .description import JointLimits, JointSpec, RobotDescription, RobotDescriptionError
 from .parameters import BodyInertia
 from .transforms import invert
-from .urdf_tree import TIP_HINT, UrdfJoint, UrdfTree, parse_urdf, select_chain
+from .urdf_tree import TIP_HINT, Snap, UrdfJoint, UrdfTree, parse_urdf, select_chain
 
 log = logging.getLogger(__name__)
 _MASSLESS = BodyInertia(0.0, np.zeros(3), np.zeros((3, 3)))
+_LEVELS = {"info": logging.INFO, "warning": logging.WARNING}
+SNAP_NOTE_ABOVE = 1e-12
+"""A correction this small needs no note: the symbolic derivation reads such residues as exact anyway."""
 
 
 def load_urdf(text: str, base_link: str | None = None, tip_link: str | None = None,
@@ -39,8 +48,9 @@ def load_urdf(text: str, base_link: str | None = None, tip_link: str | None = No
     Not validated: see :func:`.robot_file.robot_from_description` for the checked entry point.
     """
     tree = parse_urdf(text, source)
-    base, tip, path = select_chain(tree, base_link, tip_link)
+    base, tip, path, tip_note = select_chain(tree, base_link, tip_link)
     _check_chain(tree, path, base, tip)
+    notes = [n for n in (tip_note, _snap_note(source, tree.snapped)) if n is not None]
     positions = _off_chain_positions(tree, path, locked)
 
     specs: list[JointSpec] = []
@@ -84,8 +94,10 @@ def load_urdf(text: str, base_link: str | None = None, tip_link: str | None = No
     if behind:
         joints = sorted({j.name for lk in behind for j in _joints_above(tree, lk, chain)})
         at = ", ".join(f"{jn} = {positions.get(jn, 0.0):g}" for jn in joints)
-        log.warning("%s: %d bodies behind joints that are not on the chain %s -> %s are lumped into it at "
-                    "those joints' positions (%s): %s", source, len(behind), base, tip, at, ", ".join(behind))
+        notes.append(("warning", f"{source}: {len(behind)} bodies behind joints that are not on the chain {base} -> "
+                                 f"{tip} are lumped into it at those joints' positions ({at}): {', '.join(behind)}"))
+    for level, note in notes:
+        log.log(_LEVELS[level], "%s", note)
     return RobotDescription(
         name=name or tree.name,
         joints=tuple(specs),
@@ -97,7 +109,34 @@ def load_urdf(text: str, base_link: str | None = None, tip_link: str | None = No
         link_frame_names=tuple(j.child for j in path if j.type != "fixed"),
         convention="urdf",
         source=f"{source}: URDF chain {base} -> {tip}",
+        notes=tuple(notes),
     )
+
+
+def _snap_note(source: str, snapped: tuple[Snap, ...]) -> tuple[str, str] | None:
+    """The one note on joint placements read as the exact values they round, or None when there is none
+    above :data:`SNAP_NOTE_ABOVE`."""
+    if not snapped:
+        return None
+    big = max(snapped, key=lambda s: s.correction)
+    if big.correction <= SNAP_NOTE_ABOVE:
+        return None
+    unit = {"r": " rad", "x": " m"}.get(big.where[0], "")
+    return ("warning", f"{source}: {len(snapped)} joint <origin>/<axis> numbers read as the exact values they "
+                       "round (multiples of pi/2; 0 or +-1 on an axis; 0 for xyz below 1e-6 m): largest correction "
+                       f"{big.correction:.2g}{unit} (joint {big.joint} {big.where}: {big.written} -> "
+                       f"{_exact_name(big)}); as written they would couple links in the dynamic coefficients")
+
+
+def _exact_name(snap: Snap) -> str:
+    """``pi/2``, ``-pi``, ``3pi/2`` for an angle; ``0``, ``1``, ``-1`` otherwise."""
+    if not snap.where.startswith("rpy"):
+        return f"{snap.value:g}"
+    k = round(snap.value / (np.pi / 2))
+    if k == 0:
+        return "0"
+    sign, k = ("-" if k < 0 else ""), abs(k)
+    return sign + ("pi/2" if k == 1 else f"{k // 2}pi".replace("1pi", "pi") if k % 2 == 0 else f"{k}pi/2")
 
 
 def _check_chain(tree: UrdfTree, path: list[UrdfJoint], base: str, tip: str) -> None:
