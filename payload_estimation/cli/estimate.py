@@ -105,12 +105,14 @@ def _table(result) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..model import RigidBodyDynamics
+    from ..model import RigidBodyDynamics, require_masses
     from ..payload import CURRENT_WARNING, PayloadLimits, PayloadOptions, estimate_payload_recordings
     from ..signals import apply_torque_gain
     from ..signals.torque_gains import torque_gains
 
     desc = robot_from_args(args)
+    if args.unloaded is None and args.model is None:
+        require_masses(desc, "a one-shot payload estimate against the robot description (no --unloaded or --model)")
     dyn = RigidBodyDynamics(desc)
     info = sys.stderr if args.json else sys.stdout
     gain = torque_gains(args.torque_gain, desc.n, desc.joint_names) if args.torque_gain else None

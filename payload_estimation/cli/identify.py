@@ -100,9 +100,14 @@ def run(args: argparse.Namespace) -> int:
         identify_gravity,
         preprocess,
     )
+    from ..model import has_masses
     from ..signals import periodic_rate, select_static, split_by_time
 
     desc = robot_from_args(args)
+    if not has_masses(desc) and (args.physical or not (args.unconstrained or args.essential or args.gravity_only)):
+        raise CommandError(f"robot '{desc.name}' has no link masses: the physically consistent fit (identify's "
+                           "default, --physical) starts from them; identify its coefficients by least squares "
+                           "(--unconstrained), which needs none")
     samples = load_samples(args.data, desc, args, stamps="captures" if args.gravity_only else "required")
     out = Path(args.out)
     held = consistent = None

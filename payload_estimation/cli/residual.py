@@ -29,7 +29,7 @@ from ..collision.observer import DEFAULT_GAIN, MAX_GAIN_STEP, gain_for_rate
 from ..errors import PayloadEstimationError
 from ..files import write_table
 from ..identification import DynamicModel, load_dynamic_model
-from ..model import RigidBodyDynamics
+from ..model import RigidBodyDynamics, require_masses
 from ..payload import PayloadEstimate
 from ..signals import derive_velocity
 from .command_line import CommandError, input_file, os_reason, output_file
@@ -216,6 +216,8 @@ def run(args) -> int:
     if args.params_out:
         output_file(args.params_out, "--params-out")
     desc = robot_from_args(args)
+    if args.params in (None, "nominal"):
+        require_masses(desc, "the collision residual against the robot description (no --params)")
     n = desc.n
     thresholds = _floats(args.threshold, "--threshold", n)
     payload = _payload(args)

@@ -9,7 +9,8 @@ from ..lazy_api import lazy_api
 # module -> the names it gives this folder's API (imported on first use: a description and its file
 # need neither pinocchio nor sympy)
 _API = {
-    "description": ("JointLimits", "JointSpec", "RobotDescription", "RobotDescriptionError"),
+    "description": ("JointLimits", "JointSpec", "RobotDescription", "RobotDescriptionError", "has_masses",
+                    "require_masses"),
     "robot_file": ("FINGERPRINT_KEY", "SHIPPED_ROBOTS", "kinematics_fingerprint", "load_robot",
                    "robot_from_description", "share_dir"),
     "parameters": ("PARAMETER_NAMES", "BodyInertia", "sym_from_vec6", "vec6_from_sym"),

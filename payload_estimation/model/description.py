@@ -153,8 +153,10 @@ def validate(desc: RobotDescription) -> RobotDescription:
     """Raise :class:`RobotDescriptionError` unless names, dimensions, limits and gravity are sane.
 
     Link inertias are only checked for finite values here: a massless or physically inconsistent
-    moving link is logged as a warning (gravity and residual work do not need a physical inertia),
-    and :func:`require_physical` refuses it where it is needed (the simulator).
+    moving link is logged as a warning saying what works without it (and kept in the returned
+    description's ``notes``); :func:`require_masses` refuses a robot without any link mass where the
+    nominal model is the reference (residual, one-shot estimate, monitor), :func:`require_physical`
+    refuses an inconsistent one where it is needed (the simulator).
     """
     n = desc.n
     if n == 0:
@@ -188,14 +190,53 @@ def validate(desc: RobotDescription) -> RobotDescription:
             raise RobotDescriptionError(
                 f"robot '{desc.name}': links[{i}] (joint {names[i]}): mass, CoM and inertia must be finite, "
                 f"mass >= 0 (got mass {body.mass})")
+    notes = []
     massless = [names[i] for i, b in enumerate(desc.links) if b.mass == 0]
-    if massless:
-        log.warning("robot '%s': the links moved by joints %s have no mass: fine for gravity and residual "
-                    "work, refused by the simulator", desc.name, ", ".join(massless))
+    if len(massless) == n:
+        notes.append(no_masses(desc.name))
+    elif massless:
+        notes.append(f"robot '{desc.name}': the links moved by joints {', '.join(massless)} have no mass: the nominal "
+                     "model leaves out whatever they weigh (right for massless frames; otherwise the residual and a "
+                     "one-shot payload estimate take their weight for a load: give their <inertial> or 'links', or "
+                     "identify the robot); refused by the simulator")
     bad = [p for p in physical_problems(desc) if " has no mass" not in p]
     if bad:
-        log.warning("robot '%s': accepted for gravity-only work (payload estimation, residual), refused by "
-                    "the simulator: %s", desc.name, "; ".join(bad))
+        notes.append(f"robot '{desc.name}': accepted for gravity-only work (payload estimation, residual), refused "
+                     f"by the simulator: {'; '.join(bad)}")
+    new = tuple(("warning", text) for text in notes if ("warning", text) not in desc.notes)
+    for _, text in new:
+        log.warning("%s", text)
+    return _replace(desc, notes=desc.notes + new) if new else desc
+
+
+def has_masses(desc: RobotDescription) -> bool:
+    """True if some moving link of ``desc`` has a mass: the description is a dynamic model at all."""
+    return any(b.mass > 0 for b in desc.links)
+
+
+NO_MASSES_FIX = ("identify the robot (payload-estimation identify --robot ROBOT --data RUN --unconstrained --out "
+                 "params.yaml) and pass it (--params params.yaml; the nodes' dynamic_model parameter), or estimate "
+                 "the payload against unloaded captures of the same poses (estimate --unloaded; the estimator's "
+                 "~/capture_unloaded)")
+"""What to do when the robot description has no link masses."""
+
+
+def no_masses(name: str) -> str:
+    """The warning for a description whose moving links have no mass: what works, what is refused, the fix."""
+    return (f"robot '{name}': no moving link has a mass (no <inertial> in the URDF). Works without masses: the "
+            "payload from loaded and unloaded captures (estimate --unloaded, differential) and the least-squares "
+            "identification of the coefficients (identify --unconstrained or --gravity-only). Refused until a dynamic "
+            "model is given: the collision residual, a one-shot payload estimate against the model, the collision "
+            "monitor, the physically consistent identification (identify's default, --physical), the simulator. Fix: "
+            + NO_MASSES_FIX)
+
+
+def require_masses(desc: RobotDescription, needed_by: str) -> RobotDescription:
+    """``desc`` if some moving link has a mass, else raise :class:`RobotDescriptionError` saying that
+    ``needed_by`` needs the robot's dynamic model and how to give one (:data:`NO_MASSES_FIX`)."""
+    if not has_masses(desc):
+        raise RobotDescriptionError(f"robot '{desc.name}' has no link masses (no <inertial> in its description): "
+                                    f"{needed_by} needs its dynamic model; {NO_MASSES_FIX}")
     return desc
 
 

@@ -7,8 +7,8 @@ the payload frame, named after the tip link). Every body off the chain is lumped
 link it hangs from: rigidly attached bodies silently, bodies behind joints that are not on the chain
 (gripper fingers, links past ``tip_link``) at those joints' zero or given positions, with one warning
 naming them. Continuous joints count as revolute with +-inf limits replaced by +-pi*2 (a bounded
-choice). A moving link without mass stays massless here (gravity work does not need one);
-:func:`.description.validate` warns about it and the simulator refuses it.
+choice). A moving link without mass stays massless here; :func:`.description.validate` says what
+works without masses and :func:`.description.require_masses` refuses the rest.
 
 What the reader decided is said once, as ``(level, text)`` notes: logged here and kept in
 :attr:`RobotDescription.notes` for the command line and the nodes to show — the default tip and why

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..identification.identified_model import IdentificationError, IdentifiedModel
+from ..model.description import require_masses
 from ..model.dynamics import RigidBodyDynamics
 from .estimate import PayloadEstimate
 from .gravity import PayloadDataError, PayloadLimits, estimate_payload_anchored, estimate_payload_gravity
@@ -125,6 +126,8 @@ def estimate_payload_static(dyn: RigidBodyDynamics, q: np.ndarray, tau: np.ndarr
     if anchored:
         return estimate_payload_anchored(dyn, q, tau, q_unloaded, tau_unloaded, weights=weights, limits=cfg.limits,
                                          model_uncertainty=unc, unloaded_gravity=gravity)
+    if model is None:
+        require_masses(dyn.desc, "a one-shot payload estimate against the robot description (no unloaded captures)")
     est = estimate_payload_gravity(dyn, q, tau, None, "one-shot", weights=weights, limits=cfg.limits,
                                    model_uncertainty=unc, unloaded_gravity=gravity)
     return replace(est, notes=est.notes + (NO_REFERENCE_NOTE,)) if cfg.method == "auto" and model is None else est

@@ -16,7 +16,7 @@ from ..collision.observer import identified_friction
 from ..collision.supervisor import MonitorSupervisor, Planner
 from ..errors import PayloadEstimationError
 from ..identification.dynamic_model import load_dynamic_model
-from ..model import RobotDescription
+from ..model import RobotDescription, require_masses
 from ..payload.limits import check_payload
 from ..sampling.poses import MotionLimitError, executed_duration, move_duration, stop_point
 from .monitor_params import MONITOR_KEYS, REACTION_KEYS, monitor_configs, per_joint_check
@@ -56,6 +56,8 @@ def monitor_supervisor(desc: RobotDescription, values: dict, sampling: bool = Fa
         raise ParameterError(err)
     spec = values["dynamic_model"]
     try:
+        if spec in ("", "nominal"):
+            require_masses(desc, "the collision monitor with dynamic_model '' (the robot description)")
         dm = load_dynamic_model(spec or None, desc)
     except (OSError, PayloadEstimationError) as exc:
         raise ParameterError(f"dynamic_model {spec!r}: {exc}") from exc

@@ -9,6 +9,7 @@ vendor file made here.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 
@@ -21,6 +22,7 @@ from payload_estimation.cli.command_line import main
 from payload_estimation.model.base_parameters import compute_base_parameters, sample_regressor
 from payload_estimation.model.description import RobotDescriptionError
 from payload_estimation.model.dynamics import RigidBodyDynamics
+from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot, robot_from_description
 from payload_estimation.model.urdf_tree import snap_written
 
@@ -275,6 +277,132 @@ def test_the_nodes_log_the_tip_choice_and_the_snapping():
         node = _Node()
         RobotModelSource(node, {"robot": str(path)}, on_model=lambda desc: None)
         assert any(lvl == expected[0] and expected[1] in text for lvl, text in node.logger.lines), node.logger.lines
+
+
+# ------------------------------------------------------------------------------------------ 3. no inertials
+def _panda_truth():
+    """The vendor Panda's kinematics with franka's FR3 link masses (the same arm family): a robot to record."""
+    return load_robot(PANDA).with_links(load_robot(urdf("fr3")).links)
+
+
+def test_without_masses_the_warning_says_what_works_and_what_is_refused(caplog):
+    with caplog.at_level(logging.WARNING):
+        desc = load_robot(PANDA)
+    assert all(b.mass == 0 for b in desc.links)
+    assert "fine for gravity and residual work" not in caplog.text
+    warning = next(n for _, n in desc.notes if "no moving link has a mass" in n)
+    assert warning in caplog.text
+    for words in ("Works without masses: the payload from loaded and unloaded captures (estimate --unloaded",
+                  "least-squares identification of the coefficients (identify --unconstrained or --gravity-only)",
+                  "Refused until a dynamic model is given: the collision residual, a one-shot payload estimate",
+                  "the collision monitor", "Fix: identify the robot", "--params params.yaml", "dynamic_model"):
+        assert words in warning
+
+
+def test_residual_without_params_is_refused_on_a_robot_without_masses(capsys):
+    """At rest, the Panda's own weight (up to 18 N m at joint 2 with FR3-like masses) read as a collision before."""
+    truth = RigidBodyDynamics(_panda_truth())
+    assert np.max(np.abs(truth.gravity(np.radians([0, -45, 0, -135, 0, 90, 45])))) > 15.0
+    assert main(["residual", "--robot", str(PANDA), "--data", "run.csv"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("WARNING payload_estimation.model.description: robot 'panda': no moving link has a mass")
+    assert "tip link panda_link8" in err[1] and len(err) == 3
+    err = err[2]
+    assert err.startswith("payload-estimation residual: error: robot 'panda' has no link masses")
+    assert "the collision residual against the robot description (no --params) needs its dynamic model" in err
+    assert "identify the robot" in err and "--params params.yaml" in err
+
+
+def _write_csv(path, columns: dict[str, np.ndarray]):
+    """A recording as the commands read it: ``t`` and per-joint blocks ``q`` -> q1..q7, ``tau`` -> tau1..tau7."""
+    header = ["t"] + [f"{key}{i}" for key, v in columns.items() if key != "t" for i in range(1, v.shape[1] + 1)]
+    rows = np.column_stack(list(columns.values()))
+    path.write_text(",".join(header) + "\n" + "\n".join(",".join(f"{v:.12g}" for v in row) for row in rows) + "\n")
+    return path
+
+
+def test_identified_coefficients_give_the_residual_the_model_the_urdf_lacks(tmp_path, capsys):
+    """What works without masses, end to end: identify --unconstrained on an excitation run (the consistent default
+    refuses with that fix), then residual --params at rest: no collision (the description gave 19 N m on joint 4)."""
+    truth = RigidBodyDynamics(_panda_truth())
+    period, harmonics, w = 10.0, 3, 2 * np.pi / 10.0
+    rng = np.random.default_rng(4)
+    a, b = rng.uniform(-0.25, 0.25, (2, 7, harmonics))
+    q0 = np.radians([0, -30, 0, -120, 0, 90, 45])
+    t = np.arange(0, 2 * period, 0.01)
+    k = np.arange(1, harmonics + 1) * w
+    s, c = np.sin(np.outer(t, k)), np.cos(np.outer(t, k))
+    q, dq, ddq = q0 + s @ a.T + c @ b.T, (c * k) @ a.T - (s * k) @ b.T, -(s * k * k) @ a.T - (c * k * k) @ b.T
+    tau = np.array([truth.inverse_dynamics(*x) for x in zip(q, dq, ddq)]) + rng.normal(0, 0.05, q.shape)
+    run = _write_csv(tmp_path / "run.csv", {"t": t, "q": q, "dq": dq, "ddq": ddq, "tau": tau})
+    params = tmp_path / "params.yaml"
+    common = ["identify", "--robot", str(PANDA), "--data", str(run), "--period", str(period), "--harmonics",
+              str(harmonics), "--out", str(params)]
+    assert main(common) == 1
+    assert ("robot 'panda' has no link masses: the physically consistent fit (identify's default, --physical) starts "
+            "from them; identify its coefficients by least squares (--unconstrained)") in capsys.readouterr().err
+    assert main([*common, "--unconstrained"]) == 0 and params.is_file()
+    capsys.readouterr()
+    q_rest = np.radians([0, -45, 0, -135, 0, 90, 45])
+    assert np.max(np.abs(truth.gravity(q_rest))) > 18.0
+    t_rest = np.arange(0, 2.0, 0.001)
+    rest = _write_csv(tmp_path / "rest.csv", {"t": t_rest, "q": np.tile(q_rest, (t_rest.size, 1)),
+                                              "dq": np.zeros((t_rest.size, 7)),
+                                              "tau": truth.gravity(q_rest) + rng.normal(0, 0.01, (t_rest.size, 7))})
+    assert main(["residual", "--robot", str(PANDA), "--data", str(rest), "--params", str(params), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["events"] == [] and out["max_abs_residual_outside_events_overall"] < 0.5
+
+
+def _captures(dyn, payload, path, seed):
+    rng = np.random.default_rng(seed)
+    q0 = np.radians([0, -30, 0, -120, 0, 90, 45])
+    q = q0 + np.radians(7) * rng.uniform(-1, 1, (10, 7))
+    loaded = dyn.with_payload(payload) if payload is not None else dyn
+    tau = np.array([loaded.gravity(qk) for qk in q]) + rng.normal(0, 0.02, q.shape)
+    return _write_csv(path, {"t": 1.5 * np.arange(len(q)), "q": q, "tau": tau})
+
+
+def test_a_payload_estimate_without_masses_needs_unloaded_captures(tmp_path, capsys):
+    """Differential (loaded and unloaded captures of the same poses) needs only the kinematics: it recovers the
+    payload at panda_link8; one-shot against the massless description is refused with the fix."""
+    truth = RigidBodyDynamics(_panda_truth())
+    payload = BodyInertia(2.0, np.array([0.01, -0.02, 0.05]), np.diag([4e-3, 4e-3, 2e-3]))
+    loaded = _captures(truth, payload, tmp_path / "loaded.csv", seed=1)
+    unloaded = _captures(truth, None, tmp_path / "unloaded.csv", seed=1)
+    assert main(["estimate", "--robot", str(PANDA), "--samples", str(loaded), "--json"]) == 1
+    err = capsys.readouterr().err
+    assert ("robot 'panda' has no link masses (no <inertial> in its description): a one-shot payload estimate against "
+            "the robot description (no --unloaded or --model) needs its dynamic model") in err
+    assert "--unloaded" in err.splitlines()[-1]
+    assert main(["estimate", "--robot", str(PANDA), "--samples", str(loaded), "--unloaded", str(unloaded),
+                 "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert est["frame"] == "panda_link8"
+    assert est["mass"] == pytest.approx(2.0, abs=0.02)
+    np.testing.assert_allclose(est["com"], payload.com, atol=3e-3)
+
+
+def test_the_static_core_and_the_monitor_refuse_the_massless_nominal_model():
+    """The estimator node's one-shot fit (payload.static) and the collision monitor with dynamic_model '' take the
+    description as the unloaded robot: refused, with the fix (ParameterError: the node refuses the model)."""
+    from payload_estimation.payload.static import StaticFitConfig, estimate_payload_static
+    from payload_estimation.ros.monitor_params import PARAMS
+    from payload_estimation.ros.monitor_setup import monitor_supervisor
+    from payload_estimation.ros.parameters import ParameterError
+
+    desc = load_robot(PANDA)
+    dyn = RigidBodyDynamics(desc)
+    q = random_q(desc, 4, seed=1)
+    tau = np.array([RigidBodyDynamics(_panda_truth()).gravity(qk) for qk in q])
+    with pytest.raises(RobotDescriptionError, match=r"a one-shot payload estimate against the robot description \(no "
+                                                    r"unloaded captures\) needs its dynamic model; identify the robot"):
+        estimate_payload_static(dyn, q, tau, None, None, StaticFitConfig())
+    defaults = {p.name: p.default for p in PARAMS.params}
+    with pytest.raises(ParameterError, match=r"dynamic_model '': robot 'panda' has no link masses .*the collision "
+                                             r"monitor with dynamic_model '' \(the robot description\) needs its "
+                                             r"dynamic model; identify the robot .*dynamic_model parameter"):
+        monitor_supervisor(desc, defaults)
 
 
 # ------------------------------------------------------------------------------------------ 4. ros2_control text
