@@ -198,7 +198,7 @@ def _flag_poor_fit(rms: float, how: str) -> None:
     """A model that misses its data by more than POOR_FIT_RMS is said loudly (stderr), never written quietly."""
     import sys
 
-    from ..identification.consistent_identification import POOR_FIT_RMS
+    from ..identification import POOR_FIT_RMS
 
     if rms > POOR_FIT_RMS:
         print(f"payload-estimation identify: WARNING: the written model misses held-out torque by {rms:.2f} N m RMS "

@@ -42,7 +42,7 @@ def add_rate_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def load_samples(path, desc, args: argparse.Namespace, out=None, stamps: str = "required",
-                 sign: str = "refuse"):
+                 sign: str = "refuse", loader=None):
     """Samples of any recording in the robot's joint order, torque gain applied and sign checked; what
     loading found is printed to ``out``. ``stamps``: "required" (a time series: a log without stamps needs
     --rate), or "captures" (rows without stamps are separate static captures). ``sign``: "refuse" or
@@ -50,13 +50,12 @@ def load_samples(path, desc, args: argparse.Namespace, out=None, stamps: str = "
     from ..files import load_recording
     from ..payload import CURRENT_WARNING
     from ..signals import apply_torque_gain
-    from ..signals.torque_gains import torque_gains
 
     out = sys.stdout if out is None else out
     rate = getattr(args, "rate", None) if stamps == "required" else None
     if rate is not None and not rate > 0:
         raise CommandError(f"--rate must be > 0 Hz, got {rate}")
-    rec = load_recording(path, desc, getattr(args, "topic", "joint_states"), rate)
+    rec = (loader or load_recording)(path, desc, getattr(args, "topic", "joint_states"), rate)
     print("\n".join(rec.report.lines()), file=out)
     samples = rec.samples
     if stamps == "required" and samples.t is None:
@@ -66,12 +65,10 @@ def load_samples(path, desc, args: argparse.Namespace, out=None, stamps: str = "
             "made from it and lost states found); rows that are separate static captures are for "
             "`payload-estimation estimate`")
     gain_text = getattr(args, "torque_gain", None)
-    gain = None
     if gain_text:
-        gain = torque_gains(gain_text, samples.n_joints, samples.joint_names)
-        samples = apply_torque_gain(samples, gain)
-        note = "torque gain " + ", ".join(f"{g:g}" for g in gain) + " N m per unit applied"
-        if np.any(np.abs(gain) != 1.0):
+        samples = apply_torque_gain(samples, gain_text)
+        note = f"torque gain {gain_text} N m per unit applied"
+        if any(abs(float(g)) != 1.0 for g in str(gain_text).split(",") if g.strip()):
             note += f"; warning: {CURRENT_WARNING}"
         print(note, file=out)
     if desc is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from dataclasses import dataclass
@@ -12,6 +13,8 @@ import numpy as np
 
 from ..collision import (
     CALIBRATION_GAP_FRACTION,
+    DEFAULT_GAIN,
+    MAX_GAIN_STEP,
     THRESHOLD_MINIMUM,
     THRESHOLD_SAFETY,
     CollisionEvent,
@@ -21,13 +24,13 @@ from ..collision import (
     ObserverCoverage,
     ThresholdCalibration,
     calibrate_thresholds,
+    gain_for_rate,
     identified_friction,
     observer_coverage,
     replay,
 )
-from ..collision.observer import DEFAULT_GAIN, MAX_GAIN_STEP, gain_for_rate
 from ..errors import PayloadEstimationError
-from ..files import write_table
+from ..files import load_recording, write_table
 from ..identification import DynamicModel, load_dynamic_model
 from ..model import RigidBodyDynamics, require_masses
 from ..payload import PayloadEstimate
@@ -223,7 +226,8 @@ def run(args) -> int:
     payload = _payload(args)
     if not args.coulomb_smoothing > 0:
         raise ResidualArgumentError(f"--coulomb-smoothing must be > 0 rad/s, got {args.coulomb_smoothing}")
-    samples = load_samples(args.data, desc, args, out=sys.stderr if args.json else sys.stdout)
+    samples = load_samples(args.data, desc, args, out=io.StringIO() if args.json else sys.stdout,
+                           loader=load_recording)
     samples, note = derive_velocity(samples, str(args.data))
     gains = _floats(args.gain, "--gain", n)
     rate = _rate(samples.t)

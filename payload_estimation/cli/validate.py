@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     desc = robot_from_args(args)
     model = load_torque_model(args.params, desc)
     for k, path in enumerate(args.data):
-        samples = load_samples(path, desc, args)
+        samples = load_samples(path, desc, args, stamps="required" if args.rate else "captures")
         if args.hold_out is not None:
             _, samples = split_by_time(samples, args.hold_out)
             print(f"validating on the last {args.hold_out:.0%}: t = {samples.t[0]:.3f}..{samples.t[-1]:.3f} s")

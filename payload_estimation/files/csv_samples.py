@@ -237,11 +237,12 @@ def read_csv_rows(path: str | Path, desc: RobotDescription | None = None) -> Row
         if len(row) != len(header):
             raise SampleDataError(f"{path}: line {data_lines[r]} has {len(row)} fields, header has {len(header)}")
     values = _parse_numbers(path, header, data_rows, data_lines, used)
-    corrupt = ~np.all(np.isfinite(values) & (np.abs(values) < CORRUPT_LIMIT), axis=1)
+    limit = np.array([np.inf if c == t_col else CORRUPT_LIMIT for c in used])  # stamps: epoch seconds
+    corrupt = ~np.all(np.isfinite(values) & (np.abs(values) < limit), axis=1)
     corrupt_first = ""
     if corrupt.any():
         r = int(np.argmax(corrupt))
-        c = int(np.argmax(~(np.isfinite(values[r]) & (np.abs(values[r]) < CORRUPT_LIMIT))))
+        c = int(np.argmax(~(np.isfinite(values[r]) & (np.abs(values[r]) < limit))))
         corrupt_first = f"line {data_lines[r]}, column '{header[used[c]]}': {data_rows[r][used[c]].strip()}"
         if corrupt.all():
             raise SampleDataError(f"{path}: every data row holds a NaN/inf or an absurd value (first at "

@@ -13,7 +13,7 @@ _API = {
     "robot_identification": ("IdentificationOptions", "Validation", "describe_offsets", "fit_coefficients",
                              "friction_terms", "full_model_options", "identify_gravity", "identify_robot",
                              "preprocess", "validate_model"),
-    "consistent_identification": ("ConsistentFit", "identify_consistent"),
+    "consistent_identification": ("POOR_FIT_RMS", "ConsistentFit", "identify_consistent"),
     "physical": ("PRIOR_WEIGHT", "CoefficientTarget", "PhysicalRetrieval", "consistent_prior",
                  "retrieve_physical_parameters"),
     "excitation": ("ExcitationConfig", "ExcitationDesigner", "FourierTrajectory", "check_limits",

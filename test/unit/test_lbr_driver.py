@@ -113,7 +113,8 @@ def test_identified_on_70_percent_beats_kukas_model_on_the_rest_and_the_residual
 
 def test_corrupt_rows_are_named_and_dropped(tmp_path):
     path = tmp_path / "run.csv"
-    rows = ["t,q1,q2,tau1,tau2"] + [f"{0.01 * k},{0.001 * k},{0.002 * k},{1 + 0.1 * k},{2 - 0.1 * k}" for k in range(10)]
+    rows = ["t,q1,q2,tau1,tau2"] + [f"{0.01 * k},{0.001 * k},{0.002 * k},{1 + 0.1 * k},{2 - 0.1 * k}"
+                                    for k in range(10)]
     rows[4] = "0.03,nan,0,1,2"
     rows[7] = "0.06,0.006,0,1e300,2"
     path.write_text("\n".join(rows) + "\n")

@@ -242,8 +242,9 @@ def test_torque_gain_values_are_checked():
     np.testing.assert_array_equal(torque_gains([], 3), [1, 1, 1])
     with pytest.raises(SampleDataError, match="2 values, the robot has 3 joints"):
         torque_gains("1,2", 3)
-    with pytest.raises(SampleDataError, match="joint B is -1.0"):
-        torque_gains([1, -1, 2], 3, ("A", "B", "C"))
+    np.testing.assert_array_equal(torque_gains([1, -1, 2], 3), [1, -1, 2])  # -1: a driver's opposite sign
+    with pytest.raises(SampleDataError, match="joint B is 0.0"):
+        torque_gains([1, 0, 2], 3, ("A", "B", "C"))
 
 
 def test_mismatched_static_captures_name_the_way_out(runs):

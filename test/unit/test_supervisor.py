@@ -267,7 +267,8 @@ def test_the_node_parameters_map_to_the_core_configs():
         defaults["gains"][0], defaults["thresholds"][0], defaults["threshold_margin"][0], defaults["n_sigma"],
         defaults["quadrature"], defaults["confirm_samples"])
     assert mon.contact is not None
-    node_only = (set(ROBOT_PARAMS.by_name) | set(STREAM_PARAMS.by_name) | {"dynamic_model", "residual_decimation"}
+    node_only = (set(ROBOT_PARAMS.by_name) | set(STREAM_PARAMS.by_name)
+                 | {"dynamic_model", "residual_decimation", "torque_gain"}
                  | CALIBRATION_KEYS)
     assert (defaults["threshold_calibration_safety"], defaults["threshold_calibration_minimum"]) == (
         THRESHOLD_SAFETY, THRESHOLD_MINIMUM)  # the command's defaults
