@@ -105,7 +105,8 @@ def robot_from_description(text: str, base_link: str | None = None, tip_link: st
                            source: str = "robot_description") -> RobotDescription:
     """The checked model of URDF ``text`` — what ``robot_state_publisher`` publishes on
     ``robot_description`` — for the chain ``base_link`` -> ``tip_link`` (defaults: the root and the
-    single tip, see :mod:`.urdf_tree`). ``source`` (topic or file) names it in messages.
+    arm's end continued through fixed joints, see :mod:`.urdf_tree`; ``desc.notes`` says which and why).
+    ``source`` (topic or file) names it in messages.
 
     The payload frame is the tip link (``payload_frame_name``). Raises
     :class:`RobotDescriptionError` with a message for the operator (xacro, malformed element,
