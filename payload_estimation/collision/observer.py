@@ -122,9 +122,9 @@ class MomentumObserver:
     per joint), only used for :attr:`residual_noise` (noise-aware thresholds). ``quadrature``: how the
     known torques β are integrated over a step — ``"trapezoid"`` (default: a continuous torque signal
     sampled, e.g. a joint-torque sensor) or ``"hold"`` (each sample's torque acts until the next: a
-    zero-order hold, as in a simulator that applies and reports a torque per step). ``max_gain_step``: once
-    the typical step h is known, the gain in use (:attr:`gains`) is ``min(K_I, max_gain_step / h)``
-    (:data:`MAX_GAIN_STEP`; None: never capped), the configured one stays in :attr:`configured_gains`.
+    zero-order hold, as in a simulator that applies and reports a torque per step). ``max_gain_step``: the
+    gain used over a step h (:attr:`gains`) is ``min(K_I, max_gain_step / h)`` (:data:`MAX_GAIN_STEP`;
+    None: never capped), the configured one stays in :attr:`configured_gains`.
 
     Counters: :attr:`skipped_nonfinite` (NaN/inf samples), :attr:`skipped_time` (time not
     increasing), :attr:`skipped` (their sum), :attr:`accepted`. Not thread-safe.
@@ -391,6 +391,8 @@ class MomentumObserver:
         else:
             h = t - t_prev
             if abs(h - self._h_cached) > 1e-9:  # 1 ns: same step up to time-stamp rounding
+                if self.max_gain_step is not None:
+                    np.minimum(self.configured_gains, self.max_gain_step / h, out=self.gains)
                 np.exp(-self.gains * h, out=self._a)
                 np.subtract(1.0, self._a, out=self._b)
                 self._h_cached = h
@@ -432,11 +434,7 @@ class MomentumObserver:
         if k in (8, 16, 32) or k % self._steps.size == 0:
             typical = float(np.median(self._steps[:min(k, self._steps.size)]))
             self._gap_limit = min(self.max_gap, self.gap_steps * typical)
-            if self.max_gain_step is not None and typical > 0:
-                gains = np.minimum(self.configured_gains, self.max_gain_step / typical)
-                if not np.array_equal(gains, self.gains):
-                    self.gains = gains
-                    self._h_cached = -1.0  # a and b follow the new gains
+
 
 
 __all__ = ["DEFAULT_GAIN", "MAX_GAIN_STEP", "gain_for_rate", "MomentumObserver", "JointFriction", "ObserverInputError",

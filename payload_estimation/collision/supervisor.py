@@ -371,7 +371,7 @@ class MonitorSupervisor:
         notes = self.apply_pending() if self._pending_monitor is not None or self._pending_reaction else []
         self._last = (t, np.asarray(q, float))
         step = self.mon.update(t, q, dq, tau)
-        if self.sign.due() and self.sign.feed(self.mon.observer.gravity_torque, tau) is not None:
+        if self.sign.due(t) and self.sign.feed(self.mon.observer.gravity_torque, tau) is not None:
             notes.append(("error", f"{self.sign.fault}. Not monitoring: collision detection is off until then"))
         if self.sign.fault is not None:
             return SupervisorStep(step, Action.NOTHING, None, tuple(notes))

@@ -440,7 +440,7 @@ class PayloadEstimator:
         into the online estimate. Returns why the online estimate could not take it ('' it could): counted in
         ``online_errors``; the window and the recording have it all the same."""
         tau = effort_to_torque(effort, self.gain)
-        if len(q) == self.dyn.n and self.sign.due() and self.sign.feed(self.dyn.gravity(q), tau) is not None:
+        if len(q) == self.dyn.n and self.sign.due(t) and self.sign.feed(self.dyn.gravity(q), tau) is not None:
             return f"{self.sign.fault}. Captures, recordings and estimates are refused until then"
         with self._lock:
             self._window.append(t, q, dq, tau)

@@ -132,33 +132,39 @@ class TorqueSignWatch:
 
 
 class TorqueSignGate:
-    """A node's sign check on its live stream: fed every ``every``-th sample (the model's gravity torque and the
-    torque after the gain), judged every ``judge_every`` feeds; :attr:`fault` holds the refusal once a joint runs
-    opposite (and stays until :meth:`reset`: a new gain or model). The node refuses to estimate or monitor
-    while it is set, at ERROR, with the words of :meth:`TorqueSign.problem`."""
+    """A node's sign check on its live stream: fed at most every ``every`` s of stream time (the model's gravity
+    torque and the torque after the gain), judged at most every ``judge_every`` s; :attr:`fault` holds the
+    refusal once a joint runs opposite (and stays until :meth:`reset`: a new gain or model). The node refuses to
+    estimate or monitor while it is set, at ERROR, with the words of :meth:`TorqueSign.problem`. By time, not by
+    samples: a 100 Hz stream is judged as soon as a 1 kHz one."""
 
-    def __init__(self, joint_names: tuple[str, ...], every: int = 10, judge_every: int = 10):
+    def __init__(self, joint_names: tuple[str, ...], every: float = 0.01, judge_every: float = 0.1):
         self.joint_names = tuple(joint_names)
-        self.every, self.judge_every = int(every), int(judge_every)
+        self.every, self.judge_every = float(every), float(judge_every)
         self.watch = TorqueSignWatch(len(joint_names), joint_names)
         self.fault: str | None = None
-        self._count = 0
+        self._fed = self._judged = -np.inf
 
     def reset(self) -> None:
         self.watch.reset()
         self.fault = None
-        self._count = 0
+        self._fed = self._judged = -np.inf
 
-    def due(self) -> bool:
-        """True when this sample is one to feed (the caller then computes the gravity torque)."""
-        self._count += 1
-        return self._count % self.every == 0 and self.fault is None
+    def due(self, t: float) -> bool:
+        """True when the sample at stream time ``t`` (s) is one to feed (the caller then computes the gravity)."""
+        if t < self._fed:  # the stream started over: time runs from its new start
+            self._fed = self._judged = -np.inf
+        if self.fault is not None or not t - self._fed >= self.every:
+            return False
+        self._fed = t
+        return True
 
     def feed(self, gravity: np.ndarray, tau: np.ndarray) -> str | None:
-        """One fed sample; returns the refusal when it is first found (None otherwise)."""
+        """The sample :meth:`due` accepted; returns the refusal when it is first found (None otherwise)."""
         self.watch.add(np.asarray(gravity, float), np.asarray(tau, float))
-        if self.watch.count % self.judge_every:
+        if not self._fed - self._judged >= self.judge_every:
             return None
+        self._judged = self._fed
         self.fault = self.watch.result().problem("joint_states effort", "torque_gain: [{}]")
         return self.fault
 

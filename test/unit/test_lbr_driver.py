@@ -141,8 +141,9 @@ def test_the_driver_stream_drops_repeats_and_takes_velocities_from_the_positions
     assert stream.derives_velocity, stream.velocity_source
     assert stream.repeated >= 3 * 1400  # each state's 3 repeats once the arm moves
     late = [s for s in out if s.t > 5.0]
-    k = int(round(late[0].t * 100 - 0.5))  # midpoint of states k and k+1
-    np.testing.assert_allclose(late[0].dq, (q[k + 1] - q[k]) * 100, rtol=1e-9, atol=1e-12)
+    k = int(round(late[0].t * 100))  # state k, given when state k + 1 came: the central difference
+    np.testing.assert_allclose(late[0].q, q[k], rtol=0, atol=0)
+    np.testing.assert_allclose(late[0].dq, (q[k + 1] - q[k - 1]) * 50, rtol=1e-9, atol=1e-12)
 
 
 def test_a_clean_stream_is_taken_as_it_is():
