@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import PayloadEstimationError
 from .command_line import CommandError
+from .recording_input import add_torque_gain_argument, load_samples
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "estimate the payload (mass, CoM[, inertia]) from a loaded recording and an unloaded one or a model"
@@ -33,9 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full", action="store_true",
                         help="treat the recording as a motion even if it is slow (a motion is detected "
                              "automatically: some joint faster than --max-speed)")
-    parser.add_argument("--torque-gain", metavar="G[,G2,..]",
-                        help="the effort column is motor current: multiply by G (N m per unit; one value for all "
-                             "joints or one per joint)")
+    add_torque_gain_argument(parser)
     parser.add_argument("--offsets", action="store_true",
                         help="also fit constant joint-torque offsets (static captures against a model)")
     parser.add_argument("--model-uncertainty", type=float, default=0.05, metavar="REL",
@@ -62,15 +61,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="largest RMS joint-position difference of the aligned loaded and unloaded runs "
                              "(default 0.02 rad); more is not the same motion and is refused")
     parser.add_argument("--json", action="store_true", help="print the estimate as JSON")
-
-
-def _load(path: Path, desc, topic: str, out):
-    """Samples of any recording; what loading found (repeats dropped, rate, gaps) is printed."""
-    from ..files import load_recording
-
-    rec = load_recording(path, desc, topic)
-    print("\n".join(rec.report.lines()), file=out)
-    return rec.samples
 
 
 def _table(result) -> str:
@@ -106,23 +96,16 @@ def _table(result) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ..model import RigidBodyDynamics, require_masses
-    from ..payload import CURRENT_WARNING, PayloadLimits, PayloadOptions, estimate_payload_recordings
-    from ..signals import apply_torque_gain
-    from ..signals.torque_gains import torque_gains
+    from ..payload import PayloadLimits, PayloadOptions, estimate_payload_recordings
 
     desc = robot_from_args(args)
     if args.unloaded is None and args.model is None:
         require_masses(desc, "a one-shot payload estimate against the robot description (no --unloaded or --model)")
     dyn = RigidBodyDynamics(desc)
     info = sys.stderr if args.json else sys.stdout
-    gain = torque_gains(args.torque_gain, desc.n, desc.joint_names) if args.torque_gain else None
-    loaded = _load(args.samples, desc, args.topic, info)
-    unloaded = _load(args.unloaded, desc, args.topic, info) if args.unloaded else None
-    if gain is not None:
-        loaded = apply_torque_gain(loaded, gain)
-        unloaded = apply_torque_gain(unloaded, gain) if unloaded is not None else None
-        print("torque gain " + ", ".join(f"{g:g}" for g in gain) + f" N m per unit applied; warning: {CURRENT_WARNING}",
-              file=sys.stderr)
+    # static captures or a motion: a file without stamps is a set of captures (--rate is the motion's resampling)
+    loaded = load_samples(args.samples, desc, args, out=info, stamps="captures")
+    unloaded = load_samples(args.unloaded, desc, args, out=info, stamps="captures") if args.unloaded else None
     model = None
     if args.model:
         from ..identification import load_torque_model

@@ -11,12 +11,14 @@ model on the moving parts.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 
 from .command_line import CommandError
+from .recording_input import add_rate_argument, add_torque_gain_argument, load_samples
 from .robot_option import add_robot_arguments, robot_from_args
 
 HELP = "tables and plots (estimate, residual with/without payload, torque fit) from a recorded run"
@@ -28,6 +30,8 @@ def add_arguments(p) -> None:
     src.add_argument("--bag", help="rosbag2 directory or .db3/.mcap file with sensor_msgs/JointState")
     src.add_argument("--data", help="recording: CSV (t, q1.., dq1.., tau1..) or rosbag2 directory / .db3 / .mcap")
     p.add_argument("--topic", default="joint_states", help="JointState topic in the bag (default joint_states)")
+    add_torque_gain_argument(p)
+    add_rate_argument(p)
     p.add_argument("--unloaded", help="recording (bag dir or CSV) of the unloaded arm at the same rests: "
                    "differential estimate")
     p.add_argument("--payload", help="skip the estimate and use m,cx,cy,cz (kg, m, payload frame)")
@@ -37,12 +41,13 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
 
 
-def _load(path: str, topic: str, desc, notes: list[str]):
-    from ..files import load_recording
-
-    rec = load_recording(path, desc, topic)
-    notes += rec.report.lines()
-    return rec.samples
+def _load(path: str, args, desc, notes: list[str], stamps: str = "required"):
+    """Samples of a recording (:func:`.recording_input.load_samples`: torque gain, sign refused); what loading
+    found goes to ``notes``."""
+    out = io.StringIO()
+    samples = load_samples(path, desc, args, out=out, stamps=stamps)
+    notes += out.getvalue().splitlines()
+    return samples
 
 
 def run(args) -> int:
@@ -54,9 +59,7 @@ def run(args) -> int:
 
     desc = robot_from_args(args)
     notes: list[str] = []
-    run_data = _load(args.bag or args.data, args.topic, desc, notes)
-    if run_data.t is None:
-        raise CommandError("the recording has no time stamps (CSV column 't')")
+    run_data = _load(args.bag or args.data, args, desc, notes)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dyn = RigidBodyDynamics(desc)
@@ -72,7 +75,7 @@ def run(args) -> int:
         tau = np.array([c.tau for c in captures])
         tau0 = None
         if args.unloaded:
-            pairs = match_captures(captures, static_captures(_load(args.unloaded, args.topic, desc, notes)))
+            pairs = match_captures(captures, static_captures(_load(args.unloaded, args, desc, notes, "captures")))
             if not pairs:
                 raise CommandError("no rest of --unloaded matches a rest of the loaded recording (within 0.2°)")
             q = np.array([a.q for a, _ in pairs])

@@ -155,3 +155,21 @@ def test_a_clean_stream_is_taken_as_it_is():
     out = [stream.take(t[k], q[k], dq[k], np.ones(2)) for k in range(t.size)]
     assert all(s is not None for s in out) and not stream.republishes and not stream.derives_velocity
     assert stream.repeated == 0
+
+
+@pytest.mark.slow
+@needs_log
+def test_a_consistent_fit_its_own_evidence_rejects_is_not_written():
+    """The issue's case, at core level (the command refuses the reversed sign before): fitted with the torque as
+    recorded, the consistent coefficients miss held-out blocks far worse than least squares; identify then writes
+    the least-squares ones and says why (ConsistentFit.rejected / rejection)."""
+    from payload_estimation.identification import IdentificationOptions, identify_consistent, preprocess
+    from payload_estimation.signals import split_by_time
+
+    desc = load_robot(URDF)
+    first, _ = split_by_time(load_recording(LOG, desc, rate=100.0).samples, 0.3)
+    opts = IdentificationOptions(friction="auto", rate=100.0)
+    fit = identify_consistent(desc, preprocess(first, opts), opts, starts=2)
+    assert fit.rejected, (fit.cv_rms, fit.least_squares_cv_rms)
+    assert fit.cv_rms > 5 * fit.least_squares_cv_rms
+    assert "written instead: the least-squares coefficients" in fit.rejection()
