@@ -332,7 +332,7 @@ class JointStateInput:
         self.guard = StampGuard(float(values["max_stamp_jump"]), int(values["restart_samples"]))
         self.watchdog = StreamWatchdog(float(values["joint_state_timeout"]))
         self.stream = DriverStream()
-        self._velocity_source = self.stream.velocity_source
+        self._velocity_source = "stream"  # logged when it changes from what a plain stream is
         self._restart = False  # a restart whose first sample the stream kept back: said with the next one
         self.bad_messages = 0
         self._blind = False  # the loss was reported by lost_changed
@@ -364,7 +364,7 @@ class JointStateInput:
             self.node.get_logger().warning(f"joint_states {self.guard.counters.last_fault}: re-initialising")
             self.stream.reset()
         taken = self.stream.take(t, s.q, s.dq, s.tau)
-        if self.stream.velocity_source != self._velocity_source:
+        if self.stream.velocity_source not in (self._velocity_source, "undecided"):
             self._velocity_source = self.stream.velocity_source
             self.node.get_logger().info(
                 f"joint_states: {self.stream.rate:.0f} Hz of distinct states, {self.stream.repeated} repeated states "
