@@ -48,8 +48,10 @@ class PayloadLimits:
 
     ``no_payload_below`` (kg): a mass within this of zero even at 3 standard deviations (|m| + 3 σ_m
     below it) is "no payload held" — a 0 kg result with that note, not an error (its CoM would be noise
-    divided by a near-zero mass). A mass that is merely not determined (large σ_m) or clearly negative
-    (loaded and unloaded data swapped) is still refused."""
+    divided by a near-zero mass). A mass the data cannot tell from zero (|m| <= 3 σ_m, a large σ_m: the
+    stretched-up pose hardly sees it) is "no payload" too when it is not above ``min_mass`` or its CoM is
+    implausible (noise over a near-zero mass); its note gives the payload such data would miss (3 σ_m). A
+    mass clearly below ``min_mass`` (loaded and unloaded data swapped) is still refused."""
 
     max_payload: float = 50.0
     max_com_radius: float = 1.0
@@ -179,9 +181,14 @@ def is_no_payload(est: PayloadEstimate) -> bool:
 
 
 def no_payload_note(m: float, std_m: float, below: float) -> str:
-    """What a fit that found no payload says: the fitted mass ``m`` ± ``std_m`` kg within ``below`` kg of 0."""
-    return (f"no payload detected: mass {m:+.4f} ± {std_m:.4f} kg (1 σ) is within {below:g} kg of 0 at 3 σ; "
-            "the result is 0 kg (unloaded)")
+    """What a fit that found no payload says: the fitted mass ``m`` ± ``std_m`` kg within ``below`` kg of 0 at
+    3 σ, or (a larger σ) not distinguishable from 0, with the payload such data would miss."""
+    if abs(m) + 3.0 * std_m < below:
+        return (f"no payload detected: mass {m:+.4f} ± {std_m:.4f} kg (1 σ) is within {below:g} kg of 0 at 3 σ; "
+                "the result is 0 kg (unloaded)")
+    return (f"no payload detected: mass {m:+.4f} ± {std_m:.4f} kg (1 σ) is not distinguishable from 0; the result is "
+            f"0 kg (unloaded), but these data would miss a payload of up to {3.0 * std_m:.2g} kg (3 σ): at a "
+            "stretched-up pose, sample from a bent one to be sure")
 
 
 def as_no_payload(est: PayloadEstimate, method: str, below: float) -> PayloadEstimate:
@@ -221,9 +228,14 @@ def build_estimate(p: np.ndarray, cov: np.ndarray, identified: np.ndarray, names
     m = float(p[0])
     if not np.all(np.isfinite(p)):
         raise PayloadRejected(f"estimate is not finite: {dict(zip(names, p.tolist()))}")
-    if limits is not None and abs(m) + 3.0 * std["m"] < limits.no_payload_below:
+    def nothing() -> PayloadEstimate:
         return _no_payload(m, std, method=method, frame=frame, samples=samples, condition_number=condition_number,
                            residual_rms=residual_rms, below=limits.no_payload_below)
+
+    unresolved = abs(m) <= 3.0 * std["m"]  # the data cannot tell this mass from none
+    if limits is not None and (abs(m) + 3.0 * std["m"] < limits.no_payload_below
+                               or (unresolved and m <= limits.min_mass)):
+        return nothing()
     if limits is not None:
         _check_mass(m, std["m"], limits)
     if m == 0:
@@ -246,7 +258,12 @@ def build_estimate(p: np.ndarray, cov: np.ndarray, identified: np.ndarray, names
     if has_inertia:
         std.update({nm: float(dstd[3 + i]) for i, nm in enumerate(ICOM_NAMES)})
     if limits is not None:
-        _check_body(m, com, inertia, limits)
+        try:
+            _check_body(m, com, inertia, limits)
+        except PayloadRejected:
+            if not unresolved:
+                raise
+            return nothing()  # a CoM (inertia) of noise over a mass the data cannot tell from none
     params = {names[i]: float(p[i]) for i in range(k) if identified[i]}
     off = None
     if offsets is not None:
