@@ -14,7 +14,9 @@ between them, so the ROS node (``ros/monitor_node.py``) only translates messages
 - **The payload between estimates**: while the payload sampler is active, or after an announced grasp or
   release (:meth:`~MonitorSupervisor.announce`), the payload is learnt provisionally at rest and the
   thresholds are ``sampling_threshold_factor`` x the configured ones plus 3 σ of the torque of the payload
-  not yet known (:meth:`.payload_change.PayloadWatch.update`); a published estimate replaces it.
+  not yet known (:meth:`.payload_change.PayloadWatch.update`); a published estimate replaces it. A stream restart
+  (:meth:`~MonitorSupervisor.restart`) keeps the last estimate's payload and drops a provisional one learnt from the
+  old stream.
 - **Stop and resume** (:meth:`~MonitorSupervisor.stop`, :meth:`~MonitorSupervisor.resume`): on a stop the
   remainder of the last commanded trajectory is kept (not while sampling, and never the sampler's own
   trajectory: it aborts and commands its own next move) and resumed after the release, with its velocities;
@@ -215,8 +217,9 @@ class MonitorInputs:
             sup.set_sampling(active)
             if note and not active and isinstance(sup.payload, ProvisionalFit):
                 note += (f"; the observer keeps the payload learnt during the run, {sup.payload.method} "
-                         f"{sup.payload.mass:.3f} kg, until the next payload/estimate (a run that ended without "
-                         "one leaves the estimator's last estimate unapplied: it may be of another object)")
+                         f"{sup.payload.mass:.3f} kg, until the next payload/estimate or a stream restart (a run "
+                         "that ended without one leaves the estimator's last estimate unapplied: it may be of another "
+                         "object)")
         return note
 
     def estimate(self, sup: MonitorSupervisor | None, read: Callable[[], tuple[PayloadModel, str]]) -> list[Note]:
@@ -303,6 +306,8 @@ class MonitorSupervisor:
         self._deferred: CollisionEvent | None = None  # a detection waiting for the loss check's verdict
         self._held: ContactEstimate | None = None  # its contact estimate, published only for a collision
         self.recorder: ThresholdRecorder | None = None  # a threshold calibration in progress
+        self._estimated: PayloadModel | None = None  # the payload the last estimate gave (None: unloaded)
+        self._due: list[Note] = []  # notes of a restart, logged with the next update's
 
     # ------------------------------------------------------------------ configuration
     def _new_monitor(self, cfg: MonitorConfig) -> CollisionMonitor:
@@ -357,7 +362,7 @@ class MonitorSupervisor:
                 f"it describes an arm of {self.dyn.n} joints ({self.dyn.desc.name}), but the monitor is watching one "
                 f"of {old.dyn.n} ({old.dyn.desc.name}); restart collision_monitor to watch another arm")
         self.mon.carry(old.mon)
-        self.payload, self.reaction = old.payload, old.reaction
+        self.payload, self.reaction, self._estimated = old.payload, old.reaction, old._estimated
         self._active, self._remainder = old._active, old._remainder
         self.collision, self._deferred, self._held = old.collision, old._deferred, old._held
         self.recorder = old.recorder  # same arm, same joints: the calibration in progress goes on
@@ -369,6 +374,8 @@ class MonitorSupervisor:
         """One joint-state sample (s, rad, rad/s, N m): the monitor, the provisional payload and its thresholds,
         the reaction."""
         notes = self.apply_pending() if self._pending_monitor is not None or self._pending_reaction else []
+        if self._due:
+            notes, self._due = self._due + notes, []
         self._last = (t, np.asarray(q, float))
         step = self.mon.update(t, q, dq, tau)
         if self.sign.due(t) and self.sign.feed(self.mon.observer.gravity_torque, tau) is not None:
@@ -460,17 +467,34 @@ class MonitorSupervisor:
         return 5.0 / float(np.min(self.mon.observer.gains))
 
     def restart(self) -> bool:
-        """The stream started over: re-initialise observer, detector and reaction from its new samples; the
-        payload is kept (the object is still in the gripper), an interrupted trajectory is not resumed. Returns
-        whether the reported collision flag was cleared."""
+        """The stream started over: re-initialise observer, detector and reaction from its new samples, an
+        interrupted trajectory is not resumed. The payload the last estimate gave is kept (the object is taken to be
+        still in the gripper: a driver reconnects, the gripper does not open); a provisional payload learnt at rest
+        from the old stream is dropped back to it: nobody confirmed it, and what it was learnt from has ended (a
+        simulator or a robot that starts over may hold nothing; a learning window or sampling run still open
+        learns again from the new samples). What was decided is logged with the next :meth:`update`'s notes.
+        Returns whether the reported collision flag was cleared."""
         self.mon.reset(keep_residual=True)  # a load or contact still there stays visible
         self.mon.detector.reset()
         self.reaction.reset()
         self._active = self._remainder = None
         self._held = None
         self.watch.restart()
+        self._due.append(self._restart_note())
         cleared, self.collision = self.collision, False
         return cleared
+
+    def _restart_note(self) -> Note:
+        p, kept = self.payload, self._estimated
+        keep = ("the unloaded model" if kept is None else
+                f"the estimate in use, {kept.mass:.3f} kg (if the gripper is empty now, publish a 0 kg estimate or "
+                "call payload_estimator/reset)")
+        if isinstance(p, ProvisionalFit):
+            self._set_payload(kept, "estimate")
+            self._logged_mass = None
+            return ("warning", f"stream restarted: the provisional payload {p.mass:.3f} kg learnt from the old stream "
+                               f"is dropped (never confirmed by an estimate); the observer uses {keep}")
+        return ("info", f"stream restarted: the observer keeps {keep}")
 
     # ------------------------------------------------------------------ threshold calibration
     def start_calibration(self) -> str:
@@ -633,6 +657,8 @@ class MonitorSupervisor:
 
     def _set_payload(self, est: PayloadModel | None, source: str) -> list[Note]:
         previous, self.payload = self.payload, est
+        if source != "provisional":
+            self._estimated = est
         self._apply_payload()
         self.watch.carried(self.mon.observer.payload)
         if source == "provisional":  # only a refit of a provisional payload may be quiet, never a change of source

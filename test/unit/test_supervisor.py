@@ -313,3 +313,38 @@ def test_a_sampling_run_started_in_a_release_window_follows_the_sampling_rules(d
         detections += [t for t, st, _, _ in feed(arm, sup, 0.8)
                        if st.monitor.event is not None and st.monitor.event.active]
     assert detections == []
+
+
+def test_a_stream_restart_drops_a_provisional_payload_and_keeps_the_estimate(desc):
+    """Issue 47: after an aborted run the monitor kept the 1 kg it had learnt at rest, the simulator restarted with
+    nothing held, and the monitor reported a contact at t = 0.04 s. A restart drops a provisional payload (learnt
+    from the old stream, never confirmed) back to the last estimate's (here: unloaded) and says so; an estimate's
+    payload is kept across a restart (the object is taken to be still held), and that is said too."""
+    one_kg = BodyInertia(1.0, np.array([0.0, 0.0, 0.08]), np.diag([0.002, 0.002, 0.001]))
+    sup, arm = supervisor(desc), arm_at(desc)
+    arm.attach_payload(one_kg)
+    feed(arm, sup, 0.3)
+    sup.set_sampling(True)
+    feed(arm, sup, 1.0)
+    sup.set_sampling(False)  # the run aborted: no estimate, the provisional fit stays in use
+    assert abs(sup.payload.mass - 1.0) < 0.1 and sup.payload.method.startswith("provisional")
+    sup.restart()
+    rows = feed(arm_at(desc), sup, 0.5)  # the simulator started over: stamps from 0, nothing held
+    notes = [text for _, st, _, _ in rows for level, text in st.notes]
+    assert notes[0].startswith("stream restarted: the provisional payload 0.9") and "the unloaded model" in notes[0]
+    assert sup.payload is None and sup.mon.observer.payload is None
+    assert not [st for _, st, _, _ in rows if st.monitor.event is not None] and not sup.collision
+
+    est = PayloadEstimate.from_body(BODY, desc.payload_frame_name)
+    sup, arm = supervisor(desc), arm_at(desc)
+    arm.attach_payload(BODY)
+    feed(arm, sup, 0.3)
+    sup.estimate(est, desc.payload_frame_name)
+    feed(arm, sup, 0.3)
+    sup.restart()
+    arm2 = arm_at(desc)
+    arm2.attach_payload(BODY)  # a driver restart: the object is still held
+    rows = feed(arm2, sup, 0.5)
+    assert sup.payload is est and max(r.max() for *_, r in rows[-50:]) < 0.5
+    first = rows[0][1].notes[0][1]
+    assert first.startswith("stream restarted: the observer keeps the estimate in use, 3.000 kg") and "reset" in first
