@@ -9,7 +9,8 @@ estimate, to clear captures) until :class:`Finished`.
 Motion stays bounded by the pick configuration q0:
 
 - q0 is where ``~/sample`` was called on a robot at rest. A run that fails hands its q0 on (the
-  :class:`PickAnchor`): the next run refuses to start anywhere but inside that run's envelope,
+  :class:`PickAnchor`): the next run refuses to start anywhere but inside the envelope of that q0 (made
+  from the settings of the new run: a changed ``amplitude_deg`` applies),
   returns to the anchored q0 first if the arm is elsewhere (with a collision reported, e.g. the monitor's
   stop after an unannounced grasp, it raises ``active`` and commands nothing until the monitor has cleared
   it; a collision that does not clear ends the run with nothing moved), and samples around it — never
@@ -187,7 +188,8 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class PickAnchor:
-    """The pick configuration of an aborted run that left the arm elsewhere (rad), its envelope, and why."""
+    """The pick configuration of an aborted run that left the arm elsewhere (rad), its envelope, and why (the
+    next run keeps ``q0`` and makes its own envelope around it from its settings)."""
 
     q0: np.ndarray
     envelope: Envelope
@@ -443,30 +445,32 @@ class SamplingRun:
         """Fix q0 and the envelope from the first usable observation, or raise :class:`RunRefused`.
 
         With an anchor, the arm already at its q0 (:meth:`_at`) starts there as a fresh run does (a collision
-        reported now is the grasp: see the gate), keeping the anchor's q0 and envelope; elsewhere inside its
-        envelope the run returns there first (the motion starts from q0: its first point comes within 10 ms),
-        and with a collision reported it raises ``active`` and commands nothing until the collision has cleared
-        (``clear_first``: the monitor's stop after an unannounced grasp holds the arm wherever its weight and
-        the stop took it, 0.5-3.9 deg away in CI)."""
+        reported now is the grasp: see the gate), keeping the anchor's q0; the envelope around it is made from
+        the settings now (a run cancelled at ``amplitude_deg`` 5 kept a ±5° envelope that the next run's ±7° poses
+        left: every later ``~/sample`` aborted at its second pose). Elsewhere inside that envelope the run returns
+        there first (the motion starts from q0: its first point comes within 10 ms), and with a collision reported
+        it raises ``active`` and commands nothing until the collision has cleared (``clear_first``: the monitor's
+        stop after an unannounced grasp holds the arm wherever its weight and the stop took it, 0.5-3.9 deg away
+        in CI)."""
         q = np.asarray(obs.q, dtype=float)
         anchor = self.anchor
         at_anchor = anchor is not None and self._at(q, anchor.q0)
-        if anchor is not None and not at_anchor and not anchor.envelope.contains(q, tol=self.cfg.start_tolerance):
+        centre = q if anchor is None else anchor.q0
+        try:
+            envelope = make_envelope(self.desc, centre, self.plan_config.amplitude_deg,
+                                     self.plan_config.limit_margin_deg)
+        except MotionLimitError as e:
+            kept = "" if anchor is None else (" (the kept pick configuration of the aborted run: call "
+                                              "payload_sampler/forget_pick to sample around the current pose)")
+            raise RunRefused(f"cannot sample at this pick configuration{kept}: {e}") from e
+        if anchor is not None and not at_anchor and not envelope.contains(q, tol=self.cfg.start_tolerance):
             far = np.degrees(np.max(np.abs(q - anchor.q0)))
             raise RunRefused(f"the arm is {far:.1f} deg from the pick configuration "
                              f"{np.round(np.degrees(anchor.q0), 2).tolist()} deg of the aborted run ({anchor.reason}) "
                              "and outside its envelope; nothing was moved. Move the arm back there, or call "
                              "payload_sampler/forget_pick to sample around the current pose instead")
         self.q_request = q.copy()
-        if anchor is not None:
-            self.q0, self.envelope = anchor.q0.copy(), anchor.envelope
-        else:
-            try:
-                self.envelope = make_envelope(self.desc, q, self.plan_config.amplitude_deg,
-                                              self.plan_config.limit_margin_deg)
-            except MotionLimitError as e:
-                raise RunRefused(f"cannot sample at this pick configuration: {e}") from e
-            self.q0 = q.copy()
+        self.q0, self.envelope = centre.copy(), envelope
         if anchor is None or at_anchor:
             self.phase = "startup"
         else:  # near q0 with the grasp's collision reported: learn the load where it is, return once it clears

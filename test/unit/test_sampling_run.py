@@ -327,6 +327,35 @@ def test_a_grasp_that_moved_the_arm_off_the_anchor_is_learnt_then_the_run_return
         assert np.array_equal(fin2.anchor.q0, Q0)  # kept: the next run still samples around the aborted run's q0
 
 
+def test_a_changed_amplitude_reaches_the_kept_pick_configurations_envelope(dyn):
+    """Chaos schedule (issue 47): a ``sample`` cancelled at amplitude_deg 5, then amplitude_deg set back to 7:
+    every later ``sample`` aborted at pose 2, "commanded A1 = 16.490 deg is outside the sampling envelope
+    [18.490, 28.490] deg" (the anchor's ±5° envelope against ±7° poses). The next run keeps the anchor's q0 and
+    makes its envelope from its own settings: it samples ±7° and succeeds; narrowed again to 5°, an arm held 6°
+    away is refused with the way out (forget_pick) instead of a motion abort."""
+    narrow = replace(SPEC, plan=replace(PLAN, amplitude_deg=5.0))
+    arm = KinematicArm(Q0)
+    fin, t = drive(SamplingRun(dyn, narrow, 0.0, 0.0), arm, 0.0, fault={"cancel_at": 0.9})
+    assert fin.code == "cancelled" and fin.anchor is not None
+    log: list = []
+    run = SamplingRun(dyn, SPEC, t, t, fin.anchor)
+    fin2, t2 = drive(run, arm, t, log=log)
+    assert fin2.ok and fin2.code == "done", fin2.text
+    assert np.array_equal(run.q0, Q0)
+    wide = make_envelope(dyn.desc, Q0, 7.0, PLAN.limit_margin_deg)
+    targets = np.array([a.target for a in log if isinstance(a, Move)])
+    assert np.all([wide.contains(q) for q in targets])
+    assert np.max(np.abs(targets - Q0)) > np.radians(5.5)  # the ±7° poses, outside the kept ±5° envelope
+
+    arm = KinematicArm(Q0)
+    fin, t = drive(SamplingRun(dyn, SPEC, 0.0, 0.0), arm, 0.0, fault={"cancel_at": 0.9})
+    with pytest.raises(RunRefused, match="outside its envelope.*payload_sampler/forget_pick"):
+        probe = SamplingRun(dyn, narrow, t, t, fin.anchor)
+        probe.update(Observation(t=t, wall=t, q=Q0 + np.radians([6.0, 0, 0, 0, 0, 0, 0]), static=True,
+                                 stream_age=0.0))
+        raise RunRefused(probe.finished.text)
+
+
 def test_an_arm_within_the_arrival_tolerance_of_the_anchor_is_returned_before_any_motion_starts(dyn):
     """CI: 0.4 deg off the anchored q0 (within the 0.5 deg arrival tolerance) the run started its excitation from q0
     without a return; its first point, 10 ms ahead, needed 1.33 rad/s on A4 and the controller refused it (a real
