@@ -423,7 +423,9 @@ class Sampler:
     # ------------------------------------------------------------------ status
     def status(self, model_error: str | None, stream_lost: bool, mode: str) -> tuple[int, str, dict]:
         """(level, message, values) of ``~/status``; ``model_error``: why there is no robot model (None: there
-        is one); ``stream_lost``: joint_states are lost; ``mode``: the ``mode`` parameter."""
+        is one); ``stream_lost``: joint_states are lost; ``mode``: the ``mode`` parameter. ERROR only while a
+        fault persists (no robot model); the last run's abort, a past fault, is WARN with its reason while idle
+        (``last_outcome`` says which); the next run that succeeds makes it OK."""
         run, res = self.run, self.last
         if model_error is not None:
             level, text = ERROR, model_error
@@ -433,9 +435,8 @@ class Sampler:
             level, text = OK, f"sampling: {where}"
         elif stream_lost:
             level, text = WARN, "joint_states lost: cannot sample (check the robot driver)"
-        elif res is not None and not res.ok:
-            level = outcome_level(res)
-            text = f"aborted: {res.text}" if level == ERROR else res.text
+        elif res is not None and not res.ok:  # a past fault: WARN with its reason (ERROR only while one persists)
+            level, text = WARN, f"aborted: {res.text}" if outcome_level(res) == ERROR else res.text
         else:
             level, text = OK, "idle" if res is None else f"done: {res.text}"
         ref = self.reference_plan

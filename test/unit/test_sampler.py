@@ -33,6 +33,7 @@ from payload_estimation.sampling.sampler import (
     answer_text,
     commanded_points,
     compute_plan,
+    outcome_level,
     run_spec,
     sample_mode,
 )
@@ -256,12 +257,17 @@ def test_a_cancel_after_the_estimate_says_the_estimate_is_published_and_in_use(d
     assert "after the estimate" not in fin.text  # a cancel before it: the plain words
 
 
-def test_a_fault_is_an_error_and_success_drops_the_anchor(dyn):
+def test_a_past_fault_is_a_warning_while_idle_and_success_drops_the_anchor(dyn):
+    """Issue 47's decision: after an aborted run the idle sampler's status is WARN with the reason (a past fault;
+    the run's own log line was ERROR when it happened), ERROR only while a fault persists (no robot model)."""
     sampler, arm = sampler_at(dyn), KinematicArm(Q0)
     fin, t = serve(sampler, "~/sample", dyn, arm, 0.0, fault={"collision_at": 0.9})
     assert fin.code == "collision" and answer_text(fin).startswith("aborted: collision reported")
-    level, text, _ = sampler.status(None, False, "auto")
-    assert level == ERROR and text.startswith("aborted: collision reported"), text
+    assert outcome_level(fin) == ERROR  # the outcome's log severity
+    level, text, vals = sampler.status(None, False, "auto")
+    assert level == WARN and text.startswith("aborted: collision reported"), text
+    assert vals["last_outcome"] == "collision" and vals["last_ok"] is False
+    assert sampler.status("no robot_description received", False, "auto")[0] == ERROR  # a fault that persists
     assert sampler.collisions == 1 and sampler.anchor is not None
     sampler.collision_flag(False)
     fin, _ = serve(sampler, "~/sample", dyn, arm, t)  # returns to q0 first, then samples
