@@ -17,7 +17,7 @@ import numpy as np
 
 from ..model.description import RobotDescription
 from ..signals.samples import SampleDataError, Samples
-from .csv_samples import Rows, binary_kind, clean_rows
+from .csv_samples import CORRUPT_LIMIT, Rows, binary_kind, clean_rows
 
 log = logging.getLogger(__name__)
 
@@ -127,12 +127,27 @@ def read_rosbag_rows(path: str | Path, topic: str = "joint_states",
         log.info("%s: %d of %d messages have no header stamp; using the bag's receive times",
                  path, int(np.sum(stamps_a <= 0)), stamps_a.size)
         stamps_a = np.array(received)
-    for name, a in (("positions", qs), ("efforts", taus)):
-        if not np.all(np.isfinite(np.array(a))):
-            k, j = np.argwhere(~np.isfinite(np.array(a)))[0]
-            raise SampleDataError(f"{path}: message {k}: {name} of joint {order[j]} is NaN/inf")
-    return Rows(str(path), np.array(qs), np.array(taus), np.array(dqs) if have_vel else None, None, stamps_a,
-                np.arange(len(qs)), "message", tuple(order))
+    q, tau, dq = np.array(qs), np.array(taus), np.array(dqs) if have_vel else None
+    where, corrupt_first = np.arange(len(qs)), ""
+    fields = [("position", q), ("effort", tau)] + ([("velocity", dq)] if dq is not None else [])
+    bad = np.zeros(len(qs), bool)
+    for _, a in fields:
+        bad |= ~np.all(np.isfinite(a) & (np.abs(a) < CORRUPT_LIMIT), axis=1)
+    if bad.any():
+        k = int(np.argmax(bad))
+        name, a = next((nm, a) for nm, a in fields if not np.all(np.isfinite(a[k]) & (np.abs(a[k]) < CORRUPT_LIMIT)))
+        j = int(np.argmax(~(np.isfinite(a[k]) & (np.abs(a[k]) < CORRUPT_LIMIT))))
+        corrupt_first = f"message {k}, {name} of joint {order[j]}: {a[k, j]:g}"
+        if bad.all():
+            raise SampleDataError(f"{path}: every message holds a NaN/inf or an absurd value (first at "
+                                  f"{corrupt_first})")
+        log.warning("%s: %d corrupt message(s) dropped (NaN/inf or |value| >= %g), first at %s", path,
+                    int(bad.sum()), CORRUPT_LIMIT, corrupt_first)
+        keep = ~bad
+        q, tau, dq, stamps_a, where = q[keep], tau[keep], dq[keep] if dq is not None else None, stamps_a[keep], \
+            where[keep]
+    return Rows(str(path), q, tau, dq, None, stamps_a, where, "message", tuple(order), int(bad.sum()),
+                corrupt_first)
 
 
 def load_rosbag(path: str | Path, topic: str = "joint_states", desc: RobotDescription | None = None,

@@ -8,6 +8,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 from payload_estimation.files.csv_samples import load_csv, write_samples_csv
+from payload_estimation.files.recording import load_recording
 from payload_estimation.files.rosbag import load_rosbag
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.signals.filters import (
@@ -264,3 +265,17 @@ def test_fft_differentiate_exact_on_harmonics():
     np.testing.assert_allclose(ddx, -0.3 * w0**2 * np.sin(w0 * t) - 0.9 * w0**2 * np.cos(3 * w0 * t), atol=1e-9)
     with pytest.raises(SignalError, match="harmonic indices must be in 0..100"):
         fft_differentiate(x, fs, harmonics=[200])
+
+
+@pytest.mark.parametrize("storage", [StoragePlugin.MCAP, StoragePlugin.SQLITE3])
+def test_rosbag_corrupt_messages_are_named_and_dropped(tmp_path, lwr, storage):
+    """A message with a NaN or an absurd value (1e300) is dropped and named, as a CSV row is (issue 45)."""
+    rng = np.random.default_rng(2)
+    q, tau = rng.uniform(-1, 1, (6, 7)), rng.normal(0, 5, (6, 7))
+    tau[2, 3] = np.nan
+    q[4, 0] = 1e300
+    bag = _write_bag(tmp_path / "bag", lwr.joint_names, [(10.0 + 0.1 * k, q[k], tau[k]) for k in range(6)], storage)
+    rec = load_recording(bag, lwr)
+    assert rec.samples.n_samples == 4 and rec.report.cleaning.corrupt == 2
+    np.testing.assert_array_equal(rec.samples.q, q[[0, 1, 3, 5]])
+    assert f"first at message 2, effort of joint {lwr.joint_names[3]}: nan" in rec.report.lines()[0]
