@@ -238,17 +238,11 @@ def read_csv_rows(path: str | Path, desc: RobotDescription | None = None) -> Row
             raise SampleDataError(f"{path}: line {data_lines[r]} has {len(row)} fields, header has {len(header)}")
     values = _parse_numbers(path, header, data_rows, data_lines, used)
     limit = np.array([np.inf if c == t_col else CORRUPT_LIMIT for c in used])  # stamps: epoch seconds
-    corrupt = ~np.all(np.isfinite(values) & (np.abs(values) < limit), axis=1)
-    corrupt_first = ""
+    def cell(r: int, c: int) -> str:
+        return f"line {data_lines[r]}, column '{header[used[c]]}': {data_rows[r][used[c]].strip()}"
+
+    corrupt, corrupt_first = corrupt_rows(values, limit, cell, str(path), "data row")
     if corrupt.any():
-        r = int(np.argmax(corrupt))
-        c = int(np.argmax(~(np.isfinite(values[r]) & (np.abs(values[r]) < limit))))
-        corrupt_first = f"line {data_lines[r]}, column '{header[used[c]]}': {data_rows[r][used[c]].strip()}"
-        if corrupt.all():
-            raise SampleDataError(f"{path}: every data row holds a NaN/inf or an absurd value (first at "
-                                  f"{corrupt_first})")
-        log.warning("%s: %d corrupt row(s) dropped (NaN/inf or |value| >= %g), first at %s", path,
-                    int(corrupt.sum()), CORRUPT_LIMIT, corrupt_first)
         values = values[~corrupt]
         data_lines = [ln for ln, bad in zip(data_lines, corrupt) if not bad]
     col = {c: i for i, c in enumerate(used)}
@@ -260,6 +254,23 @@ def read_csv_rows(path: str | Path, desc: RobotDescription | None = None) -> Row
     return Rows(str(path), block("q"), block("tau"), block("dq"), block("ddq"),
                 values[:, col[t_col]] if t_col is not None else None, np.asarray(data_lines, int), "line",
                 desc.joint_names if desc is not None else (), int(corrupt.sum()), corrupt_first)
+
+
+def corrupt_rows(values: np.ndarray, limit: np.ndarray, where, source: str, what: str) -> tuple[np.ndarray, str]:
+    """Rows of ``values`` (N, m) holding a NaN/inf or a value with |x| >= ``limit`` (per column): the mask and
+    the first such cell named by ``where(row, column)`` ("" if none). Some: logged as dropped; all: a
+    :class:`SampleDataError` naming ``source``, the ``what`` ("data row", "message") and the first."""
+    ok = np.isfinite(values) & (np.abs(values) < limit)
+    bad = ~np.all(ok, axis=1)
+    if not bad.any():
+        return bad, ""
+    r = int(np.argmax(bad))
+    first = where(r, int(np.argmax(~ok[r])))
+    if bad.all():
+        raise SampleDataError(f"{source}: every {what} holds a NaN/inf or an absurd value (first at {first})")
+    log.warning("%s: %d corrupt %s(s) dropped (NaN/inf or |value| >= %g), first at %s", source, int(bad.sum()),
+                what, CORRUPT_LIMIT, first)
+    return bad, first
 
 
 def _parse_numbers(path: Path, header: list[str], rows: list[list[str]], lines: list[int],

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..model.description import RobotDescription
 from ..signals.samples import SampleDataError, Samples
-from .csv_samples import CORRUPT_LIMIT, Rows, binary_kind, clean_rows
+from .csv_samples import CORRUPT_LIMIT, Rows, binary_kind, clean_rows, corrupt_rows
 
 log = logging.getLogger(__name__)
 
@@ -128,21 +128,15 @@ def read_rosbag_rows(path: str | Path, topic: str = "joint_states",
                  path, int(np.sum(stamps_a <= 0)), stamps_a.size)
         stamps_a = np.array(received)
     q, tau, dq = np.array(qs), np.array(taus), np.array(dqs) if have_vel else None
-    where, corrupt_first = np.arange(len(qs)), ""
+    where = np.arange(len(qs))
     fields = [("position", q), ("effort", tau)] + ([("velocity", dq)] if dq is not None else [])
-    bad = np.zeros(len(qs), bool)
-    for _, a in fields:
-        bad |= ~np.all(np.isfinite(a) & (np.abs(a) < CORRUPT_LIMIT), axis=1)
+    values = np.hstack([a for _, a in fields])
+    n = len(order)
+    bad, corrupt_first = corrupt_rows(
+        values, np.full(values.shape[1], CORRUPT_LIMIT),
+        lambda k, c: f"message {k}, {fields[c // n][0]} of joint {order[c % n]}: {values[k, c]:g}", str(path),
+        "message")
     if bad.any():
-        k = int(np.argmax(bad))
-        name, a = next((nm, a) for nm, a in fields if not np.all(np.isfinite(a[k]) & (np.abs(a[k]) < CORRUPT_LIMIT)))
-        j = int(np.argmax(~(np.isfinite(a[k]) & (np.abs(a[k]) < CORRUPT_LIMIT))))
-        corrupt_first = f"message {k}, {name} of joint {order[j]}: {a[k, j]:g}"
-        if bad.all():
-            raise SampleDataError(f"{path}: every message holds a NaN/inf or an absurd value (first at "
-                                  f"{corrupt_first})")
-        log.warning("%s: %d corrupt message(s) dropped (NaN/inf or |value| >= %g), first at %s", path,
-                    int(bad.sum()), CORRUPT_LIMIT, corrupt_first)
         keep = ~bad
         q, tau, dq, stamps_a, where = q[keep], tau[keep], dq[keep] if dq is not None else None, stamps_a[keep], \
             where[keep]
