@@ -28,6 +28,7 @@ from ..collision import (
     identified_friction,
     observer_coverage,
     replay,
+    replay_too_short,
 )
 from ..errors import PayloadEstimationError
 from ..files import load_recording, write_table
@@ -230,6 +231,8 @@ def run(args) -> int:
                            loader=load_recording)
     samples, note = derive_velocity(samples, str(args.data))
     gains = _floats(args.gain, "--gain", n)
+    if (short := replay_too_short(samples.t, gains)) is not None:
+        raise ResidualArgumentError(f"{args.data}: {short}; record the arm's motion at the joint-state stream's rate")
     rate = _rate(samples.t)
     if not args.json:
         if note:

@@ -15,7 +15,7 @@ _API = {
     "detector": ("CollisionDetector", "CollisionEvent", "DetectorInputError", "isolate_link"),
     "thresholds": ("CALIBRATION_GAP_FRACTION", "CONTACT_CHECK", "THRESHOLD_MINIMUM", "THRESHOLD_SAFETY",
                    "ObserverCoverage", "ThresholdCalibration", "ThresholdRecorder", "calibrate_envelope",
-                   "calibrate_thresholds", "observer_coverage"),
+                   "calibrate_thresholds", "observer_coverage", "replay_too_short"),
     "geometry": ("Capsule", "LinkGeometry", "capsule_geometry", "push_point"),
     "monitor": ("CollisionMonitor", "MonitorConfig", "MonitorStep", "replay"),
     "observer": ("DEFAULT_GAIN", "MAX_GAIN_STEP", "gain_for_rate",

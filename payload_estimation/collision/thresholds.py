@@ -44,6 +44,7 @@ CONTACT_CHECK = 6.0  # N m: paper 000's threshold; a live recording whose |r| ex
 RECORD_GAP = 0.1  # s: a longer step between live samples (a stream gap, a restart) adds no recorded time
 GAP_REFUSE_FRACTION = 0.5  # of the steps: a replay with more of them gaps shows no residual (ObserverCoverage.check)
 CALIBRATION_GAP_FRACTION = 0.05  # of the recorded time: more of it in gaps refuses a calibration
+SETTLE_TIME_CONSTANTS = 5.0  # a replay shorter than this many 1/K (the residual's time constant) shows nothing
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,24 @@ class ObserverCoverage:
         if why is not None:
             raise DetectorInputError(why)
         return self
+
+
+def replay_too_short(t, gains) -> str | None:
+    """Why a recording at times ``t`` (N,) s is too short for the momentum observer with ``gains`` (1/s, one or per
+    joint), in a line: shorter than its settling time (:data:`SETTLE_TIME_CONSTANTS` / the smallest gain; a single
+    sample is 0 s long); None when it is long enough (its steps are judged by :func:`observer_coverage`).
+    Replayed anyway, such a recording reports '0 collision events' about nothing (a noise-free CSV read as one
+    row did)."""
+    t = np.asarray(t, float)
+    n = int(t.size)
+    duration = float(t[-1] - t[0]) if n else 0.0
+    gain = float(np.min(np.atleast_1d(np.asarray(gains, float))))
+    settle = SETTLE_TIME_CONSTANTS / gain
+    if duration >= settle:
+        return None
+    return (f"{n} sample(s) over {duration:.3f} s is too short for the momentum observer: its residual needs at "
+            f"least {settle:.3g} s ({SETTLE_TIME_CONSTANTS:g} / its smallest gain of {gain:g}/s) to show a collision, "
+            "so '0 collision events' would say nothing")
 
 
 def observer_coverage(t, gap=None, max_gap: float = RECORD_GAP) -> ObserverCoverage:
@@ -325,6 +344,6 @@ def calibrate_envelope(r: np.ndarray, dq: np.ndarray, safety: float = 1.5, rest_
     return margin, speed
 
 
-__all__ = ["CALIBRATION_GAP_FRACTION", "CONTACT_CHECK", "GAP_REFUSE_FRACTION", "THRESHOLD_MINIMUM",
-           "THRESHOLD_SAFETY", "ObserverCoverage", "ThresholdCalibration", "ThresholdRecorder", "calibrate_envelope",
-           "calibrate_thresholds", "observer_coverage"]
+__all__ = ["CALIBRATION_GAP_FRACTION", "CONTACT_CHECK", "GAP_REFUSE_FRACTION", "SETTLE_TIME_CONSTANTS",
+           "THRESHOLD_MINIMUM", "THRESHOLD_SAFETY", "ObserverCoverage", "ThresholdCalibration", "ThresholdRecorder",
+           "calibrate_envelope", "calibrate_thresholds", "observer_coverage", "replay_too_short"]

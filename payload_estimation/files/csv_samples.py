@@ -53,10 +53,12 @@ class Rows:
 class Cleaning:
     """What :func:`clean_rows` dropped from a time-stamped stream: counts and the first place of each.
 
-    ``repeated_rows``: every value equal to the previous row's (a logger re-reading the same sample,
-    whatever its stamp); ``repeated_stamps``: same time stamp as the previous row, other values;
-    ``stale_torques``: all joint torques bit-identical to the previous row's while the positions
-    changed (a noisy sensor never repeats exactly: a stale read).
+    ``repeated_rows``: every value equal to the previous row's and the row a re-read (see :func:`clean_rows`:
+    the same stamp, a repeat while the arm moved, or a stream that re-publishes each state a fixed number of
+    times); ``repeated_stamps``: same time stamp as the previous row, other values; ``stale_torques``: all
+    joint torques bit-identical to the previous row's while the positions changed (a noisy sensor never
+    repeats exactly: a stale read). ``identical_kept``: rows equal to the previous one that are samples, kept
+    (a noise-free source at rest: new stamps, nothing moved, no re-publishing pattern).
     """
 
     rows: int
@@ -66,6 +68,7 @@ class Cleaning:
     stale_torques: int = 0
     first: dict = field(default_factory=dict)
     kept: np.ndarray | None = field(default=None, repr=False)   # indices of the rows kept
+    identical_kept: int = 0
 
     def where(self, rows: Rows, k: int) -> str:
         """Place in the recording ('line 12') of kept sample k."""
@@ -77,20 +80,59 @@ class Cleaning:
 
     def describe(self) -> str:
         """One line: '20544 rows, 1366 dropped: 1131 repeated rows (first at line 40), ...'."""
+        kept = "" if not self.identical_kept else (
+            f"; {self.identical_kept} rows identical to the previous one kept as samples (new stamps, the arm at "
+            f"rest: a noise-free source, first at {self.first['identical_kept']})")
         if not self.dropped:
-            return f"{self.rows} rows, none repeated"
+            return f"{self.rows} rows, none repeated" + kept
         parts = [f"{n} {what} (first at {self.first[key]})"
                  for key, what, n in (("corrupt", "corrupt rows (NaN/inf or an absurd value)", self.corrupt),
                                       ("repeated_rows", "repeated rows", self.repeated_rows),
                                       ("repeated_stamps", "rows repeating the previous time stamp",
                                        self.repeated_stamps),
                                       ("stale_torques", "stale torque reads", self.stale_torques)) if n]
-        return f"{self.rows} rows, {self.dropped} dropped: " + ", ".join(parts)
+        return f"{self.rows} rows, {self.dropped} dropped: " + ", ".join(parts) + kept
+
+
+MOVING = 1e-2
+"""rad/s: a row repeating a state the arm reached at more than this (from the state before) is a re-read."""
+RUNS = 8
+"""Consecutive states each logged the same number of times (>= 2): a stream that re-publishes its states."""
+REST_SPAN = 0.05
+"""s: a state repeated over a shorter time is a re-read (an arm at rest stays there longer than this)."""
+
+
+def _re_reads(t: np.ndarray, q: np.ndarray, same: np.ndarray) -> np.ndarray:
+    """Which rows equal to the previous one (``same`` (N-1,)) are re-reads rather than samples: the rule of the
+    live input (:mod:`payload_estimation.stream.driver_stream`) on a whole recording. A row is a re-read when the
+    stream re-publishes (somewhere ``RUNS`` consecutive states were logged the same number of times, >= 2: e.g.
+    lbr_fri_ros2_stack's 100 Hz FRI state published 4 times at 400 Hz), when the state it repeats was reached
+    moving (a real sensor never repeats its 14 values, and a moving arm never stands still for one sample), or
+    when the state lasts less than ``REST_SPAN`` (a re-read near a turning point, where the arm is slow). A
+    noise-free source at rest repeats its state without end under advancing stamps: those rows are samples."""
+    n = q.shape[0]
+    starts = np.flatnonzero(np.concatenate([[True], ~same]))  # first row of each distinct state
+    lengths = np.diff(np.append(starts, n))
+    done = lengths[:-1]  # the last state's run may have been cut by the end of the recording
+    republishes = any(done[k] >= 2 and np.all(done[k:k + RUNS] == done[k])
+                      for k in range(max(0, done.size - RUNS + 1)))
+    if republishes:
+        return same.copy()
+    dt = np.diff(t[starts])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        speed = np.max(np.abs(np.diff(q[starts], axis=0)), axis=1) / dt
+    moved = np.concatenate([[False], ~(speed <= MOVING)])  # per state: reached moving (or over no time)
+    moved |= t[starts + lengths - 1] - t[starts] < REST_SPAN  # per state: too brief for an arm at rest
+    state = np.cumsum(np.concatenate([[True], ~same])) - 1  # each row's state
+    return same & moved[state[1:]]
 
 
 def clean_rows(rows: Rows) -> tuple[Samples, Cleaning]:
     """Samples of ``rows`` with logger repeats dropped (see :class:`Cleaning`); rows without time
-    stamps are separate captures and are kept as they are.
+    stamps are separate captures and are kept as they are. A row equal to the previous one is dropped
+    when it is a re-read (the same stamp, or :func:`_re_reads`), and kept as a sample otherwise (a
+    noise-free source at rest: its rows repeat with advancing stamps, and a recording of it must not
+    shrink to one row).
 
     Raises :class:`SampleDataError` naming the source when time stamps go backwards (how many,
     and where the first one is): such a stream mixes clocks or publishers and has no usable order.
@@ -112,18 +154,21 @@ def clean_rows(rows: Rows) -> tuple[Samples, Cleaning]:
     values = np.hstack([a for a in (rows.q, rows.dq, rows.ddq, rows.tau) if a is not None])
     same_all = np.all(values[1:] == values[:-1], axis=1)
     same_t = step == 0
+    repeated = same_all & (same_t | _re_reads(t, np.asarray(rows.q, float), same_all))
+    identical = same_all & ~repeated
     repeated_stamp = same_t & ~same_all
     stale = np.zeros(n_rows - 1, bool)
     if rows.tau.shape[1] >= 2:
         stale = ~same_all & ~same_t & np.all(rows.tau[1:] == rows.tau[:-1], axis=1) & \
             np.any(rows.q[1:] != rows.q[:-1], axis=1)
     first = dict(bad)
-    for key, mask in (("repeated_rows", same_all), ("repeated_stamps", repeated_stamp), ("stale_torques", stale)):
+    for key, mask in (("repeated_rows", repeated), ("repeated_stamps", repeated_stamp), ("stale_torques", stale),
+                      ("identical_kept", identical)):
         if mask.any():
             first[key] = rows.at(int(np.argmax(mask)) + 1)
-    keep = np.concatenate([[True], ~(same_all | repeated_stamp | stale)])
-    report = Cleaning(n_rows + rows.corrupt, rows.corrupt, int(same_all.sum()), int(repeated_stamp.sum()),
-                      int(stale.sum()), first, np.flatnonzero(keep))
+    keep = np.concatenate([[True], ~(repeated | repeated_stamp | stale)])
+    report = Cleaning(n_rows + rows.corrupt, rows.corrupt, int(repeated.sum()), int(repeated_stamp.sum()),
+                      int(stale.sum()), first, np.flatnonzero(keep), int(identical.sum()))
     if report.dropped:
         log.info("%s: %s", rows.source, report.describe())
     return _samples_of(rows, keep), report

@@ -63,6 +63,37 @@ def test_clean_rows_drops_and_counts_logger_repeats():
         clean_rows(Rows("log.csv", q, tau, t=t_back, where=np.arange(2, 12)))
 
 
+
+def test_a_noise_free_recording_keeps_its_rows_at_rest_and_a_republishing_driver_loses_its_repeats():
+    """Issue 47: a CSV without sensor noise (a simulator at rest) was reduced to one row: every row equals the
+    previous one, but under advancing stamps they are samples. Repeats are dropped when they are re-reads: the
+    same stamp, a stream that re-publishes each state a fixed number of times (lbr_fri_ros2_stack: each 100 Hz
+    FRI state 4 times at 400 Hz), a state reached moving, or one lasting less than 50 ms."""
+    n = 1000
+    q0, tau0 = np.array([0.1, 0.7, -0.1]), np.array([0.5, -20.0, 3.0])
+    flat = Rows("flat.csv", np.tile(q0, (n, 1)), np.tile(tau0, (n, 1)), t=np.arange(n) * 1e-3,
+                where=np.arange(2, n + 2))
+    s, rep = clean_rows(flat)
+    assert s.n_samples == n and rep.dropped == 0 and rep.identical_kept == n - 1
+    assert "999 rows identical to the previous one kept as samples" in rep.describe()
+    same_t = Rows("relog.csv", flat.q, flat.tau, t=np.repeat(np.arange(n // 2) * 1e-3, 2), where=flat.where)
+    assert clean_rows(same_t)[0].n_samples == n // 2  # the same stamp twice: a re-read
+    # a noise-free arm that moves, rests 0.5 s, moves on (1 kHz): the rest rows stay
+    x = np.linspace(0.0, 1.0, 300)
+    move = 0.2 * (10 * x**3 - 15 * x**4 + 6 * x**5)[:, None] * np.ones(3)  # rest to rest
+    q = np.vstack([move, np.tile(move[-1], (500, 1)), move[-1] + move])
+    tau = tau0 + q
+    s, rep = clean_rows(Rows("stop.csv", q, tau, t=np.arange(q.shape[0]) * 1e-3, where=np.arange(2, q.shape[0] + 2)))
+    assert s.n_samples == q.shape[0] and rep.identical_kept == 501  # 500 rest rows + the next move's first point
+    # each state 4 times at 400 Hz, moving: 3 of 4 dropped; the state at rest at the end too (the stream re-publishes)
+    k = 200
+    states = np.vstack([np.linspace(0.0, 0.5, k)[:, None] * np.ones(3), np.tile([0.5, 0.5, 0.5], (50, 1))])
+    noisy = np.random.default_rng(3).normal(size=(k + 50, 3))
+    rows = Rows("fri.csv", np.repeat(states, 4, axis=0), np.repeat(noisy, 4, axis=0), t=np.arange(4 * (k + 50)) / 400,
+                where=np.arange(2, 4 * (k + 50) + 2))
+    s, rep = clean_rows(rows)
+    assert s.n_samples == k + 50 and rep.repeated_rows == 3 * (k + 50) and rep.identical_kept == 0
+
 def test_stamp_report_and_resample_known_answers():
     """Linear signals on jittered stamps with gaps: the report counts them, the resampled grid is
     uniform and exact, a gap above max_gap splits the recording."""

@@ -148,3 +148,28 @@ def test_the_path_helpers(tmp_path):
     with pytest.raises(OSError) as exc:
         tmp_path.read_text()
     assert os_reason(exc.value) == "is a directory"
+
+
+def test_a_noise_free_recording_is_replayed_whole_and_one_too_short_is_refused(tmp_path, capsys):
+    """Issue 47: a CSV without sensor noise (the arm at rest) was read as one row and `residual` reported
+    '0 collision event(s)'. Its rows are samples (the replay has them all); a recording too short for the observer
+    (shorter than 5 / K: 33 ms at the default gain) is refused in one line instead of a residual of nothing."""
+    from payload_estimation.files.csv_samples import write_samples_csv
+    from payload_estimation.signals.samples import Samples
+
+    dyn = RigidBodyDynamics(load_robot("lwr4"))
+    q = np.radians([10, 40, -5, -70, 15, 50, 20])
+    n = 1000
+    rest = Samples(np.tile(q, (n, 1)), np.tile(dyn.gravity(q), (n, 1)), dq=np.zeros((n, 7)), t=np.arange(n) * 1e-3)
+    data = write_samples_csv(rest, tmp_path / "rest.csv")
+    assert main(_residual("--data", str(data), "--json")) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["samples"] == n and out["events"] == [] and out["observer_gaps"] == 0
+    moving = rest.q[:21] + np.linspace(0.0, 0.002, 21)[:, None]  # 20 ms of a slow move: 21 distinct samples
+    short = write_samples_csv(Samples(moving, np.array([dyn.gravity(x) for x in moving]), dq=np.full((21, 7), 0.1),
+                                      t=rest.t[:21]),
+                              tmp_path / "s.csv")
+    assert main(_residual("--data", str(short))) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "21 sample(s) over 0.020 s is too short for the momentum observer" in err, err
+    assert "needs at least 0.0333 s (5 / its smallest gain of 150/s)" in err
