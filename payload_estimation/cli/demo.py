@@ -3,7 +3,9 @@
 sim_node (MuJoCo arm with sensor noise and a model error), payload_estimator, payload_sampler and
 collision_monitor run as separate processes. This process is the user's task code: before the grasp it
 takes an unloaded capture and records the reference excitation (``payload_sampler/record_reference``);
-it grasps an unknown object and calls ``payload_sampler/sample`` twice on the same grasp, ``mode``
+it grasps an unknown object, announcing the grasp (``payload_estimator/grasped``: the collision monitor allows for
+the new load instead of stopping the arm at the grasp), and calls ``payload_sampler/sample`` twice on the same grasp,
+``mode``
 static (ten poses) and then dynamic (one excitation, mass, CoM and inertia); it moves with the
 dynamic estimate in the monitor while three contacts are injected, then prints a results table and
 writes plots (validation torques, residuals, and the two sampling motions side by side). The
@@ -88,11 +90,19 @@ def _say(step: str, text: str) -> None:
     print(f"[demo {step}] {text}", flush=True)
 
 
+PUSH_DIRECTIONS = np.array([[1.0, 0, 0], [0, 1.0, 0], [0, 0, -1.0], [-1.0, 0, 0], [0, -1.0, 0], [0, 0, 1.0]])
+"""Base-frame push directions in order of preference: of two that load the joints alike (d and -d always do), the
+first is taken, so a vertical push goes down. An upward push under the tool is what a dropped payload looks like:
+after the announced grasp the monitor's payload-loss check would call it one (the demo's 30 N on link_7, 78 % of
+the 3 kg), and the arm, stopped on the unexplained load, would not resume."""
+
+
 def _contact_direction(dyn, q: np.ndarray, link: int) -> np.ndarray:
-    """Unit base-frame direction among ±x, ±y, ±z that loads the joints below ``link`` (1..n) the most."""
+    """Unit base-frame direction among ±x, ±y, ±z that loads the joints below ``link`` (1..n) the most (never up:
+    :data:`PUSH_DIRECTIONS`)."""
     jv = dyn.frame_jacobian(q, f"link_{link}")[:3]
     best, best_val = None, -1.0
-    for d in np.vstack([np.eye(3), -np.eye(3)]):
+    for d in PUSH_DIRECTIONS:
         val = float(np.min(np.sort(np.abs(jv.T @ d))[-2:]))  # the two most loaded joints
         if val > best_val:
             best, best_val = d, val
@@ -181,11 +191,15 @@ def _mission(client, desc, sc: Scenario) -> dict:
     if not res.success:
         raise RuntimeError(f"record_reference failed: {res.message}")
     _say("2/7", f"reference run: {t_ref1 - t_ref0:.2f} s sim")
+    _say("2/7", "grasp: payload_estimator/grasped (announced: the monitor allows for the new load and learns it at "
+                "rest), the gripper closes (sim_node/attach_payload), payload_estimator/grasped again (it holds it)")
     t_grasp = client.now()
+    client.announce("payload_estimator/grasped")
     if not client.call("sim_node/attach_payload").success:
         raise RuntimeError("sim_node refused to attach the payload")
+    client.announce("payload_estimator/grasped")  # attaching is instantaneous here: the gripper holds it now
     # as task code would after closing a gripper: let the arm take the new load and come to rest
-    # (the monitor may stop the arm where the unknown load pulled it: the pick configuration is wherever it rests)
+    # (the pick configuration is wherever it rests)
     client.sleep_sim(0.5)
     client.wait_for(lambda: np.max(np.abs(client.q_dot)) < 2e-3, 60.0, "the arm to come to rest after the grasp")
     client.sleep_sim(0.3)
@@ -273,6 +287,11 @@ def _node_contacts(node_contacts: list[dict], windows) -> list[str]:
     return out
 
 
+def raised(flags: list[tuple[float, bool]], t0: float, t1: float) -> int:
+    """How many collisions the monitor raised (``~/collision`` True, as (time, flag)) between ``t0`` and ``t1`` s."""
+    return sum(1 for t, v in flags if v and t0 <= t <= t1)
+
+
 def _accuracy(smp: dict, sc: Scenario, flags: list[bool]) -> dict:
     """One sample call's figures against the simulator's truth (%, mm, s; ``flags``: the monitor's
     collision flags during the call)."""
@@ -358,6 +377,7 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
     acc = {kind: _accuracy(smp, sc, [v for t, v in res["collisions"][MONITOR] if smp["t"][0] <= t <= smp["t"][1]])
            for kind, smp in samples.items()}
     st, dy = acc["static"], acc["dynamic"]
+    at_grasp = raised(res["collisions"][MONITOR], res["t_grasp"], samples["static"]["t"][0])
     mass_err, com_err = dy["mass_error_pct"], dy["com_error_mm"]
     s_on, s_off = scores[MONITOR], scores[UNLOADED_MONITOR]
     n_c = len(windows)
@@ -376,6 +396,7 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
          "paper: 10 × (move + 1 s)"),
         ("sample call (sim / wall) [s] dynamic", "", f"{dy['sample_call_sim_s']:.2f} / {dy['sample_call_wall_s']:.2f}",
          f"+ {res['reference_run_s']:.2f} s reference run before the grasp"),
+        ("collisions at the grasp", 0, at_grasp, "announced: payload_estimator/grasped"),
         ("collisions during sampling (static, dynamic)", "0, 0",
          f"{st['collisions_during_sampling']}, {dy['collisions_during_sampling']}", ""),
         ("contacts detected (with estimate)", n_c, s_on.detected,
@@ -404,6 +425,7 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
                           "false_alarms": len(s_on.false_alarms), "time_above_s": alarm_time[MONITOR]},
         "without_update": {"detected": s_off.detected, "false_alarms": len(s_off.false_alarms),
                            "time_above_s": alarm_time[UNLOADED_MONITOR]},
+        "collisions_at_grasp": at_grasp,
         "collisions_during_sampling": st["collisions_during_sampling"] + dy["collisions_during_sampling"],
         "validation_rms_Nm": rms.tolist(), "validation_rms_unloaded_Nm": rms0.tolist(),
         "wall_time_s": res["wall_time_s"], "plots": [str(f5), str(f6), str(f7)], "ok": bool(ok),

@@ -118,22 +118,6 @@ def _trigger(client, service: str) -> str:
     return res.message
 
 
-def _announce(client, service: str, timeout: float = 30.0) -> str:
-    """Call ``service`` (payload_estimator/grasped) until the answer no longer says that no collision monitor got the
-    announcement: on a loaded machine DDS discovery can lag the nodes' readiness, and an announcement the monitor
-    misses leaves it to stop the arm at the grasp and to call a later drop a collision."""
-    from ..ros.estimator_node import NO_LISTENER
-
-    end = time.monotonic() + timeout
-    while True:
-        answer = _trigger(client, service)
-        if NO_LISTENER not in answer:
-            return answer
-        if time.monotonic() > end:
-            raise RuntimeError(f"{service}: after {timeout:.0f} s the answer still says: {answer}")
-        time.sleep(0.2)
-
-
 def _mission(client, desc, sc: OnlineScenario) -> dict:
     from ..collision import capsule_geometry, push_point
     from ..model import RigidBodyDynamics
@@ -154,9 +138,9 @@ def _mission(client, desc, sc: OnlineScenario) -> dict:
     _say("online 2/7", "grasp: payload_estimator/grasped (announced), the gripper closes (sim_node/attach_payload), "
                        "payload_estimator/grasped again (the gripper holds it: estimate from the next motion)")
     t_grasp = client.now()
-    _announce(client, "payload_estimator/grasped")
+    client.announce("payload_estimator/grasped")
     _trigger(client, "sim_node/attach_payload")
-    answer = _announce(client, "payload_estimator/grasped")
+    answer = client.announce("payload_estimator/grasped")
     _say("online 2/7", f"payload_estimator: {answer}")
     client.sleep_sim(0.5)  # let the arm take the load (the monitor learns it at rest)
     client.wait_for(lambda: _at_rest(client), 60.0, "the arm to rest after the grasp")

@@ -249,6 +249,22 @@ class MissionClient(Node):
                 return res
             time.sleep(0.2)
 
+    def announce(self, service: str, timeout: float = 30.0) -> str:
+        """Call ``service`` (``payload_estimator/grasped`` or ``released``) until it succeeds and its answer no longer
+        says that no collision monitor got the announcement: on a loaded machine DDS discovery can lag the nodes'
+        readiness, and an announcement the monitor misses leaves it to stop the arm at the grasp (and to call a
+        later drop a collision). Returns the answer; raises MissionError after ``timeout`` s (wall)."""
+        from .estimator_node import NO_LISTENER
+
+        end = time.monotonic() + timeout
+        while True:
+            res = self.call(service)
+            if res.success and NO_LISTENER not in res.message:
+                return res.message
+            if time.monotonic() > end:
+                raise MissionError(f"{service}: after {timeout:.0f} s the answer still says: {res.message}")
+            time.sleep(0.2)
+
     def send_trajectory(self, positions: np.ndarray, times: Sequence[float]) -> None:
         """Publish a joint trajectory (positions (k, n) rad at ``times`` s from start)."""
         self.pub_traj.publish(trajectory_msg(self.joint_names, np.atleast_2d(positions), list(times)))

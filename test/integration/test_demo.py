@@ -28,6 +28,7 @@ def test_demo_runs_the_whole_mission(tmp_path):
     for mode in ("static", "dynamic"):
         assert abs(s[mode]["mass_error_pct"]) < 2.0 and s[mode]["com_error_mm"] < 8.0, s[mode]
         assert s[mode]["collisions_during_sampling"] == 0
+    assert s["collisions_at_grasp"] == 0 and "collisions at the grasp" in proc.stdout  # announced (issue 47)
     assert s["dynamic"]["sample_call_sim_s"] < 0.6 * s["static"]["sample_call_sim_s"]
     assert "excitation" in s["dynamic"]["message"] and "poses" in s["static"]["message"]
     assert s["mass_error_pct"] == s["dynamic"]["mass_error_pct"]  # the move runs with the dynamic estimate
