@@ -386,17 +386,22 @@ def start_processes(short_names: Sequence[str], args: list[str], env=None,
 
 
 def stop_processes(procs: Sequence[subprocess.Popen], timeout: float = 3.0) -> None:
-    """SIGINT, then SIGKILL after ``timeout`` seconds, for each child still running."""
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGINT)
-    deadline = time.monotonic() + timeout
-    for p in procs:
-        try:
-            p.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+    """SIGINT, then SIGKILL after ``timeout`` seconds, for each child still running: the nodes that read the
+    simulator's stream first, the simulator (``node`` "sim") once they are gone. Stopped together, the simulator
+    went first and a collision monitor still shutting down on a busy machine logged its stream lost ("collision
+    detection is blind") at ERROR."""
+    sources = [p for p in procs if getattr(p, "node", None) == "sim"]
+    for wave in ([p for p in procs if p not in sources], sources):
+        for p in wave:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + timeout
+        for p in wave:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 class _Stop(Exception):

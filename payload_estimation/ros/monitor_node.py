@@ -332,7 +332,7 @@ class CollisionMonitorNode(Node):
     # ------------------------------------------------------------------ status
     def _watchdog(self) -> None:
         change = None if self.input is None else self.input.lost_changed()
-        if change is None:
+        if change is None or not self.context.ok():  # shutting down: the stream ends with the node, not a fault
             return
         age = self.input.age()
         if change:
