@@ -418,8 +418,10 @@ class PayloadEstimator:
             return ModelChoice(f"calibration file {cal} refused: {e}. The nominal model is used: calibrate this robot "
                                "model again (payload_sampler/sweep), or set calibration_file or gravity_model to a "
                                "file of this robot model", True)
-        self.calibration_note = f"using {cal} ({note})"
-        return ModelChoice(f"calibrated gravity model found at {cal} and used ({note})")
+        made = written_words(cal)
+        self.calibration_note = f"using {cal} ({note}); {made}; {FORGET_CALIBRATION}"
+        return ModelChoice(f"calibrated gravity model found at {cal} and used ({note}): {made}; "
+                           f"{FORGET_CALIBRATION}")
 
     def model_label(self, source: str) -> str:
         """Which unloaded model the estimates use and how its uncertainty was made; ``source`` names where
@@ -807,6 +809,21 @@ class PayloadEstimator:
         if self.online is not None:
             vals |= {**self.online.status_values(), "online_errors": self.online_errors}
         return level, text, vals
+
+
+FORGET_CALIBRATION = ("to forget it and use the nominal model, delete the file and set gravity_model to '' (or "
+                      "restart), or start with calibration_file pointing elsewhere")
+"""How to stop using a calibration file found at start (its log line and status value say it)."""
+
+
+def written_words(path: Path) -> str:
+    """Where a calibration file found at start came from: 'written by ~/calibrate (payload_sampler/sweep) on
+    <local date and time>' (its modification time)."""
+    try:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
+    except OSError:
+        when = "an unknown date"
+    return f"written by ~/calibrate (payload_sampler/sweep) on {when}"
 
 
 def checked_gravity_model(dyn: RigidBodyDynamics, path: str | Path) -> tuple[UnloadedModel, str]:

@@ -147,11 +147,14 @@ def test_the_calibrated_model_is_found_on_start_checked_and_used(rig, dyn, tmp_p
 
     # restart: the file at the default calibration_file is found, checked and used
     st, said = started(rig, logs)
-    assert st["calibration"] == f"using {path} (joint names and kinematics fingerprint match)", st
+    assert st["calibration"].startswith(f"using {path} (joint names and kinematics fingerprint match); written by "
+                                        "~/calibrate (payload_sampler/sweep) on "), st
+    assert "to forget it and use the nominal model, delete the file" in st["calibration"]  # issue 47
     assert "identified model gravity_lwr4.yaml" in st["model"] and st["level"] == diagnostic_level(
         DiagnosticStatus.OK), st
-    assert any(m.msg == f"calibrated gravity model found at {path} and used (joint names and kinematics fingerprint "
-                        "match)" for m in said), [m.msg for m in said]
+    assert any(m.msg.startswith(f"calibrated gravity model found at {path} and used (joint names and kinematics "
+                                "fingerprint match): written by ~/calibrate (payload_sampler/sweep) on ")
+               and "to forget it" in m.msg for m in said), [m.msg for m in said]
 
     # a file written before fingerprints: joint names checked, the kinematics said to be unchecked
     old = rewritten(path, tmp_path / "old.yaml", kinematics_fingerprint=None)

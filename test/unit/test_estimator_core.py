@@ -304,3 +304,35 @@ def test_torque_gains_that_do_not_fit_the_robot_are_refused(desc):
     core = make_core(desc)
     assert core.check(config(torque_gain=[1.0, 2.0, 3.0])).startswith("torque_gain: torque gain has 3 values")
     assert core.check(config(torque_gain=[1.5])) is None
+
+
+def test_a_calibration_found_at_start_says_where_it_came_from_and_how_to_forget_it(desc, tmp_path, monkeypatch):
+    """Issue 47: `sweep` leaves a calibration file that the next start loads; the log line and the status value
+    name the file, when ~/calibrate (payload_sampler/sweep) wrote it, and how to stop using it."""
+    import os
+    import time
+
+    from payload_estimation.identification.robot_identification import identify_gravity
+    from payload_estimation.model.robot_file import FINGERPRINT_KEY, kinematics_fingerprint
+    from payload_estimation.signals.samples import Samples
+
+    monkeypatch.setenv("ROS_HOME", str(tmp_path))
+    dyn = RigidBodyDynamics(desc)
+    q = poses(PICK, 25.0, 30, 7, desc)
+    model = identify_gravity(desc, Samples(q, np.array([dyn.gravity(x) for x in q])), offset=True)
+    model.info[FINGERPRINT_KEY] = kinematics_fingerprint(desc)
+    path = tmp_path / "payload_estimation" / f"gravity_{desc.name}.yaml"
+    path.parent.mkdir()
+    model.save(path)
+    os.utime(path, (1.7e9, 1.7e9))
+    core = PayloadEstimator(config(torque_gain=[GAIN]))
+    choice = core.set_robot(dyn, desc.joint_names)
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(1.7e9))
+    assert choice.text.startswith(f"calibrated gravity model found at {path} and used (joint names and kinematics "
+                                  f"fingerprint match): written by ~/calibrate (payload_sampler/sweep) on {when}; "
+                                  "to forget it and use the nominal model, delete the file"), choice.text
+    assert core.status_values()["calibration"].startswith(f"using {path} (")
+    assert f"on {when}; to forget it" in core.status_values()["calibration"]
+    path.unlink()  # forgotten as said: deleted, then gravity_model set (to '')
+    assert core.reconfigure(config(torque_gain=[GAIN]), {"gravity_model"}) is not None
+    assert core.gravity_model is None and core.status_values()["calibration"].startswith("none at ")
