@@ -18,7 +18,8 @@ from benchlib import machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ["model", "payload", "uncertainty", "dynamic", "online", "online_ceiling", "thresholds", "sim", "collision",
-         "payload_events", "residual_real", "identification", "identification_unseen", "panda", "nodes", "sampler",
+         "payload_events", "residual_real", "identification", "identification_unseen", "panda", "nodes", "cpu",
+         "sampler",
          "demo"]
 
 
