@@ -7,7 +7,9 @@ joint torque; stamp = sim time) at ``rate_hz``, ``/clock`` with a message at mos
 inertia about the CoM in the payload frame) and, when ``robot`` names a robot, its URDF on
 ``robot_description`` (a URDF file's own text; a DH robot as :func:`model.urdf.to_urdf`); with an empty
 ``robot`` it simulates what arrives on ``robot_description``. Follows ``joint_trajectory`` (joints by
-name; replaces the running trajectory from the current state; a violation is rejected and logged).
+name; replaces the running trajectory from the current state; a violation is rejected and logged) as
+joint_trajectory_controller interpolates it: linear between points with positions only, cubic with velocities,
+quintic with accelerations too (:mod:`sim.trajectory`).
 ``~/apply_wrench`` (WrenchStamped): ``header.frame_id`` = a link by the model's name, as contact reports
 name it (:mod:`sim.links`), or ``link_1``..``link_n``; force and torque in that link's axes at its origin
 for ``contact_duration`` s, on arrival or at ``header.stamp`` (sim time) when that lies ahead.
@@ -194,9 +196,9 @@ class SimNode(Node):
             return
         try:
             times, positions = trajectory_from_msg(msg, self.joint_names)
-            velocities = _velocities_by_name(msg, self.joint_names)
-            self.driver.set_trajectory([(t, q, None if velocities is None else velocities[k])
-                                        for k, (t, q) in enumerate(zip(times, positions))])
+            velocities = _field_by_name(msg, self.joint_names, "velocities")
+            accelerations = _field_by_name(msg, self.joint_names, "accelerations")
+            self.driver.set_trajectory(list(zip(times, positions, velocities, accelerations)))
         except PayloadEstimationError as exc:
             self.get_logger().error(f"joint_trajectory rejected: {exc}")
             return
@@ -269,20 +271,21 @@ class SimNode(Node):
 SimArmNode = SimNode
 
 
-def _velocities_by_name(msg: JointTrajectory, joint_names) -> np.ndarray | None:
-    """(m, n) waypoint velocities in model order, or None if no point gives velocities."""
-    if not any(len(pt.velocities) for pt in msg.points):
-        return None
+def _field_by_name(msg: JointTrajectory, joint_names, field: str) -> list[np.ndarray | None]:
+    """Per point, its ``field`` ("velocities" or "accelerations") in model order, or None where the point does not
+    give it: joint_trajectory_controller interpolates each segment by the fields both its ends carry."""
     pos = {name: i for i, name in enumerate(msg.joint_names)}
     idx = [pos[j] for j in joint_names]
     m = len(msg.joint_names)
-    out = np.zeros((len(msg.points), len(joint_names)))
+    out: list[np.ndarray | None] = []
     for k, pt in enumerate(msg.points):
-        if len(pt.velocities) == 0:
+        values = getattr(pt, field)
+        if len(values) == 0:
+            out.append(None)
             continue
-        if len(pt.velocities) != m:
-            raise MessageError(f"joint_trajectory point {k} has {len(pt.velocities)} velocities for {m} joints")
-        out[k] = np.asarray(pt.velocities, dtype=float)[idx]
+        if len(values) != m:
+            raise MessageError(f"joint_trajectory point {k} has {len(values)} {field} for {m} joints")
+        out.append(np.asarray(values, dtype=float)[idx])
     return out
 
 

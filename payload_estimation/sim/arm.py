@@ -58,7 +58,7 @@ from ..model.joint_vectors import per_joint
 from ..model.parameters import BodyInertia, check_consistency
 from .config import ArmState, SimConfig, SimInputError
 from .mjcf import PAYLOAD_BODY, build_mjcf, principal_inertia
-from .trajectory import JointTrajectory, parse_points
+from .trajectory import QUINTIC, JointTrajectory, parse_points
 from .truth import SIMULATOR, true_description, true_links
 
 # Payload allowance used when deriving default gains (kg, m in the payload frame).
@@ -229,17 +229,20 @@ class SimulatedArm:
         noise = self._noise_std * self._rng.standard_normal(self.n) / np.sqrt(int(samples)) if self._noisy else 0.0
         return raw + self._offset + noise
 
-    def set_trajectory(self, points) -> None:
-        """Replace the trajectory: ``points`` = [(time_from_start_s, positions, velocities|None)].
+    def set_trajectory(self, points, interpolation: str = QUINTIC) -> None:
+        """Replace the trajectory: ``points`` = [(time_from_start_s, positions, velocities|None
+        [, accelerations|None])], interpolated as ``interpolation`` says (:mod:`.trajectory`: ``"quintic"``
+        the package's own smooth moves, missing velocities and accelerations 0; ``"jtc"`` what
+        joint_trajectory_controller does with the fields given: linear, cubic or quintic).
 
         Starts from the current state at the current time; raises SimInputError (nothing changes)
         on bad shapes/NaN, waypoint positions outside the limits, non-increasing times, or a
         segment needing more than the velocity limits.
         """
-        pts = parse_points(points, self.n, self.desc.joint_names, self.desc.limits)
+        pts = parse_points(points, self.n, self.desc.joint_names, self.desc.limits, interpolation)
         q = self.data.qpos.copy()
         dq = np.clip(self._dq, -self.desc.limits.velocity, self.desc.limits.velocity)  # the measured state's
-        traj = JointTrajectory(self.data.time, q, dq, pts)
+        traj = JointTrajectory(self.data.time, q, dq, pts, interpolation)
         traj.check_limits(self.desc.limits, self.desc.joint_names)
         self._traj = traj
 

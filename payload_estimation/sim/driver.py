@@ -3,8 +3,9 @@
 :class:`SimDriver` owns a :class:`SimulatedArm` and runs it as a robot driver would: it steps the physics
 ``steps_per_message`` steps per joint-state message, stamps each message (with the stream faults a real
 driver produces, :class:`StreamStamps`), paces the stream to ``real_time_factor`` (:class:`Pacer`),
-follows trajectories, applies contact wrenches given in a link's axes (now or at a future sim time) and
-attaches the payload. Thread-safe: the physics thread and the node's callbacks share one driver.
+follows trajectories as joint_trajectory_controller interpolates them (:data:`.trajectory.JTC`), applies
+contact wrenches given in a link's axes (now or at a future sim time) and attaches the payload.
+Thread-safe: the physics thread and the node's callbacks share one driver.
 :func:`driver_config` maps the node's parameter values to a :class:`DriverConfig` (the one mapping).
 
 Start pose: ``initial_positions`` = ``[0.0]`` (the default) means :func:`start_pose`: a bent pose, never
@@ -28,6 +29,7 @@ from ..model.parameters import BodyInertia, sym_from_vec6
 from .arm import SimulatedArm
 from .config import ArmState, SensorConfig, SimConfig, SimInputError
 from .links import link_index, link_names
+from .trajectory import JTC
 
 FAULT_FUTURE_S = 1000.0
 """s a message after :meth:`StreamStamps.future_stamp` is stamped ahead of the stream."""
@@ -269,10 +271,12 @@ class SimDriver:
             if wait > 0 or self.pacer.real_time_factor <= 0:
                 time.sleep(wait)  # as fast as possible: sleep(0) lets the executor's threads run
 
-    def set_trajectory(self, points) -> None:
-        """Follow ``points`` = [(time_from_start s, q rad, dq rad/s | None)] from now (see SimulatedArm)."""
+    def set_trajectory(self, points, interpolation: str = JTC) -> None:
+        """Follow ``points`` = [(time_from_start s, q rad, dq rad/s | None[, ddq rad/s² | None])] from now, interpolated
+        as joint_trajectory_controller does by default (:data:`.trajectory.JTC`: positions only linear, with
+        velocities cubic, with accelerations too quintic; see SimulatedArm.set_trajectory)."""
         with self.lock:
-            self.arm.set_trajectory(points)
+            self.arm.set_trajectory(points, interpolation)
 
     def push(self, name: str, force, torque, at: float = 0.0) -> Contact | str | None:
         """A wrench on link ``name`` (a model link name or ``link_k``), force/torque in that link's axes, for
