@@ -190,18 +190,64 @@ def plot_sampling_motion(path: Path, runs: Sequence[SamplingMotion], joint_names
     return Path(path)
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "", pad: bool = True) -> str:
+TABLE_WIDTH = 120
+"""Characters: the widest line of a results table printed to a terminal (:func:`results_table`)."""
+
+MIN_COLUMN = 8
+"""Characters: no column of a wrapped table is made narrower than this (or than its longest word)."""
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "", pad: bool = True,
+                 width: int | None = None) -> str:
     """The package's one Markdown table writer: floats with 4 significant digits, strings as given.
     ``align``: one letter per column, ``l`` or ``r`` (default left); ``pad``: columns padded to equal
-    width (plain text that reads as a table), else compact (generated docs with long cells)."""
+    width (plain text that reads as a table), else compact (generated docs with long cells); ``width``:
+    at most this many characters per line (padded tables): the widest columns are narrowed and their
+    cells wrapped at spaces onto continuation lines (the other cells of those lines empty)."""
     cells = [[str(h) for h in headers]] + [[_fmt(v) for v in row] for row in rows]
     align = align.ljust(len(headers), "l")
     widths = [max(len(r[i]) for r in cells) if pad else 0 for i in range(len(headers))]
+    if pad and width is not None:
+        widths = _fit(cells, widths, width)
+        cells = [wrapped for r in cells for wrapped in _wrap_row(r, widths)]
     line = lambda r: "| " + " | ".join(c.rjust(w) if a == "r" else c.ljust(w)  # noqa: E731
                                        for c, w, a in zip(r, widths, align)) + " |"
     sep = "|" + "|".join(("-" * (w + 1) if pad else "---") + (":" if a == "r" else "-" if pad else "")
                          for w, a in zip(widths, align)) + "|"
-    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+    head = 1 if not (pad and width is not None) else len(_wrap_row([str(h) for h in headers], widths))
+    return "\n".join([line(r) for r in cells[:head]] + [sep] + [line(r) for r in cells[head:]])
+
+
+def _fit(cells: list[list[str]], widths: list[int], width: int) -> list[int]:
+    """Column widths whose table lines (``| a | b |``: 3 characters per column and 1) fit ``width``: one character
+    at a time off the column where it costs the fewest wrapped lines (the widest of those), none below
+    :data:`MIN_COLUMN` or its longest word."""
+    floor = [max(MIN_COLUMN, *(len(w) for r in cells for w in r[i].split() or [""])) for i in range(len(widths))]
+    widths = list(widths)
+
+    def lines(i: int, w: int) -> int:
+        return sum(len(_wrap_row([r[i]], [w])) for r in cells)
+
+    while sum(widths) + 3 * len(widths) + 1 > width:
+        free = [i for i in range(len(widths)) if widths[i] > floor[i]]
+        if not free:
+            break  # nothing left to narrow: words longer than the budget
+        i = min(free, key=lambda k: (lines(k, widths[k] - 1) - lines(k, widths[k]), -widths[k]))
+        widths[i] -= 1
+    return widths
+
+
+def _wrap_row(row: list[str], widths: list[int]) -> list[list[str]]:
+    """``row`` as table lines: each cell wrapped at spaces to its column's width."""
+    import textwrap
+
+    parts = [textwrap.wrap(c, w, break_long_words=True, break_on_hyphens=False) or [""] for c, w in zip(row, widths)]
+    return [[p[k] if k < len(p) else "" for p in parts] for k in range(max(len(p) for p in parts))]
+
+
+def results_table(rows: Sequence[Sequence[object]]) -> str:
+    """The demos' results table (quantity, true, measured / estimated, note), at most :data:`TABLE_WIDTH` wide."""
+    return format_table(("quantity", "true", "measured / estimated", "note"), rows, width=TABLE_WIDTH)
 
 
 def error_table(err: TorqueError, joint_names: Sequence[str], title: str = "") -> str:

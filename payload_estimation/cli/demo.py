@@ -311,10 +311,10 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
     from ..reporting import (
         ContactMark,
         SamplingMotion,
-        format_table,
         plot_residuals,
         plot_sampling_motion,
         plot_torques,
+        results_table,
         validation_torques,
     )
 
@@ -359,7 +359,8 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
     rms = np.sqrt(np.mean((taug[free] - pred[free]) ** 2, axis=0))
     rms0 = np.sqrt(np.mean((taug[free] - pred0[free]) ** 2, axis=0))
     f5 = plot_torques(out / "fig5_validation_torques.png", tg - t0, taug, pred, desc.joint_names,
-                      f"{desc.name}: measured vs model torques on the move after the estimate (paper 000 Fig. 5)",
+                      f"{desc.name}: measured vs model torques on the move after the estimate "
+                      "(Gaz & De Luca 2017, Fig. 5)",
                       tau_unloaded=pred0, mask=free)
     panels = []
     for m, title in ((MONITOR, "with the payload estimate (eq. 48)"), (UNLOADED_MONITOR, "without payload update")):
@@ -393,7 +394,7 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
          (f"the excitation did not determine {', '.join(est.undetermined) or 'it'}" if dy["trace_error_pct"] is None
           else f"trace {dy['trace_error_pct']:+.1f} %") + "; the static poses never determine it"),
         ("sample call (sim / wall) [s] static", "", f"{st['sample_call_sim_s']:.2f} / {st['sample_call_wall_s']:.2f}",
-         "paper: 10 × (move + 1 s)"),
+         "Gaz & De Luca 2017: 10 × (move + 1 s)"),
         ("sample call (sim / wall) [s] dynamic", "", f"{dy['sample_call_sim_s']:.2f} / {dy['sample_call_wall_s']:.2f}",
          f"+ {res['reference_run_s']:.2f} s reference run before the grasp"),
         ("collisions at the grasp", 0, at_grasp, "announced: payload_estimator/grasped"),
@@ -401,9 +402,9 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
          f"{st['collisions_during_sampling']}, {dy['collisions_during_sampling']}", ""),
         ("contacts detected (with estimate)", n_c, s_on.detected,
          "delays " + ", ".join(f"{1e3 * d:.0f}" for d in s_on.delays if np.isfinite(d)) + " ms"),
-        ("contact link, force (the monitor node's answer)",
-         ", ".join(f"{lk} {f:.0f} N" for _, _, lk, f in res["contacts"]),
-         "; ".join(contact_estimates), "link (probability), force (95 % range)"),
+        *((f"contact {k}: link, force", f"{lk} {f:.0f} N", answer,
+           "the monitor node's answer: link (probability), force (95 % range)" if k == 1 else "")
+          for k, ((_, _, lk, f), answer) in enumerate(zip(res["contacts"], contact_estimates), start=1)),
         ("false alarms (with estimate)", 0, len(s_on.false_alarms),
          f"{alarm_time[MONITOR]:.2f} s above threshold; node raised {live[MONITOR]} stops"),
         ("contacts detected (no payload update)", n_c, s_off.detected, ""),
@@ -412,7 +413,7 @@ def _report(res: dict, desc, sc: Scenario, out: Path) -> None:
         ("validation RMS torque error [N m]", "", f"{np.sqrt(np.mean(rms ** 2)):.3f}",
          f"without payload: {np.sqrt(np.mean(rms0 ** 2)):.3f}"),
     ]
-    table = format_table(("quantity", "true", "measured / estimated", "note"), rows)
+    table = results_table(rows)
     ok = (s_on.detected == n_c and not s_on.false_alarms and abs(mass_err) < 5.0 and abs(st["mass_error_pct"]) < 5.0)
     summary = {
         "robot": desc.name, "estimate": est.to_dict(),

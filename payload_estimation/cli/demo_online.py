@@ -454,7 +454,7 @@ def _row(label: str, x: dict | None, truth_m: float, truth_c) -> tuple:
 
 def _report(res: dict, desc, sc: OnlineScenario, out: Path) -> dict:
     from ..model import RigidBodyDynamics
-    from ..reporting import format_table
+    from ..reporting import results_table
 
     _say("online 6/7", "scoring and plotting")
     res["sigma_thresholds"] = sigma_thresholds(res, RigidBodyDynamics(desc))
@@ -486,7 +486,7 @@ def _report(res: dict, desc, sc: OnlineScenario, out: Path) -> dict:
          f"; arm reached the place pose within {_fmt(d['arm_reached_place_deg'], '.2f', ' deg')}"),
         ("false alarms (collision flags outside the push)", 0, o["false_alarms"], ""),
     ]
-    table = format_table(("quantity", "true", "measured / estimated", "note"), rows)
+    table = results_table(rows)
     summary = {"robot": desc.name, "truth": {"mass": sc.payload_mass, "com": sc.payload_com.tolist()},
                **o, "wall_time_s": res["wall_time_s"], "plot": str(png), "ok": ok, "failed": fails}
     (out / "online_summary.json").write_text(json.dumps(summary, indent=2, default=float))

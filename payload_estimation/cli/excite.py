@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "period per --periods)")
     parser.add_argument("--periods", type=int, default=1, help="periods written to the files (default 1)")
     parser.add_argument("--velocity-factor", type=float, default=0.6,
-                        help="fraction of the velocity limits (default 0.6, reduced as in paper 003)")
+                        help="fraction of the velocity limits (default 0.6, reduced as in Xu et al., IEEE Access 2020)")
     parser.add_argument("--position-factor", type=float, default=0.9, help="fraction of the position range")
     parser.add_argument("--acceleration-limit", type=float, default=3.0, help="rad/s^2 (default 3)")
     parser.add_argument("--center-deg", type=float, nargs="+", default=None,

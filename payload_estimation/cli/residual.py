@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pay.add_argument("--payload", help="known payload 'm,cx,cy,cz' (kg, m in the payload frame); gravity only")
     pay.add_argument("--payload-file", type=Path, help="payload estimate JSON (`payload-estimation estimate --json`)")
     parser.add_argument("--threshold", default="6", help="detection threshold in N m: one value or one per joint "
-                                                         "'t1,...,tn' (default 6, paper 000)")
+                                                         "'t1,...,tn' (default 6, as in Gaz & De Luca, IROS 2017)")
     parser.add_argument("--release", type=float, default=0.5, help="release threshold as a fraction of the "
                                                                   "detection threshold (hysteresis, default 0.5)")
     parser.add_argument("--gain", default=f"{DEFAULT_GAIN:g}",

@@ -67,7 +67,7 @@ from .model_uncertainty import declared_source
 from .online import ComPrior, InertiaPrior, OnlineConfig, inertia_prior_problem
 from .online_session import OnlineSession, Tick
 from .recordings import CURRENT_WARNING
-from .result import PayloadDataError, PayloadLimits
+from .result import PayloadDataError, PayloadLimits, is_no_payload
 from .run_terms import LoadedTerms, reference_terms
 from .static import StaticFitConfig, UnloadedModel, estimate_payload_static, precision_problem, unloaded_model
 
@@ -853,12 +853,15 @@ def checked_gravity_model(dyn: RigidBodyDynamics, path: str | Path) -> tuple[Unl
 
 
 def format_estimate(est: PayloadEstimate) -> str:
-    """One line an operator can read: mass, CoM (mm), std, condition number, residual."""
+    """One line an operator can read: mass, CoM (mm), std, condition number, residual (a no-payload result says that
+    the CoM does not apply, instead of a CoM of 0 with std NaN)."""
     s = est.std or {}
     com_mm = np.asarray(est.com, float) * 1e3
     std_com = [s.get(k, float("nan")) * 1e3 for k in ("cx", "cy", "cz")]
-    return (f"mass {est.mass:.4f} kg (std {s.get('mass', float('nan')):.4f}), CoM [{com_mm[0]:.1f}, {com_mm[1]:.1f}, "
-            f"{com_mm[2]:.1f}] mm (std [{std_com[0]:.1f}, {std_com[1]:.1f}, {std_com[2]:.1f}]) in {est.frame}, "
+    com = ("no payload: CoM does not apply" if is_no_payload(est) else
+           f"CoM [{com_mm[0]:.1f}, {com_mm[1]:.1f}, {com_mm[2]:.1f}] mm (std [{std_com[0]:.1f}, {std_com[1]:.1f}, "
+           f"{std_com[2]:.1f}])")
+    return (f"mass {est.mass:.4f} kg (std {s.get('mass', float('nan')):.4f}), {com} in {est.frame}, "
             f"cond {est.condition_number:.3g}, residual RMS {est.residual_rms:.3g} N m, {est.samples} samples, "
             f"method {est.method}" + "".join(f"; {note}" for note in est.notes))
 

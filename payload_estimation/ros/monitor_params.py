@@ -28,9 +28,9 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + TORQUE_PARAMS + LIMIT_PARAMS + Parameter
           "another robot model (joint names, kinematics) refuses the model (status ERROR)", read_only=True),
     Param("gains", [_MON.gains], "observer gain K_I (1/s), one value or one per joint (docs/collision.md)", low=0.0,
           high=1000.0, low_open=True, min_items=1, applies="next sample (after a collision is released)"),
-    Param("thresholds", [_MON.thresholds], "N m (paper: 6 N m), one value or one per joint; from a contact-free "
-          "recording of the arm's moves: ~/start_threshold_calibration ... ~/finish_threshold_calibration, or "
-          "payload-estimation residual --calibrate", low=0.0, high=200.0,
+    Param("thresholds", [_MON.thresholds], "N m (Gaz & De Luca 2017: 6 N m), one value or one per joint; from a "
+          "contact-free recording of the arm's moves: ~/start_threshold_calibration ... "
+          "~/finish_threshold_calibration, or payload-estimation residual --calibrate", low=0.0, high=200.0,
           low_open=True, min_items=1, applies="next sample (after a collision is released)"),
     Param("threshold_margin", [_MON.margin], "N m, model-error envelope at rest: th_j = max(thresholds_j, margin_j + "
           "speed_j |dq_j| + n_sigma sigma_r,j), one value or one per joint", low=0.0, high=200.0, min_items=1,
@@ -71,8 +71,8 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + TORQUE_PARAMS + LIMIT_PARAMS + Parameter
           applies="next sample (after a collision is released)"),
     Param("policy", _SUP.policy, "reaction to a collision", choices=POLICIES,
           applies="next sample (after a stop has ended)"),
-    Param("resume_delay", _SUP.resume_delay, "s after the release before resuming (paper: 2 s)", low=0.0, high=600.0,
-          applies="next sample (after a stop has ended)"),
+    Param("resume_delay", _SUP.resume_delay, "s after the release before resuming (Gaz & De Luca 2017: 2 s)",
+          low=0.0, high=600.0, applies="next sample (after a stop has ended)"),
     Param("hold_time", _SUP.hold_time, "s, minimum time_from_start of the stop point (tolerates stale state)", low=0.0,
           high=10.0, low_open=True),
     Param("stop_deceleration", _SUP.stop_deceleration,
@@ -87,7 +87,7 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + TORQUE_PARAMS + LIMIT_PARAMS + Parameter
           low_open=True),
     Param("payload_as_point_mass", _SUP.payload_as_point_mass,
           "a gravity-only estimate also enters M and C as a point mass at its CoM "
-          "(false: paper 000 eq. 48, gravity only)", applies="next estimate"),
+          "(false: gravity only, eq. 48 of Gaz & De Luca, IROS 2017)", applies="next estimate"),
     Param("threshold_calibration_safety", THRESHOLD_SAFETY, "~/finish_threshold_calibration sets each threshold "
           "to max(threshold_calibration_minimum, this x the largest |residual| recorded since "
           "~/start_threshold_calibration)", low=1.0, high=10.0, applies="next finish"),

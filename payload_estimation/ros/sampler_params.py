@@ -19,10 +19,11 @@ NEXT_RUN = "next ~/sample"
 _D = SamplerConfig()  # the defaults
 
 PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + ParameterTable([
-    Param("n_poses", _D.n_poses, "static samples including the pick configuration (paper: 10)", low=4, high=50,
-          applies=NEXT_RUN),
-    Param("amplitude_deg", _D.amplitude_deg, "deg, per-joint perturbation around the pick configuration (paper: ±7°)",
-          low=0.0, high=10.0, low_open=True, applies=NEXT_RUN),
+    Param("n_poses", _D.n_poses, "static samples including the pick configuration (Gaz & De Luca 2017: 10)", low=4,
+          high=50, applies=NEXT_RUN),
+    Param("amplitude_deg", _D.amplitude_deg,
+          "deg, per-joint perturbation around the pick configuration (Gaz & De Luca 2017: ±7°)", low=0.0, high=10.0,
+          low_open=True, applies=NEXT_RUN),
     Param("limit_margin_deg", _D.limit_margin_deg,
           "deg kept from the joint position limits", low=0.0, high=20.0, applies=NEXT_RUN),
     Param("velocity_scale", _D.velocity_scale,
@@ -35,8 +36,8 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + SETTLE_PARAMS + ParameterTable([
     Param("arrival_timeout", _D.arrival_timeout,
           "s beyond a move's planned duration before 'not reached'", low=0.0, high=60.0,
           low_open=True, applies=NEXT_RUN),
-    Param("dwell", _D.dwell, "s, longest wait for a static sample at a pose (paper: 1 s)", low=0.0, high=30.0,
-          low_open=True, applies=NEXT_RUN),
+    Param("dwell", _D.dwell, "s, longest wait for a static sample at a pose (Gaz & De Luca 2017: 1 s)", low=0.0,
+          high=30.0, low_open=True, applies=NEXT_RUN),
     Param("pick_rest_timeout", _D.pick_rest_timeout,
           "s, longest wait for rest at the pick configuration (after the grasp)",
           low=0.0, high=60.0, low_open=True, applies=NEXT_RUN),
