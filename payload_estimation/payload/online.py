@@ -28,6 +28,24 @@ noise's, Σ_post what the rows leave of Σ; the offsets' part is propagated thro
 ``limits.max_com_radius``) keeps the system solvable while the motion has not yet separated every parameter; the
 state then says ``not excited`` and why.
 
+A fit that does not fit says so (issue 46). Everything the model may explain is fitted -- the payload within its
+prior, the model's whole error (links', calibrated model's, offsets') within Σ -- and what is left is checked
+against what the noise model expects of it, the sensor noise through the filter on every row: χ²/ν = rss / ((rows -
+10) σ_f²). Clean data give 0.8-1.0 (its sampling spread at ≥ 0.2 s of rows is < 0.2); above ``misfit_chi2`` (4: the
+unexplained torque's RMS twice the expected) the data disagree with the model: a torque the model lacks (a torque or
+velocity signal filtered or delayed against the positions, friction, elastic joints, motion faster than the 5 ms
+rows follow: a stop at every 0.1 s point, 40 rad/s² swings, gives 10-145). Such a torque is systematic: it does not
+average down over the rows as noise does (the residual's scatter, taken as white, scaled σ by ~√(χ²/ν) only and left
+CoM errors of 4-9 σ). What it can explain: an unexplained torque of energy U (N² m², summed over the rows) no more
+of the payload's shape than it shows in the residual moves the parameters by δp with δpᵀ A δp ≤ U (A the rows'
+information); that bound is taken as 2σ (the worst alignment is not rare: a velocity half a step off the positions
+and the torque, the simulator's before issue 46, is largely of the payload's inertial shape; as 3σ it left 1 run in
+6 per robot at 3.3-3.7σ 1.0 s into such a move), i.e. σ's covariance gets U A⁻¹ / 4, with U the residual energy
+beyond ``misfit_chi2`` x its expectation (continuous at the threshold; below it the scatter's scaling of σ stands).
+Done as the rows' information deflated by K = 1 + U / (4 v) (v the noise variance per row the fit uses), so
+directions the motion does not determine keep their prior; the estimate itself is unchanged. The state's reason, the
+status and the estimate's notes then say it in words (:attr:`OnlineStatus.misfit`).
+
 Anchor: while no payload is announced, the estimator learns the unloaded model's filtered error at rest (the
 last ≥ ``anchor_rest`` s of standing still). After the grasp the fit subtracts it (times the zero-state filter's
 unit-step response): the sensor offsets cancel and near the anchor pose the model's gravity error nearly does
@@ -74,6 +92,11 @@ RECENT = 0.3
 MAX_STREAM_LAG = 1.0
 """s: a grasp announced up to this far ahead of the next sample's stamp counts its rows from the announcement (the
 stream was behind); further off the stamps are on another clock and the next sample is taken as the grasp's."""
+MISFIT_CHI2 = 4.0
+"""The fit's χ²/ν above which the data disagree with the model (the unexplained torque's RMS twice what the noise model
+expects): clean data give 0.8-1.0 (spread < 0.2), a positions-only move under joint_trajectory_controller (the velocity
+steps at every point) 1.0-1.9, a stop at every 0.1 s point 10-145, the simulator's velocity half a step behind its
+positions and torque (before issue 46) 480-5300."""
 _STEP = 1e-6  # s, the step along the motion for dM/dt dq (a derivative of the model, not of data)
 _COM = ("x", "y", "z")
 
@@ -99,7 +122,8 @@ class OnlineConfig:
     ``limits``: plausibility and the weak prior on mass and CoM; ``fit_model_error``: the model's error (link
     parameters, calibrated model; not the offsets) is fitted with the payload within its declared σ (what of it the
     payload's rows cannot explain shows in the residual: the data narrow it where the motion shows it) rather
-    than only propagated into σ."""
+    than only propagated into σ; ``misfit_chi2``: the fit's χ²/ν above which the data disagree with the model and σ
+    is widened by what the misfit can explain (module docstring; inf: never)."""
 
     cutoff: float = DEFAULT_CUTOFF
     row_period: float = 0.005
@@ -120,8 +144,11 @@ class OnlineConfig:
     inertia_prior: float = 0.01
     limits: PayloadLimits = field(default_factory=lambda: PayloadLimits(max_payload=15.0, max_com_radius=0.5))
     fit_model_error: bool = True
+    misfit_chi2: float = MISFIT_CHI2
 
     def __post_init__(self):
+        if not (self.misfit_chi2 > 1):  # NaN too
+            raise PayloadDataError(f"online estimator: misfit_chi2 must be > 1 (inf: never), got {self.misfit_chi2}")
         for name in ("cutoff", "row_period", "solve_period", "torque_noise", "anchor_rest", "max_gap",
                      "converged_com", "min_tilt_deg"):
             v = getattr(self, name)
@@ -212,7 +239,10 @@ class OnlineStatus:
     ``seconds`` of stream since the grasp, whether a payload is announced (``grasped``) and whether an
     unloaded anchor is in use (``anchored``); ``gravity_covariance`` (4 x 4) of (m, m cx, m cy, m cz) (kg,
     kg m; payload frame), correlations included: a CoM component the motion has not separated yet is
-    uncertain alone but not in the torque it produces at the poses seen (:meth:`torque_std`)."""
+    uncertain alone but not in the torque it produces at the poses seen (:meth:`torque_std`).
+    The fit against its noise model: ``misfit_ratio`` its χ²/ν, ``fit_rms`` and ``expected_rms`` (N m, per filtered
+    row) the residual's RMS and what the noise model expects of it, ``widening`` the factor on σ in the directions
+    the motion determines (1: none), ``misfit`` the words for the user when the data disagree ("" otherwise)."""
 
     state: str
     reason: str
@@ -223,6 +253,11 @@ class OnlineStatus:
     grasped: bool = False
     anchored: bool = False
     gravity_covariance: np.ndarray | None = None
+    misfit: str = ""
+    misfit_ratio: float = math.nan
+    fit_rms: float = math.nan
+    expected_rms: float = math.nan
+    widening: float = 1.0
 
     def torque_std(self, dyn: RigidBodyDynamics, q: np.ndarray) -> np.ndarray:
         """1-σ (n, N m) of the estimated payload's gravity torque at ``q`` (rad): what the collision monitor
@@ -498,6 +533,7 @@ class OnlinePayloadEstimator:
         self._started = False
         self._error_cov = None
         self._error_root = None
+        self._error_root_all = None
         t = self._t if self._t is not None else 0.0
         self._status = OnlineStatus(IDLE, "no payload announced (call grasped after the gripper closes)", None, t)
 
@@ -646,13 +682,30 @@ class OnlinePayloadEstimator:
         if self._error_cov is None:  # constant while a payload is carried
             self._error_cov = self._rows.covariance(self._offset_std())
             self._error_root = _root(self._error_cov[:-self.dyn.n, :-self.dyn.n])
+            self._error_root_all = _root(self._error_cov)  # with the offsets': what the misfit check lets it explain
+        v = s2 * corr
         if self.cfg.fit_model_error:
-            p, cov = self._with_model_error(s2 * corr, mean, var)  # the last solve's prior
+            p, cov = self._with_model_error(v, mean, var)  # the last solve's prior
         else:
-            sens = cov @ (self._e / (s2 * corr))
+            sens = cov @ (self._e / v)
             cov = cov + sens @ self._error_cov @ sens.T
+        fit_rss = self._explained_rss(v, mean, var)
+        expected = max(n_rows - 10, 1) * floor  # ν = rows - the payload's 10 parameters
+        ratio = fit_rss / expected
+        # the unexplained torque beyond misfit_chi2 x its expectation, as a systematic torque (module docstring)
+        excess = max(fit_rss - self.cfg.misfit_chi2 * expected, 0.0)
+        widening = 1.0 + excess / (4.0 * v)
+        if widening > 1.0:
+            if self.cfg.fit_model_error:
+                cov = self._with_model_error(v * widening, mean, var)[1]
+            else:
+                cov = np.linalg.inv(self._a / (v * widening) + np.diag(1.0 / var))
+                sens = cov @ (self._e / (v * widening))
+                cov = cov + sens @ self._error_cov @ sens.T
         cov = 0.5 * (cov + cov.T)
         seconds = self._t - self._first if self._first is not None else 0.0
+        fit = dict(misfit_ratio=ratio, fit_rms=math.sqrt(fit_rss / max(n_rows, 1)),
+                   expected_rms=math.sqrt(expected / max(n_rows, 1)), widening=math.sqrt(widening))
         common = dict(t=self._t, rows=self._count, seconds=seconds, grasped=True, anchored=self._anchor is not None)
         try:
             est = self._estimate(p, cov, math.sqrt(rss / max(n_rows, 1)))
@@ -660,8 +713,33 @@ class OnlinePayloadEstimator:
             self.rejected += 1
             return replace(self._status, state=CONVERGING, reason=f"not yet plausible ({e}); keeping the last estimate",
                            **common)
+        misfit = misfit_words(est, **fit) if widening > 1.0 else ""
+        if misfit:
+            est = replace(est, notes=est.notes + (misfit,))
         state, reason = self._judge(est, cov)
-        return OnlineStatus(state, reason, est, gravity_covariance=cov[:4, :4].copy(), **common)
+        if misfit:
+            reason = f"{misfit}; {reason}"
+        return OnlineStatus(state, reason, est, gravity_covariance=cov[:4, :4].copy(), misfit=misfit, **fit, **common)
+
+    def _explained_rss(self, v: float, mean: np.ndarray, var: np.ndarray) -> float:
+        """The rows' residual energy (N² m², summed over the rows) after everything the model may explain is fitted:
+        the payload within its prior (``mean``, ``var``) and the model's whole error δ ~ N(0, Σ) -- the links', the
+        calibrated model's, the offsets' -- within Σ, at noise variance ``v`` per row. What is left is what the
+        noise model has to explain: its expectation is (rows - 10) x the filtered noise's variance."""
+        lw = self._error_root_all
+        k = lw.shape[1]
+        el = self._e @ lw
+        ell = lw.T @ self._ee @ lw
+        er = lw.T @ self._er
+        h = np.zeros((10 + k, 10 + k))
+        h[:10, :10] = self._a / v + np.diag(1.0 / var)
+        h[:10, 10:] = el / v
+        h[10:, :10] = h[:10, 10:].T
+        h[10:, 10:] = ell / v + np.eye(k)
+        x = np.linalg.solve(h, np.concatenate([self._b / v + mean / var, er / v]))
+        p, z = x[:10], x[10:]
+        rss = self._rr - 2 * p @ self._b - 2 * z @ er + p @ self._a @ p + 2 * p @ el @ z + z @ ell @ z
+        return max(float(rss), 0.0)
 
     def _with_model_error(self, v: float, mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(payload, its covariance) fitted together with the model's error δ ~ N(0, Σ) at noise variance ``v`` per row
@@ -765,5 +843,21 @@ class OnlinePayloadEstimator:
         return self._last_q if self._last_q is not None else np.zeros(self.dyn.n)
 
 
+def misfit_words(est: PayloadEstimate, misfit_ratio: float, fit_rms: float, expected_rms: float,
+                 widening: float) -> str:
+    """What a user reads when the fit does not fit (:attr:`OnlineStatus.misfit`): how much torque the model does not
+    explain, against what was expected, and how uncertain that leaves the estimate (3σ after the widening)."""
+    s = est.std
+    com = [s.get(k, math.nan) for k in ("cx", "cy", "cz")]
+    com_words = (f"CoM uncertain to ±{3e3 * max(com):.0f} mm" if all(math.isfinite(c) for c in com)
+                 else "CoM not determined")
+    return (f"the motion has torque the model does not explain: {fit_rms:.3g} N m RMS against {expected_rms:.2g} N m "
+            f"expected (χ²/ν {misfit_ratio:.3g}); σ widened ×{widening:.1f} to what it can explain: {com_words}, mass "
+            f"to ±{3 * s.get('mass', math.nan):.3g} kg (3σ). Look for a torque or velocity signal filtered or delayed "
+            "against the positions, friction or elastic joints the model lacks, or a jerkier motion than the estimate "
+            "follows (a stop at every point: send the points' velocities)")
+
+
 __all__ = ["CONVERGED", "CONVERGING", "IDLE", "MIN_INERTIA_PRIOR_STD", "NOT_EXCITED", "STATES", "ComPrior",
-           "InertiaPrior", "OnlineConfig", "OnlinePayloadEstimator", "OnlineStatus", "inertia_prior_problem"]
+           "InertiaPrior", "MISFIT_CHI2", "OnlineConfig", "OnlinePayloadEstimator", "OnlineStatus",
+           "inertia_prior_problem", "misfit_words"]

@@ -14,7 +14,10 @@
   kept; a 0 kg estimate would read as a release), and after the move only while the arm keeps moving (a joint
   by ``STILL`` between ticks): at rest the rows add little, and a payload dropped at rest must not be fitted
   into the estimate the monitor compares the drop with. A ``not excited`` estimate during the motion is published
-  with its σ (the monitor widens its thresholds by it): the best estimate so far;
+  with its σ (the monitor widens its thresholds by it): the best estimate so far; a fit that disagrees with its
+  noise model (:attr:`.online.OnlineStatus.misfit`) is published with σ widened by what the misfit can explain, the
+  words lead the state's reason (status ``online_reason``, ``online_misfit``; numbers ``online_fit_rms``,
+  ``online_expected_rms`` N m, ``online_fit_chi2``, ``online_sigma_widening``) and the log says when it starts and ends;
 - a contact (:meth:`OnlineSession.contact`: the collision monitor's ``~/collision``) is not fitted: the rows of
   the last ``CONTACT_LOOKBACK`` s before its report and those until its release are left out, and the filters
   start over after it (:meth:`.online.OnlinePayloadEstimator.contact`);
@@ -89,6 +92,7 @@ class OnlineSession:
         self._lock = threading.Lock()
         self._last_est: PayloadEstimate | None = None  # the last published estimate
         self._last_state = IDLE
+        self._last_misfit = False  # the last solve's fit disagreed with its noise model (said once in the log)
         self.moved = False  # the arm moved since the grasp
         self._q_grasp: np.ndarray | None = None  # rad, where the arm was at the grasp
         self._q: np.ndarray | None = None  # rad, the newest sample's position
@@ -132,6 +136,7 @@ class OnlineSession:
             self.active, self.published, self.ended, self.moved, self._q_grasp = True, 0, "", False, None
             self._q_tick = None
             self._last_est, self._last_state = None, self.estimator.status.state
+            self._last_misfit = False
             anchored = self.estimator.status.anchored
         return ("payload estimated online from the next motion (published on payload/estimate once the arm "
                 "moves; state in ~/status online_state)" + ("" if anchored else
@@ -227,9 +232,13 @@ class OnlineSession:
         ms = 1e3 * (time.perf_counter() - start)
         self.last_solve_ms, self.max_solve_ms = ms, max(self.max_solve_ms, ms)
         note = ""
-        if st.state != self._last_state:
+        misfit = bool(st.misfit)
+        if st.state != self._last_state or misfit != self._last_misfit:
+            # the reason leads with the misfit's words while the data disagree with the model; their end is said too
             note = f"online payload estimate: {st.state} ({st.reason})"
-            self._last_state = st.state
+            if self._last_misfit and not misfit:
+                note = f"online payload estimate: the fit agrees with its noise model again; {st.state} ({st.reason})"
+            self._last_state, self._last_misfit = st.state, misfit
         e, q = st.estimate, self._q
         still = (self._q_tick is not None and q is not None
                  and float(np.max(np.abs(q - self._q_tick))) < STILL)
@@ -257,6 +266,10 @@ class OnlineSession:
                          "online_anchored": st.anchored, "online_rows": st.rows,
                          "online_grasp_lag_s": "" if est.grasp_lag is None else round(est.grasp_lag, 3),
                          "online_seconds": round(st.seconds, 3)})
+        if st is not None and st.estimate is not None:  # the fit against its noise model (issue 46)
+            vals.update({"online_misfit": st.misfit, "online_fit_rms": round(st.fit_rms, 4),
+                         "online_expected_rms": round(st.expected_rms, 4),
+                         "online_fit_chi2": round(st.misfit_ratio, 2), "online_sigma_widening": round(st.widening, 2)})
         e = None if st is None else st.estimate
         if e is not None:
             vals.update({"online_mass": e.mass, "online_mass_std": e.std.get("mass", math.nan),
