@@ -219,8 +219,9 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]], align
 
 
 def _fit(cells: list[list[str]], widths: list[int], width: int) -> list[int]:
-    """Column widths whose table lines (``| a | b |``: 3 characters per column and 1) fit ``width``: one character
-    at a time off the column where it costs the fewest wrapped lines (the widest of those), none below
+    """Column widths whose table lines (``| a | b |``: 3 characters per column and 1) fit ``width``: characters taken
+    off the column where they cost the fewest wrapped lines per character (looking as far as the excess, so that
+    a column whose first character costs several lines but frees many is not passed over), none below
     :data:`MIN_COLUMN` or its longest word."""
     floor = [max(MIN_COLUMN, *(len(w) for r in cells for w in r[i].split() or [""])) for i in range(len(widths))]
     widths = list(widths)
@@ -228,12 +229,13 @@ def _fit(cells: list[list[str]], widths: list[int], width: int) -> list[int]:
     def lines(i: int, w: int) -> int:
         return sum(len(_wrap_row([r[i]], [w])) for r in cells)
 
-    while sum(widths) + 3 * len(widths) + 1 > width:
-        free = [i for i in range(len(widths)) if widths[i] > floor[i]]
-        if not free:
+    while (excess := sum(widths) + 3 * len(widths) + 1 - width) > 0:
+        options = [((lines(i, widths[i] - d) - lines(i, widths[i])) / d, -d, i)
+                   for i in range(len(widths)) for d in range(1, min(excess, widths[i] - floor[i]) + 1)]
+        if not options:
             break  # nothing left to narrow: words longer than the budget
-        i = min(free, key=lambda k: (lines(k, widths[k] - 1) - lines(k, widths[k]), -widths[k]))
-        widths[i] -= 1
+        _, minus_d, i = min(options)
+        widths[i] += minus_d
     return widths
 
 
