@@ -415,17 +415,28 @@ def _raise_stop(signum, frame) -> None:
 def supervise(procs: Sequence[subprocess.Popen], poll: float = 0.2) -> int:
     """Wait until a child exits or a stop signal (SIGINT, SIGTERM, SIGHUP) arrives, then stop all children.
 
-    A child that exits on its own is reported with its exit code; returns the first non-zero code."""
+    A child that exits on its own is reported with its exit code; returns the first non-zero code. The simulator
+    stands in for the robot: when it exits, the package's nodes go on as they do when a robot driver stops (they
+    report the stream lost, a pending ``~/sample`` answers with the reason); bringup says so and waits for them."""
     old = {s: signal.signal(s, _raise_stop) for s in STOP_SIGNALS}  # SIGINT too: it may be inherited ignored
     code = 0
+    procs = list(procs)
     try:
-        while True:
+        while procs:
             done = [p for p in procs if p.poll() is not None]
+            if done and all(getattr(p, "node", "") == "sim" for p in done) and len(done) < len(procs):
+                for p in done:
+                    print(f"bringup: sim_node exited with code {p.returncode}; the other nodes go on without its "
+                          "stream, as with a robot driver that stops (they report joint_states lost); stop them "
+                          "with Ctrl-C", file=sys.stderr, flush=True)
+                    procs.remove(p)
+                code = code or next((p.returncode for p in done if p.returncode), 0)
+                continue
             if done:
                 for p in done:
                     print(f"bringup: {EXECUTABLES.get(getattr(p, 'node', ''), p.args)} exited with code "
                           f"{p.returncode}; stopping the other nodes", file=sys.stderr, flush=True)
-                code = next((p.returncode for p in done if p.returncode), 0)
+                code = next((p.returncode for p in done if p.returncode), code)
                 break
             time.sleep(poll)
     except (KeyboardInterrupt, _Stop) as e:

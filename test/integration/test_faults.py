@@ -27,6 +27,7 @@ from ros_helpers import call_trigger, wait_for
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
 
 from payload_estimation.model.dynamics import RigidBodyDynamics
 from payload_estimation.model.robot_file import load_robot
@@ -287,6 +288,38 @@ def test_a_dying_child_is_reported_and_the_others_stopped(ros):
         assert proc.returncode != 0 and "exited with code -9" in err
         assert wait_for(lambda: not any(_alive(k) for k in kids), 5.0)
     finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_the_simulator_exiting_leaves_the_nodes_running_and_a_pending_sample_answered(ros):
+    """The simulator stands in for the robot: when it dies mid-``sample``, the nodes go on as with a robot driver
+    that stops -- the pending ``~/sample`` answers with the reason, bringup says so and keeps the nodes (issue 47:
+    it stopped every node and the call never got an answer)."""
+    proc = _bringup("--nodes", "sim,estimator,sampler,monitor", "--processes", "--use-sim-time")
+    client = Node("sim_exit_client")
+    spin = SpinThread(SingleThreadedExecutor(), client)
+    try:
+        assert wait_for(lambda: len(_children(proc.pid)) == 4, 30.0)
+        kids = _children(proc.pid)
+        sim = next(k for k in kids if "sim_node" in open(f"/proc/{k}/cmdline").read())
+        cli = client.create_client(Trigger, f"{NS}/payload_sampler/sample")
+        assert cli.wait_for_service(timeout_sec=20.0)
+        time.sleep(4.0)  # the models loaded, the stream flowing
+        fut = cli.call_async(Trigger.Request())
+        time.sleep(1.5)  # the run under way
+        os.kill(sim, signal.SIGKILL)
+        assert wait_for(fut.done, 30.0), "~/sample never answered after the simulator died"
+        answer = fut.result()
+        assert not answer.success and "joint_states" in answer.message, answer.message
+        assert proc.poll() is None and all(_alive(k) for k in kids if k != sim), "bringup stopped the other nodes"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=15)
+        assert "sim_node exited with code -9; the other nodes go on" in err, err[-2000:]
+        assert wait_for(lambda: not any(_alive(k) for k in kids), 5.0), "orphaned nodes"
+    finally:
+        spin.stop()
+        client.destroy_node()
         if proc.poll() is None:
             proc.kill()
 
