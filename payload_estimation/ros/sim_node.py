@@ -212,7 +212,8 @@ class SimNode(Node):
         w = msg.wrench
         try:
             applied = self.driver.push(msg.header.frame_id, [w.force.x, w.force.y, w.force.z],
-                                       [w.torque.x, w.torque.y, w.torque.z], time_to_sec(msg.header.stamp))
+                                       [w.torque.x, w.torque.y, w.torque.z], time_to_sec(msg.header.stamp),
+                                       float(self.values["contact_duration"]))
         except PayloadEstimationError as exc:
             self.get_logger().error(f"apply_wrench rejected: {exc}")
             return

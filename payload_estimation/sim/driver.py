@@ -278,11 +278,12 @@ class SimDriver:
         with self.lock:
             self.arm.set_trajectory(points, interpolation)
 
-    def push(self, name: str, force, torque, at: float = 0.0) -> Contact | str | None:
+    def push(self, name: str, force, torque, at: float = 0.0, duration: float | None = None) -> Contact | str | None:
         """A wrench on link ``name`` (a model link name or ``link_k``), force/torque in that link's axes, for
-        ``contact_duration`` s: applied now, or scheduled (None) when ``at`` lies after the sim time."""
+        ``duration`` s (None: the config's ``contact_duration``): applied now, or scheduled (None) when ``at``
+        lies after the sim time."""
         c = Contact(link_index(self.desc, name), name, np.asarray(force, float), np.asarray(torque, float),
-                    float(at), self.config.contact_duration)
+                    float(at), self.config.contact_duration if duration is None else float(duration))
         with self.lock:
             if c.at > self.arm.time:
                 self._pending.append(c)

@@ -244,3 +244,23 @@ def test_apply_wrench_scheduled_at_header_stamp(ros):
     wait_for(lambda: applied_lines(), what="scheduled wrench")
     applied = float(applied_lines()[0].split(" at t=")[1].split(" s")[0])  # sim time, from sim_node
     assert at <= applied <= at + 0.0041  # not on arrival: at its stamp, within one 250 Hz publish period
+
+
+def test_a_changed_contact_duration_applies_to_the_next_wrench(ros):
+    """contact_duration set at run time is the next contact's duration (issue 47: it was read back as 2.0 and
+    contacts still lasted 0.2 s)."""
+    from rclpy.parameter import Parameter
+
+    sim, probe = ros
+    n0 = len(probe.logs)
+    assert sim.set_parameters([Parameter("contact_duration", value=2.0)])[0].successful
+    try:
+        w = WrenchStamped()
+        w.header.frame_id = "link_5"
+        w.wrench.force.z = 1.0
+        probe.pub_wrench.publish(w)
+        wait_for(lambda: any(s.startswith("wrench on link_5") for s in probe.logs[n0:]), what="wrench applied")
+        line = next(s for s in probe.logs[n0:] if s.startswith("wrench on link_5"))
+        assert " for 2.0 s" in line, line
+    finally:
+        sim.set_parameters([Parameter("contact_duration", value=0.2)])
