@@ -150,7 +150,7 @@ def run(args) -> int:
         "/**/payload_estimator:\n  ros__parameters: {robot: ''}\n"
         "/**/payload_sampler:\n  ros__parameters: {robot: '', service_timeout: 15.0, joint_state_timeout: 3.0, "
         "collision_clear_timeout: 3.0, pick_rest_timeout: 10.0}\n"
-        "/**/collision_monitor:\n  ros__parameters: {robot: '', residual_decimation: 2, quadrature: hold}\n")
+        "/**/collision_monitor:\n  ros__parameters: {robot: '', residual_decimation: 2}\n")
     pfile = config_file(args.robot)
     _say("1/7", f"starting sim_node ({args.robot}, {sc.rate_hz:.0f} Hz joint_states, torque noise "
                 f"{sc.noise_std} N m, {100 * sc.model_error:.0f} % model error), payload_estimator, payload_sampler, "

@@ -266,8 +266,11 @@ class MissionClient(Node):
             time.sleep(0.2)
 
     def send_trajectory(self, positions: np.ndarray, times: Sequence[float]) -> None:
-        """Publish a joint trajectory (positions (k, n) rad at ``times`` s from start)."""
-        self.pub_traj.publish(trajectory_msg(self.joint_names, np.atleast_2d(positions), list(times)))
+        """Publish a joint trajectory (positions (k, n) rad at ``times`` s from start), at rest at every waypoint:
+        the velocities (0) are sent, so joint_trajectory_controller interpolates by cubics, not linearly with
+        velocity steps (positions alone, which a real JTC and sim_node interpolate linearly)."""
+        p = np.atleast_2d(positions)
+        self.pub_traj.publish(trajectory_msg(self.joint_names, p, list(times), velocities=np.zeros_like(p)))
 
     def push(self, link: str, force: Sequence[float], delay: float = 0.1,
              point: Sequence[float] | None = None) -> float:

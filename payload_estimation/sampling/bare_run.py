@@ -57,7 +57,7 @@ class BareRunConfig:
     sequence: SequenceConfig = field(default_factory=lambda: SamplerConfig().sequence())
     run: RunConfig = field(default_factory=lambda: SamplerConfig().run_config())
     estimator: EstimatorConfig = field(default_factory=EstimatorConfig)
-    monitor: MonitorConfig = field(default_factory=lambda: MonitorConfig(contact=None, quadrature="hold"))
+    monitor: MonitorConfig = field(default_factory=lambda: MonitorConfig(contact=None))
     supervisor: SupervisorConfig = field(default_factory=lambda: SupervisorConfig(policy="none"))
     noise_std: float = 0.1
     offsets: np.ndarray | float = 0.0

@@ -299,7 +299,7 @@ def test_calibration_sweep_then_estimate(ros_ctx, tmp_path, robot):
         PayloadEstimatorNode(parameter_overrides=common + sim_time + [Parameter("calibration_file", value=str(path))]),
         PayloadSamplerNode(parameter_overrides=common + sim_time + LOADED_MACHINE + _params(
             {"sweep_velocity_scale": 0.6})),  # the default sweep (30 poses within ±25°): what the target is for
-        CollisionMonitorNode(parameter_overrides=common + sim_time + [Parameter("quadrature", value="hold")]),
+        CollisionMonitorNode(parameter_overrides=common + sim_time),
     ]
     probe = Probe()
     spin = SpinThread(SingleThreadedExecutor(), *nodes, probe)
@@ -348,8 +348,7 @@ def test_pick_estimate_and_move_separate_processes(ros_ctx, tmp_path, robot):
     override.write_text("/**/payload_estimator:\n  ros__parameters:\n    method: differential\n")
     node_args = ros_args(config_file(), NS, True, [f"/clock:={NS}/clock"],
                          ["robot:=''" if robot == "fr3" else f"robot:={robot}"])
-    node_args += ["--params-file", str(override), "-p", "joint_state_timeout:=2.0", "-p", "dwell:=3.0",
-                  "-p", "quadrature:=hold"]
+    node_args += ["--params-file", str(override), "-p", "joint_state_timeout:=2.0", "-p", "dwell:=3.0"]
     env = dict(os.environ)
     procs = start_processes(["sim"], sim_args, env) + start_processes(["estimator", "sampler", "monitor"],
                                                                        node_args, env)

@@ -65,8 +65,7 @@ def test_the_link_a_contact_report_names_is_one_sim_node_pushes_on(ros, robot):
     common = [Parameter("robot", value=robot)]
     sim = SimNode(parameter_overrides=common + [Parameter("rate_hz", value=500.0),
                                                 Parameter("contact_duration", value=0.3)])
-    monitor = CollisionMonitorNode(parameter_overrides=common + [Parameter("use_sim_time", value=True),
-                                                                 Parameter("quadrature", value="hold")])
+    monitor = CollisionMonitorNode(parameter_overrides=common + [Parameter("use_sim_time", value=True)])
     probe = Probe()
     spin = SpinThread(SingleThreadedExecutor(), sim, monitor, probe)
     try:

@@ -35,8 +35,9 @@ pytestmark = pytest.mark.flaky(reruns=2, reruns_delay=2)  # DDS and wall-clock p
 NS = f"/h5r{os.getpid()}"
 Q0 = np.radians([10, 40, -5, -70, 15, 50, 20])
 LINK, FORCE = 6, 40.0
-OVERRIDES = {"robot": "lwr4", "quadrature": "hold", "sensor_torque_noise": [0.05], "policy": "none"}
-"""The node's parameters for this stream (the simulator holds torques over a step, as the demo sets)."""
+OVERRIDES = {"robot": "lwr4", "sensor_torque_noise": [0.05], "policy": "none"}
+"""The node's parameters for this stream (the simulator's torque and velocity belong to the sample's instant: the
+default trapezoid quadrature)."""
 
 
 def push_on_link(desc, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
