@@ -278,7 +278,7 @@ class CollisionDetector:
         if r.shape != (self.n,):
             raise DetectorInputError(f"residual must have {self.n} values, got shape {r.shape}")
         t = float(t)
-        if not (np.isfinite(t) and np.all(np.isfinite(r))) or (self._t_prev is not None and t <= self._t_prev):
+        if not (np.isfinite(t) and np.isfinite(r).all()) or (self._t_prev is not None and t <= self._t_prev):
             self.skipped += 1
             return None
         self._t_prev = t
@@ -309,7 +309,7 @@ class CollisionDetector:
         if t <= self._current.detection_time + self.isolation_window:
             np.maximum(self._iso_peak, a / self.isolation_level, out=self._iso_peak)
         self._joints_above.update(np.flatnonzero(above).tolist())
-        if np.all(a < self.release):
+        if (a < self.release).all():
             ev = replace(self._snapshot(), release_time=t, residual_at_release=r.copy())
             self.events.append(ev)
             self._current = None

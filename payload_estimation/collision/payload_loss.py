@@ -226,7 +226,7 @@ class PayloadLossClassifier:
         step = r - self._baseline(t - self.cfg.watch_window + self.cfg.baseline)
         noise = np.full(self.dyn.n, self.cfg.watch_noise)
         m = match_payload_loss(step, torque, std, noise, self.cfg.k_sigma, self.cfg.relative)
-        big = np.max(np.abs(m.fraction * torque)) >= self.cfg.k_sigma * self.cfg.watch_noise
+        big = np.abs(m.fraction * torque).max() >= self.cfg.k_sigma * self.cfg.watch_noise
         if not (m.mismatch <= 1 and m.fraction >= self.cfg.watch_fraction and big):
             self._watch_since = None
             return None

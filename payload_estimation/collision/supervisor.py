@@ -464,7 +464,7 @@ class MonitorSupervisor:
     @property
     def settle(self) -> float:
         """s, the residual's convergence after a payload change: 5 / the smallest observer gain."""
-        return 5.0 / float(np.min(self.mon.observer.gains))
+        return 5.0 / float(self.mon.observer.gains.min())
 
     def restart(self) -> bool:
         """The stream started over: re-initialise observer, detector and reaction from its new samples, an

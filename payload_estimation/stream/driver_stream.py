@@ -97,7 +97,7 @@ class DriverStream:
         """The sample for the observer, or None: a repeated state (counted), or the first state of a stream
         whose velocities are derived (it has no previous one)."""
         prev = self._prev
-        if prev is not None and np.array_equal(q, prev.q) and np.array_equal(tau, prev.tau):
+        if prev is not None and (q == prev.q).all() and (tau == prev.tau).all():  # array_equal, without its checks
             self._run += 1
             if self.republishes or self._moving:
                 self.republishes = True
@@ -119,7 +119,7 @@ class DriverStream:
             self._before = None
             return None if self.derives_velocity else current   # the stamp guard judges the time itself
         self._note_step(h)
-        self._moving = self._rate > 0 and float(np.max(np.abs(q - prev.q))) * self._rate > MOVING
+        self._moving = self._rate > 0 and float(np.abs(q - prev.q).max()) * self._rate > MOVING
         if dq is not None and self.raw_differences is None:
             self._judge(dq, q - prev.q)
         if not self.derives_velocity:
@@ -148,10 +148,10 @@ class DriverStream:
             return
         # a driver differences over its own period (FRI's sample time), not over the stamps it publishes
         expected = step * self._rate
-        if np.max(np.abs(expected)) < MOVING:
+        if np.abs(expected).max() < MOVING:
             return
         self._judged += 1
-        if np.all(np.abs(dq - expected) <= 0.05 * np.abs(expected) + 1e-3):
+        if (np.abs(dq - expected) <= 0.05 * np.abs(expected) + 1e-3).all():
             self._raw += 1
         if self._judged >= DECIDE:
             self.raw_differences = self._raw >= RAW_FRACTION * self._judged
