@@ -40,7 +40,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: threaded BLAS would add threads to every process
 
 import numpy as np  # noqa: E402
-from benchlib import machine, write_section  # noqa: E402
+from benchlib import BENCH_DOCS, machine, write_section  # noqa: E402
 
 ROBOT = "iiwa14"
 Q0 = np.radians([0, 30, 0, -80, 0, 50, 0])
@@ -50,6 +50,8 @@ MASS, COM = 2.0, [0.03, -0.02, 0.08]
 PROCESSES = ("sim", "estimator", "sampler", "monitor", "floor")
 LABELS = {"sim": "sim_node", "estimator": "payload_estimator", "sampler": "payload_sampler",
           "monitor": "collision_monitor", "floor": "floor (bare rclpy subscriber)"}
+KEPT = "<!-- kept by bench_cpu.py: an earlier run, for comparison -->"
+"""docs/bench/cpu.md keeps what follows this line when the bench writes it anew."""
 TARGETS = {"estimator": 0.3, "sampler": 0.15, "monitor": 0.6, "nodes": 1.0}
 """Issue 48's idle targets, as ratios to the floor."""
 
@@ -380,6 +382,9 @@ def main() -> int:
         lines += ["", f"Online: the estimator's status at the end of the move: {ph['online']['extra']['estimator']}."]
     lines += ["", f"Collision events reported by the monitor over the whole run: {res['monitor_events']}."]
     text = "\n".join(lines) + "\n"
+    old = BENCH_DOCS / "cpu.md"
+    if old.is_file() and KEPT in old.read_text():  # an earlier run kept for comparison (before a change)
+        text += "\n" + KEPT + old.read_text().split(KEPT, 1)[1]
     if not args.no_write and (not args.quick or args.write):
         write_section("cpu", text)
     print(text)

@@ -48,10 +48,19 @@ class DedicatedSubscription:
 
     An exception in ``callback`` is logged (rate-limited) and the loop goes on: one bad message must
     not end monitoring.
+
+    ``batch`` (s, default 0: every message as it comes): after a wake-up, let messages gather this long
+    before taking them all, for a consumer that needs every sample but not at once (the estimator: one
+    wake-up per 20 ms instead of per sample at 1 kHz; the queue's depth must hold a batch). Such a
+    consumer calls :meth:`flush` before it reads what the samples built (a capture judges the newest).
+
+    ``raw``: the callback gets the serialized message (bytes) instead of a Python message, for a consumer
+    that decodes only what it reads (:meth:`.messages.JointStateConverter.convert_raw`).
     """
 
     def __init__(self, node: Node, msg_type: type, topic: str, callback: Callable[[Any], None],
-                 qos: QoSProfile, lock: threading.Lock, with_info: bool = False):
+                 qos: QoSProfile, lock: threading.Lock, with_info: bool = False, batch: float = 0.0,
+                 raw: bool = False):
         from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
         from rclpy.type_support import check_is_valid_msg_type
 
@@ -62,6 +71,9 @@ class DedicatedSubscription:
         self._callback = callback
         self._lock = lock
         self._with_info = with_info
+        self._batch = float(batch)
+        self._raw = bool(raw)
+        self._take_lock = threading.Lock()  # the thread's and flush()'s takes, each delivered in order
         self.topic = node.resolve_topic_name(topic)
         self._handle = _c_subscription(_rclpy, node, msg_type, topic, qos)
         self._stop = threading.Event()
@@ -108,18 +120,35 @@ class DedicatedSubscription:
                 break
             if sub.pointer not in ws.get_ready_entities("subscription"):
                 continue
+            if self._batch > 0 and self._stop.wait(self._batch):
+                break
+            if not self._drain():
+                return
+
+    def flush(self) -> int:
+        """Take the messages waiting now and deliver them in this thread (under the lock, in order with the
+        subscription's own thread); returns how many. Call it without holding the lock."""
+        before = self.taken
+        if not self._destroyed:
+            self._drain()
+        return self.taken - before
+
+    def _drain(self) -> bool:
+        """Take and deliver every message waiting; False when shutting down."""
+        sub, log = self._handle, self._node.get_logger()
+        with self._take_lock:
             while True:
                 try:
-                    taken = sub.take_message(self._msg_type, False)
+                    taken = sub.take_message(self._msg_type, self._raw)
                 except Exception as e:  # noqa: BLE001 - handle destroyed under us at shutdown; otherwise: go on
                     if self._stopping():
-                        return
+                        return False
                     self.faults += 1
                     log.error(f"{self.topic}: taking a message failed ({type(e).__name__}: {e}); message dropped",
                               throttle_duration_sec=2.0)
-                    break
+                    return True
                 if taken is None:
-                    break
+                    return True
                 self.taken += 1
                 try:
                     with self._lock:
@@ -129,7 +158,7 @@ class DedicatedSubscription:
                             self._callback(taken[0])
                 except Exception as e:  # noqa: BLE001
                     if self._stopping():
-                        return  # shutting down: publishers in the callback are already gone
+                        return False  # shutting down: publishers in the callback are already gone
                     log.error(f"{self.topic} callback failed: {type(e).__name__}: {e}", throttle_duration_sec=2.0)
 
     def destroy(self) -> None:
@@ -141,7 +170,8 @@ class DedicatedSubscription:
         self._request_stop()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=2.0)
-        self._handle.destroy_when_not_in_use()
+        with self._take_lock:
+            self._handle.destroy_when_not_in_use()
         self._wake.destroy()
 
 
@@ -157,13 +187,15 @@ def _c_subscription(rclpy_impl, node: Node, msg_type: type, topic: str, qos: QoS
 
 
 def create_dedicated_subscription(node: Node, msg_type: type, topic: str, callback: Callable[[Any], None],
-                                  qos: QoSProfile, lock: threading.Lock) -> DedicatedSubscription | None:
-    """A :class:`DedicatedSubscription`, or None after creating an ordinary subscription instead.
+                                  qos: QoSProfile, lock: threading.Lock, batch: float = 0.0, raw: bool = False
+                                  ) -> DedicatedSubscription | None:
+    """A :class:`DedicatedSubscription` (``batch``, ``raw``: its own), or None after creating an ordinary
+    subscription instead (``raw`` passed on: the callback gets the same either way).
 
     The fallback wraps ``callback`` in ``lock`` too, so the node's code is the same either way.
     """
     try:
-        return DedicatedSubscription(node, msg_type, topic, callback, qos, lock)
+        return DedicatedSubscription(node, msg_type, topic, callback, qos, lock, batch=batch, raw=raw)
     except (ImportError, AttributeError, TypeError) as e:
         node.get_logger().warning(f"dedicated {topic} subscription unavailable in this rclpy ({e}); "
                                   "using the executor (higher latency at 1 kHz)")
@@ -172,5 +204,140 @@ def create_dedicated_subscription(node: Node, msg_type: type, topic: str, callba
             with lock:
                 callback(msg)
 
-        node.create_subscription(msg_type, topic, locked, qos)
+        node.create_subscription(msg_type, topic, locked, qos, raw=raw)
         return None
+
+
+class PolledSubscription:
+    """A subscription the executor never waits on: messages wait in the middleware's queue (``qos`` depth, the
+    newest kept) until :meth:`take_all` takes them, so an idle node pays nothing in Python for a 1 kHz stream.
+    While :meth:`arm` ed, a thread of its own waits for a message and calls ``notify()`` (e.g. a guard condition's
+    ``trigger``: the executor then takes the queue on its own thread), once per queue: it waits again only after
+    :meth:`take_all` ran (or 0.2 s later). Created at start-up and kept: arming needs no new discovery.
+    ``batch`` (s): after a message arrived, let more gather this long before ``notify()`` (one wake-up of the
+    executor for several samples; the QoS depth must hold them).
+    """
+
+    def __init__(self, node: Node, msg_type: type, topic: str, qos: QoSProfile, notify: Callable[[], None],
+                 batch: float = 0.0):
+        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+        from rclpy.type_support import check_is_valid_msg_type
+
+        check_is_valid_msg_type(msg_type)
+        self._rclpy = _rclpy
+        self._node = node
+        self._msg_type = msg_type
+        self._notify = notify
+        self._batch = float(batch)
+        self.topic = node.resolve_topic_name(topic)
+        self._handle = _c_subscription(_rclpy, node, msg_type, topic, qos)
+        self._take_lock = threading.Lock()
+        self._arm_lock = threading.Lock()  # no notify() after disarm() returned
+        self._armed = threading.Event()
+        self._taken = threading.Event()
+        self._stop = threading.Event()
+        self._wake = GuardCondition(None, None, context=node.context)
+        node.context.on_shutdown(self._request_stop)
+        self.taken = 0
+        """Messages taken so far."""
+        self._destroyed = False
+        self._thread = threading.Thread(target=self._run, name=f"{node.get_name()}:{self.topic}:poll", daemon=True)
+        self._thread.start()
+        atexit.register(self.destroy)
+
+    @property
+    def armed(self) -> bool:
+        return self._armed.is_set()
+
+    def arm(self) -> None:
+        """Wake the executor (``notify``) whenever a message waits, from now on."""
+        self._armed.set()
+        self._taken.set()
+        self._kick()
+
+    def disarm(self) -> None:
+        """Stop waking the executor: messages wait until taken (no ``notify()`` after this returns)."""
+        with self._arm_lock:
+            self._armed.clear()
+        self._kick()
+
+    def take_all(self) -> list:
+        """The messages waiting (oldest first; at most the QoS depth, the newest), taken now ([] at shutdown)."""
+        out = []
+        with self._take_lock:
+            if self._destroyed:
+                return out
+            while True:
+                try:
+                    got = self._handle.take_message(self._msg_type, False)
+                except Exception:  # noqa: BLE001 - handle destroyed or context shut down under us
+                    break
+                if got is None:
+                    break
+                out.append(got[0])
+        self.taken += len(out)
+        self._taken.set()
+        return out
+
+    def _kick(self) -> None:
+        try:
+            self._wake.trigger()
+        except Exception:  # noqa: BLE001 - destroyed at shutdown
+            pass
+
+    def _request_stop(self) -> None:
+        self._stop.set()
+        self._armed.set()  # out of the idle wait
+        self._taken.set()
+        self._kick()
+
+    def _stopping(self) -> bool:
+        return self._stop.is_set() or not self._node.context.ok()
+
+    def _run(self) -> None:
+        ws = self._rclpy.WaitSet(1, 1, 0, 0, 0, 0, self._node.context.handle)
+        log = self._node.get_logger()
+        while not self._stopping():
+            if not self._armed.wait(0.2):
+                continue
+            self._taken.wait(0.2)  # the executor took the previous queue (or is late: wake it again)
+            if self._stopping():
+                break
+            ws.clear_entities()
+            ws.add_subscription(self._handle)
+            ws.add_guard_condition(self._wake.handle)
+            try:
+                ws.wait(WAKE_NS)
+            except Exception as e:  # noqa: BLE001 - context shut down while waiting; otherwise: say so, go on
+                if self._stopping():
+                    break
+                log.error(f"{self.topic}: waiting for messages failed ({type(e).__name__}: {e}); retrying",
+                          throttle_duration_sec=2.0)
+                self._stop.wait(0.01)
+                continue
+            if self._armed.is_set() and self._handle.pointer in ws.get_ready_entities("subscription"):
+                if self._batch > 0 and self._stop.wait(self._batch):
+                    break
+                with self._arm_lock:
+                    if not self._armed.is_set():
+                        continue
+                    self._taken.clear()
+                    try:
+                        self._notify()
+                    except Exception:  # noqa: BLE001 - the node's guard condition is gone at shutdown
+                        if self._stopping():
+                            break
+                        raise
+
+    def destroy(self) -> None:
+        """Stop the thread and destroy the subscription handle (idempotent)."""
+        if self._destroyed:
+            return
+        atexit.unregister(self.destroy)
+        self._request_stop()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=2.0)
+        with self._take_lock:
+            self._destroyed = True
+            self._handle.destroy_when_not_in_use()
+        self._wake.destroy()

@@ -7,8 +7,9 @@ and parameters (:mod:`.estimator_params`) are listed with their types, QoS and m
 The node is thin: every rule (captures, recordings, the reference run, the unloaded model, the fits, the online
 estimate of issue 32, answers, the exports' outcome, the status) is :class:`payload.estimator.PayloadEstimator`'s;
 this node turns messages, services and parameters into its calls and its answers into responses, the estimate,
-logs and status. joint_states have a thread of their own (:mod:`.dedicated_subscription`, a deep queue): a
-recording gets every sample, a capture judges the newest even while a fit runs (age on the wall clock).
+logs and status. joint_states have a thread of their own (:mod:`.dedicated_subscription`, a deep queue, taken in
+batches of :data:`JOINT_STATES_BATCH` s): a recording gets every sample, a capture judges the newest even while a fit
+runs (the samples waiting are taken first; age on the wall clock).
 """
 
 from __future__ import annotations
@@ -43,12 +44,17 @@ from .node_support import (
     JointStateInput,
     RobotModelSource,
     StatusReporter,
+    clock_off_executor,
     joint_names_for,
     log_notes,
     steady_timer,
 )
 from .parameters import ParameterError
 from .qos import EVENT_QOS, LATCHED_QOS, SENSOR_QOS
+
+JOINT_STATES_BATCH = 0.02
+"""s joint_states gather before the estimator's thread takes them (every sample is taken, 20 at a time at 1 kHz: one
+wake-up instead of 20, issue 48); a service that reads the samples takes those waiting first."""
 
 ONLINE_PERIOD = 0.1
 """s between solves of the online estimate (10 Hz; on the wall clock: a solve takes 1-3 ms). A recording's model
@@ -76,7 +82,8 @@ class PayloadEstimatorNode(Node):
         # Its own thread: a capture judges the newest samples (an executor-served depth-200 queue kept
         # this node 0.2 s behind the arm) and a recording gets every sample (a shallow one dropped them).
         self._joint_states = create_dedicated_subscription(self, JointState, "joint_states", self._on_joint_states,
-                                                           SENSOR_QOS, self._input_lock)
+                                                           SENSOR_QOS, self._input_lock, batch=JOINT_STATES_BATCH,
+                                                           raw=True)  # decoded by the converter: no Python message
         services = {"capture": lambda q, r: self._capture(LOADED, r),
                     "capture_unloaded": lambda q, r: self._capture(UNLOADED, r),
                     "estimate": lambda q, r: self._estimate(core.estimate, r),
@@ -85,9 +92,9 @@ class PayloadEstimatorNode(Node):
                     "capture_calibration": lambda q, r: self._capture(CALIBRATION, r),
                     "calibrate": self._srv_calibrate,
                     "start_recording": lambda q, r: self._reply(self._refusal("recording") or core.start_recording(),
-                                                                r),
+                                                                r),  # _refusal took the samples before the request
                     "store_reference": self._srv_store_reference,
-                    "estimate_motion": lambda q, r: self._estimate(core.estimate_motion, r),
+                    "estimate_motion": lambda q, r: self._flush() or self._estimate(core.estimate_motion, r),
                     # announced grasp / release: the collision monitor learns the change instead of stopping the arm
                     "grasped": self._srv_grasped, "released": self._srv_released}
         for name, callback in services.items():
@@ -108,6 +115,7 @@ class PayloadEstimatorNode(Node):
         self._ahead.start()
         # a changed robot_description while a dynamic run is recorded is taken when the recording ends
         self.model = RobotModelSource(self, self.values, self._on_model, busy=lambda: core.recording)
+        self._clock_thread = clock_off_executor(self)  # /clock (sim time) off the executor: node_support
         # No estimate is published at start: a late-joining latched "0 kg" would overwrite a payload
         # the monitor already uses (e.g. its provisional one while sampling). ~/reset publishes 0 kg.
         self.status.publish()
@@ -144,7 +152,7 @@ class PayloadEstimatorNode(Node):
         self.get_logger().info(f"parameters changed: {sorted(names)}")
 
     # ------------------------------------------------------------------ input
-    def _on_joint_states(self, msg: JointState) -> None:
+    def _on_joint_states(self, msg: JointState | bytes) -> None:
         got = None if self.input is None else self.input.receive(msg)
         if got is None or got[0] is StampVerdict.HOLD:
             return
@@ -156,7 +164,14 @@ class PayloadEstimatorNode(Node):
             self.get_logger().error(error, throttle_duration_sec=THROTTLE_S)
 
     # ------------------------------------------------------------------ services
+    def _flush(self) -> None:
+        """Take the joint_states waiting in the subscription's batch now (a request reads the newest samples)."""
+        if self._joint_states is not None:
+            self._joint_states.flush()
+
     def _refusal(self, what: str, stream: bool = True) -> Answer | None:
+        if stream:
+            self._flush()
         age, lost = (None, False) if self.input is None else (self.input.age(), self.input.lost())
         return self.core.refusal(what, self.model.error, age, lost, stream)
 
@@ -215,6 +230,7 @@ class PayloadEstimatorNode(Node):
         return response
 
     def _srv_store_reference(self, request, response):
+        self._flush()
         a = self.core.store_reference()
         if a.fault:
             self.get_logger().error(a.message, throttle_duration_sec=2.0)
@@ -243,6 +259,7 @@ class PayloadEstimatorNode(Node):
 
     def _srv_grasped(self, request, response):
         """An object was grasped: its payload is unknown until estimated; the monitor learns it provisionally."""
+        self._flush()  # the samples waiting in the batch are before the grasp: how late this node is, without them
         log_notes(self.get_logger(), self.core.use_online_model())
         a = self.core.announce_grasp(self._announce("grasped"), at=clock_seconds(self))
         self.get_logger().info(a.message)
@@ -328,6 +345,9 @@ class PayloadEstimatorNode(Node):
         if stop is not None:
             stop.set()
             self._ahead.join(timeout=2.0)
+        clock = getattr(self, "_clock_thread", None)
+        if clock is not None:
+            clock.destroy()
         subscription = getattr(self, "_joint_states", None)  # None when the constructor failed before it
         if subscription is not None:
             subscription.destroy()

@@ -13,6 +13,8 @@ When only the gravity parameters were estimated the six inertia fields are 0.
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,8 +49,9 @@ class JointSample:
 
 
 def time_to_sec(t: Time | Duration) -> float:
-    """builtin_interfaces/Time or Duration -> seconds (rclpy's conversion)."""
-    return (RclpyDuration if isinstance(t, Duration) else RclpyTime).from_msg(t).nanoseconds * 1e-9
+    """builtin_interfaces/Time or Duration -> seconds (rclpy's conversion: integer nanoseconds * 1e-9, without
+    making an rclpy Time per call: this runs for every joint_states sample)."""
+    return (t.sec * 1_000_000_000 + t.nanosec) * 1e-9
 
 
 def sec_to_time(s: float) -> Time:
@@ -79,10 +82,16 @@ class JointStateConverter:
         self.require_effort = require_effort
         self._cache_key: tuple[str, ...] | None = None
         self._cache_idx: np.ndarray | None = None
+        self._raw_names: bytes | None = None  # the serialized name list last decoded, and its names
+        self._raw_key: tuple[str, ...] = ()
+        self.last_stamp: tuple[int, int] = (0, 0)
+        """(sec, nanosec) of the newest message converted (its exact stamp: a float loses nanoseconds)."""
 
-    def _index(self, names: Sequence[str]) -> np.ndarray:
+    def _index(self, names: Sequence[str]) -> np.ndarray | None:
+        """The message's index of each model joint; None when the message lists exactly the model's joints in its
+        order (no reordering needed)."""
         key = tuple(names)
-        if key == self._cache_key and self._cache_idx is not None:
+        if key == self._cache_key:
             return self._cache_idx
         return self._build_index(key)
 
@@ -97,23 +106,82 @@ class JointStateConverter:
                 f"joint_states is missing joint(s) {missing} (expected {list(self.joint_names)}, got "
                 f"{list(key)}); check the robot parameter or remap joint_states")
         idx = np.array([pos[j] for j in self.joint_names], dtype=int)
+        if len(key) == len(idx) and np.array_equal(idx, np.arange(len(idx))):
+            idx = None  # the model's own order: the fields are taken as they are
         self._cache_key, self._cache_idx = key, idx
         return idx
 
-    def convert(self, msg: JointState) -> JointSample:
-        """JointState -> :class:`JointSample` (raises :class:`MessageError`)."""
-        names = msg.name
+    def convert(self, msg: JointState | bytes) -> JointSample:
+        """JointState, or its serialized form (a raw take: :meth:`convert_raw`) -> :class:`JointSample` (raises
+        :class:`MessageError`)."""
+        if isinstance(msg, bytes):
+            return self.convert_raw(msg)
+        st = msg.header.stamp
+        self.last_stamp = (st.sec, st.nanosec)
+        return self._sample(msg.name, st.sec, st.nanosec, msg.position, msg.velocity, msg.effort)
+
+    def _sample(self, names, sec: int, nanosec: int, position, velocity, effort) -> JointSample:
         idx = self._index(names)
         m = len(names)
-        q = _field(msg.position, m, idx, "position", required=True)
-        dq = _field(msg.velocity, m, idx, "velocity", required=self.require_velocity)
-        tau = _field(msg.effort, m, idx, "effort", required=self.require_effort)
+        q = _field(position, m, idx, "position", required=True)
+        dq = _field(velocity, m, idx, "velocity", required=self.require_velocity)
+        tau = _field(effort, m, idx, "effort", required=self.require_effort)
         if tau is None:
-            tau = np.zeros(len(idx))
-        return JointSample(time_to_sec(msg.header.stamp), q, dq, tau)
+            tau = np.zeros(len(self.joint_names))
+        return JointSample((sec * 1_000_000_000 + nanosec) * 1e-9, q, dq, tau)
 
-    def receive(self, msg: JointState, node, throttle_s: float = 2.0) -> tuple[float, JointSample] | None:
-        """A node's joint_states input: (t, sample), or None after a rate-limited error for a bad message.
+    def convert_raw(self, buf: bytes) -> JointSample:
+        """A serialized JointState (CDR as rmw gives it to a raw take) -> :class:`JointSample`, decoding only the
+        stamp, the names (compared as bytes with the previous message's: decoded when they change) and the three
+        fields: no Python message is built (issue 48: a third of the monitor's per-sample cost). A layout this
+        decoder does not know (another encapsulation) is deserialized by rclpy instead."""
+        try:
+            sec, nanosec, names, fields = self._decode(buf)
+        except (struct.error, ValueError, UnicodeDecodeError, IndexError):
+            from rclpy.serialization import deserialize_message  # not CDR little-endian as rmw_fastrtps writes it
+
+            return self.convert(deserialize_message(buf, JointState))
+        self.last_stamp = (sec, nanosec)
+        return self._sample(names, sec, nanosec, *fields)
+
+    def _decode(self, buf: bytes):
+        """(sec, nanosec, names, (position, velocity, effort)) of a CDR little-endian JointState; ValueError when the
+        buffer is not one (the caller deserializes it then)."""
+        if len(buf) < 16 or buf[0] != 0 or buf[1] != 1:  # CDR_LE, what rmw_fastrtps writes
+            raise ValueError("not little-endian CDR")
+        sec, nanosec, flen = _STAMP_FRAME.unpack_from(buf, 4)
+        ns = _align(16 + flen, 4)
+        if self._raw_names is not None and buf.startswith(self._raw_names, ns):
+            names, off = self._raw_key, ns + len(self._raw_names)
+        else:
+            (count,), off, out = _U32.unpack_from(buf, ns), ns + 4, []
+            for _ in range(count):
+                off = _align(off, 4)
+                (n,) = _U32.unpack_from(buf, off)
+                if n < 1 or off + 4 + n > len(buf):
+                    raise ValueError("bad string")
+                out.append(buf[off + 4:off + 3 + n].decode())
+                off += 4 + n
+            self._raw_names, self._raw_key = bytes(buf[ns:off]), tuple(out)
+            names = self._raw_key
+        fields = []
+        for _ in range(3):
+            off = _align(off, 4)
+            (n,) = _U32.unpack_from(buf, off)
+            off += 4
+            if n:
+                off = _align(off, 8)
+                fields.append(np.frombuffer(buf, "<f8", n, off))
+                off += 8 * n
+            else:
+                fields.append(())
+        if off > len(buf):
+            raise ValueError("truncated")
+        return sec, nanosec, names, fields
+
+    def receive(self, msg: JointState | bytes, node, throttle_s: float = 2.0) -> tuple[float, JointSample] | None:
+        """A node's joint_states input (a message or its serialized form): (t, sample), or None after a
+        rate-limited error for a bad message.
 
         ``t`` is the header stamp, or ``node``'s clock (s) when the stamp is zero.
         """
@@ -125,13 +193,23 @@ class JointStateConverter:
         return (s.stamp if s.stamp > 0 else clock_seconds(node)), s
 
 
-def _field(values, m: int, idx: np.ndarray, what: str, required: bool) -> np.ndarray | None:
+_STAMP_FRAME = struct.Struct("<iII")  # header.stamp.sec, .nanosec, header.frame_id's length (with its NUL)
+_U32 = struct.Struct("<I")
+
+
+def _align(offset: int, size: int) -> int:
+    """``offset`` in a CDR buffer rounded up to ``size`` bytes (alignment counts from the 4-byte encapsulation)."""
+    return offset + (-(offset - 4)) % size
+
+
+def _field(values, m: int, idx: np.ndarray | None, what: str, required: bool) -> np.ndarray | None:
     if len(values) == 0 and not required:
         return None
     if len(values) != m:
         raise MessageError(f"joint_states {what} has {len(values)} entries for {m} joint names")
-    arr = np.asarray(values, dtype=float)[idx]
-    if not np.isfinite(arr).all():
+    arr = np.array(values, dtype=float) if idx is None else np.asarray(values, dtype=float)[idx]
+    # the sum is finite when every value is (a finite sum's overflow to inf is checked value by value): one reduction
+    if not math.isfinite(arr.sum()) and not np.isfinite(arr).all():
         bad = np.flatnonzero(~np.isfinite(arr))
         raise MessageError(f"joint_states {what} is not finite for model joint index(es) {bad.tolist()}")
     return arr

@@ -24,6 +24,7 @@ from array import array
 from pathlib import Path
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -60,6 +61,7 @@ from .node_support import (
     RobotModelSource,
     StatusReporter,
     answer,
+    clock_off_executor,
     joint_names_for,
     log_notes,
     steady_timer,
@@ -99,6 +101,8 @@ class CollisionMonitorNode(Node):
         self.joint_names: tuple[str, ...] = ()
         self._changed = PendingParameters()
         self._count = 0
+        self._decimation = int(self.values["residual_decimation"])
+        self._residual_listened = True  # ~/residual has a subscriber (checked by the watchdog timer)
         self.inputs = MonitorInputs()  # the sampler's flag, estimates and events (also before a model exists)
         self._joint_states = None
         self.pub_residual = self.create_publisher(JointState, "~/residual", EVENT_QOS)
@@ -120,6 +124,7 @@ class CollisionMonitorNode(Node):
             self.create_service(Trigger, f"~/{name}", callback)
         self.pub_collision.publish(Bool(data=False))
         self.model = RobotModelSource(self, self.values, self._on_model)
+        self._clock_thread = clock_off_executor(self)  # /clock (sim time) off the executor: node_support
         steady_timer(self, WATCHDOG_PERIOD, self._watchdog)
         self.status.publish()
 
@@ -141,14 +146,17 @@ class CollisionMonitorNode(Node):
             self.status.hardware_id = desc.name
         if self._joint_states is None:
             # joint_states (1 kHz) is served by its own thread, not the executor: see dedicated_subscription.py
+            # taken serialized: the converter decodes stamp, names and the three fields, no Python message is built
             self._joint_states = create_dedicated_subscription(self, JointState, "joint_states",
-                                                               self._on_joint_states, SENSOR_QOS, self._state_lock)
+                                                               self._on_joint_states, SENSOR_QOS, self._state_lock,
+                                                               raw=True)
         self.get_logger().info(f"collision_monitor ready: robot {desc.name}, thresholds {self.values['thresholds']} "
                                f"N m, policy {self.values['policy']}; {note}")
 
     @_locked
     def _on_params(self, names: set[str]) -> None:
         self.values.update(PARAMS.values(self, names))
+        self._decimation = int(self.values["residual_decimation"])
         if self.input is not None and names & set(STREAM_PARAMS.by_name):
             self.input.configure(self.values)
         if self.sup is not None and "torque_gain" in names:
@@ -167,7 +175,8 @@ class CollisionMonitorNode(Node):
             self.status.publish()
 
     # ------------------------------------------------------------------ 1 kHz path
-    def _on_joint_states(self, msg: JointState) -> None:
+    def _on_joint_states(self, msg: JointState | bytes) -> None:
+        """A joint_states sample (a message, or serialized as the dedicated subscription takes it)."""
         if self.input is None:
             return
         got = self.input.receive(msg)
@@ -183,14 +192,17 @@ class CollisionMonitorNode(Node):
         if step.loss is not None and step.loss.lost:
             self._on_lost(step.loss)
         r = step.monitor.residual
+        sec, nanosec = self.input.converter.last_stamp  # the message's own stamp, to the nanosecond
         self._count += 1
-        if self._count % int(self.values["residual_decimation"]) == 0:
+        if self._count % self._decimation == 0:
             out = self._residual_msg
-            out.header.stamp = msg.header.stamp
+            stamp = out.header.stamp
+            stamp.sec, stamp.nanosec = sec, nanosec
             out.effort = array("d", r)  # array.array skips the generated setter's per-element checks
-            self.pub_residual.publish(out)
+            if self._residual_listened:
+                self.pub_residual.publish(out)
         for c in step.contacts:  # held with its detection until the loss check says collision; none for a loss
-            self._on_contact(c, msg.header.stamp if c.time == t else sec_to_time(c.time))
+            self._on_contact(c, Time(sec=sec, nanosec=nanosec) if c.time == t else sec_to_time(c.time))
         if step.action is not Action.NOTHING:
             now = clock_seconds(self)
             command, note = self.sup.react(step.action, now, s.q, s.dq, max(0.0, now - t))
@@ -331,6 +343,9 @@ class CollisionMonitorNode(Node):
 
     # ------------------------------------------------------------------ status
     def _watchdog(self) -> None:
+        # ~/residual is published for every sample only while someone subscribes (a publish with nobody listening is
+        # a tenth of the per-sample cost); a new subscriber gets it within WATCHDOG_PERIOD
+        self._residual_listened = self.pub_residual.get_subscription_count() > 0
         change = None if self.input is None else self.input.lost_changed()
         if change is None or not self.context.ok():  # shutting down: the stream ends with the node, not a fault
             return
@@ -352,6 +367,9 @@ class CollisionMonitorNode(Node):
         return bytes([level]), text, vals
 
     def destroy_node(self) -> None:
+        clock = getattr(self, "_clock_thread", None)
+        if clock is not None:
+            clock.destroy()
         subscription = getattr(self, "_joint_states", None)  # None when the constructor failed before it
         if subscription is not None:
             subscription.destroy()

@@ -87,6 +87,36 @@ def steady_timer(node, period: float, callback: Callable[[], None]):
     return node.create_timer(period, callback, clock=Clock(clock_type=ClockType.STEADY_TIME))
 
 
+def clock_off_executor(node):
+    """Under ``use_sim_time``: ``/clock`` taken on a thread of its own (:class:`.dedicated_subscription.
+    DedicatedSubscription`) instead of rclpy's executor, which rebuilt its wait set from every entity of the node for
+    each of the simulator's 250 /clock messages a second (~10 % of a core per node, issue 48). The thread calls
+    rclpy's own ``TimeSource.clock_callback``: the node's clock follows /clock as before. Returns the subscription
+    (destroy it with the node), or None where there is nothing to move (no sim time) or this rclpy keeps its time
+    source otherwise (then the executor serves /clock as usual). A later change of ``use_sim_time`` at run time is
+    rclpy's again (a subscription of its own when set true)."""
+    ts = getattr(node, "_time_source", None)
+    sub = getattr(ts, "_clock_sub", None)
+    if sub is None or not callable(getattr(ts, "clock_callback", None)):
+        return None
+    import threading
+
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rosgraph_msgs.msg import Clock as ClockMsg
+
+    from .dedicated_subscription import DedicatedSubscription
+
+    try:
+        dedicated = DedicatedSubscription(node, ClockMsg, "/clock", ts.clock_callback,
+                                          QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT),
+                                          threading.Lock())
+    except (ImportError, AttributeError, TypeError):
+        return None
+    node.destroy_subscription(sub)
+    ts._clock_sub = None
+    return dedicated
+
+
 def joint_names_for(desc: RobotDescription, names: list[str]) -> tuple[str, ...]:
     """The message joint names in model order: the ``joint_names`` parameter or the model's own."""
     names = [x for x in names if x]
@@ -333,6 +363,7 @@ class JointStateInput:
         self.watchdog = StreamWatchdog(float(values["joint_state_timeout"]))
         self.stream = DriverStream()
         self._velocity_source = "stream"  # logged when it changes from what a plain stream is
+        self._stream_key = self._stream_state()
         self._restart = False  # a restart whose first sample the stream kept back: said with the next one
         self.bad_messages = 0
         self._blind = False  # the loss was reported by lost_changed
@@ -364,11 +395,13 @@ class JointStateInput:
             self.node.get_logger().warning(f"joint_states {self.guard.counters.last_fault}: re-initialising")
             self.stream.reset()
         taken = self.stream.take(t, s.q, s.dq, s.tau)
-        if self.stream.velocity_source not in (self._velocity_source, "undecided"):
+        key = self._stream_state()  # velocity_source's text only when what it is made of changed (every sample)
+        if key != self._stream_key and self.stream.velocity_source not in (self._velocity_source, "undecided"):
             self._velocity_source = self.stream.velocity_source
             self.node.get_logger().info(
                 f"joint_states: {self.stream.rate:.0f} Hz of distinct states, {self.stream.repeated} repeated states "
                 f"dropped so far; velocities: {self._velocity_source}")
+        self._stream_key = key
         if taken is None:
             self._restart = self._restart or verdict is StampVerdict.RESTART
             return None
@@ -377,6 +410,30 @@ class JointStateInput:
         if taken.t != t:
             t, s = taken.t, JointSample(taken.t, taken.q, taken.dq, taken.tau)
         return verdict, t, s
+
+    def _stream_state(self) -> tuple:
+        """What the driver stream's ``velocity_source`` text is made of."""
+        st = self.stream
+        return st.has_velocity, st.republishes, st.raw_differences
+
+    def note(self, msg: JointState) -> JointSample | None:
+        """A message taken on demand, outside the stream's sequence (a node that polls the newest state while idle):
+        converted and its arrival noted for the watchdog; the stamp guard and the driver stream do not see it (they
+        judge consecutive samples). None if it cannot be used (logged, counted)."""
+        got = self.converter.receive(msg, self.node, THROTTLE_S)
+        if got is None:
+            self.bad_messages += 1
+            return None
+        if self.watchdog.feed(time.monotonic()):
+            self.node.get_logger().info("joint_states are back")
+        t, s = got
+        return s if s.stamp == t else JointSample(t, s.q, s.dq, s.tau)
+
+    def resume(self) -> None:
+        """Every sample is taken again after a while of :meth:`note` alone: the next is judged as a stream's first
+        (the stamp guard and the driver stream forget the samples before; their counters stay)."""
+        self.guard.reset()
+        self.stream.reset()
 
     def lost(self) -> bool:
         """True once no joint_states arrived for ``joint_state_timeout`` s of wall time."""
@@ -526,4 +583,5 @@ def answer(response, call) -> bool:
 
 
 __all__ = ["RobotModelSource", "JointStateInput", "StatusReporter", "ROBOT_PARAMS", "STREAM_PARAMS", "SETTLE_PARAMS",
-           "LIMIT_PARAMS", "settle_config", "steady_timer", "joint_names_for", "LEVEL_NAMES", "THROTTLE_S", "answer"]
+           "LIMIT_PARAMS", "settle_config", "steady_timer", "clock_off_executor", "joint_names_for", "LEVEL_NAMES",
+           "THROTTLE_S", "answer"]

@@ -21,7 +21,10 @@ The node only translates: what a request does — its mode (``mode`` dynamic, ``
 kept for the next run, the status — is :class:`sampling.sampler.Sampler` and its
 :class:`sampling.sampling_run.SamplingRun`. In a single-threaded executor the service callback awaits
 the run, which advances on every joint_states sample, collision flag, estimator answer and a 20 Hz
-steady-clock tick (a lost stream is noticed while ``/clock`` stands still). Motion planning (up to
+steady-clock tick (a lost stream is noticed while ``/clock`` stands still). joint_states are taken from a
+subscription the executor does not wait on (:class:`.dedicated_subscription.PolledSubscription`): every sample
+while a run is active, the newest at each tick while idle (the current pose for ``~/sample``'s mode, the watchdog
+for the status), so an idle sampler costs next to nothing at 1 kHz (issue 48). Motion planning (up to
 about a second of CPU) runs on a worker thread whose result wakes the executor through a guard
 condition, so joint_states and the watchdog are handled throughout and ``~/cancel`` ends a planning run.
 """
@@ -63,6 +66,7 @@ from ..sampling.sampler import (
 from ..sampling.sampling_run import ClearCaptures, Finished, Hold, PlanMotion, SamplingRun, SetActive
 from ..sampling.sequence import Move
 from ..stream import StampVerdict
+from .dedicated_subscription import PolledSubscription
 from .messages import clock_seconds, diagnostic_level
 from .node_support import (
     SETTLE_PARAMS,
@@ -71,13 +75,18 @@ from .node_support import (
     RobotModelSource,
     StatusReporter,
     answer,
+    clock_off_executor,
     joint_names_for,
     settle_config,
     steady_timer,
 )
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_LATEST_QOS
 from .sampler_params import PARAMS, change_note, sampler_config
-from .sampler_support import drop_pending, log_outcome, motion_msg, take_waiting
+from .sampler_support import drop_pending, log_outcome, motion_msg
+
+JOINT_STATES_BATCH = 0.005
+"""s joint_states gather during a run before the executor takes them (SENSOR_LATEST_QOS's depth 5 at 1 kHz): every
+sample goes into the core, the run advances once per batch, at most this much later (issue 48)."""
 
 
 class PayloadSamplerNode(Node):
@@ -97,8 +106,11 @@ class PayloadSamplerNode(Node):
         self.pub_active = self.create_publisher(Bool, "~/active", LATCHED_QOS)
         self.status = StatusReporter(self, "sampling", self._snapshot)
         self.model = RobotModelSource(self, self.values, self._on_model, busy=lambda: self._run is not None)
-        # the current state, not every sample: arrival and rest are judged on fresh data
-        self._js_sub = self.create_subscription(JointState, "joint_states", self._on_joint_states, SENSOR_LATEST_QOS)
+        # the current state, not every sample: arrival and rest are judged on fresh data; taken by the executor only
+        # while a run is active (the polling thread wakes it through the guard condition), polled while idle
+        self._js = PolledSubscription(self, JointState, "joint_states", SENSOR_LATEST_QOS,
+                                      self.create_guard_condition(self._on_joint_states_waiting).trigger,
+                                      batch=JOINT_STATES_BATCH)
         self.create_subscription(Bool, "collision_monitor/collision", self._on_collision, LATCHED_QOS)
         self.create_subscription(DiagnosticArray, "collision_monitor/status", self._on_monitor_status, LATCHED_QOS)
         services = ReentrantCallbackGroup()  # ~/sample awaits its run: the other callbacks must go on meanwhile
@@ -112,6 +124,7 @@ class PayloadSamplerNode(Node):
         # planning runs on a worker thread; its result wakes the executor (a guard condition may be triggered
         # from any thread: rcl/guard_condition.h) and is taken there, in _on_planned
         self._planner = PlanWorker(self.create_guard_condition(self._on_planned).trigger)
+        self._clock_thread = clock_off_executor(self)  # /clock (sim time) off the executor: node_support
         self.pub_active.publish(Bool(data=False))
         self.status.publish()
         self.get_logger().info(f"payload_sampler ready: {self.values['n_poses']} poses, "
@@ -139,16 +152,36 @@ class PayloadSamplerNode(Node):
         self.get_logger().info(change_note(names))
 
     # ------------------------------------------------------------------ inputs
+    def _on_joint_states_waiting(self) -> None:
+        """joint_states wait (a run is active): each into the core in turn, the run advanced once, on the newest."""
+        msgs = self._js.take_all()
+        for msg in msgs[:-1]:
+            self._sample_in(msg)
+        if msgs:
+            self._on_joint_states(msgs[-1])
+
+    def _poll(self) -> None:
+        """Idle: the newest joint_states (the others waiting are dropped), outside the stream's sequence: the pose
+        for the next ~/sample, the watchdog for the status."""
+        msgs = self._js.take_all()
+        s = self.input.note(msgs[-1]) if msgs and self.input is not None else None
+        if s is not None:
+            self.core.joint_state(s.stamp, s.q, s.dq, s.tau)
+
     def _on_joint_states(self, msg: JointState) -> bool:
         """A sample for the core; True when it advanced the run."""
+        if not self._sample_in(msg) or self._run is None:
+            return False
+        self._tick()
+        return True
+
+    def _sample_in(self, msg: JointState) -> bool:
+        """A sample into the core (the run not advanced); False when the input refused or held it."""
         got = None if self.input is None else self.input.receive(msg)
         if got is None or got[0] is StampVerdict.HOLD:
             return False
         verdict, t, s = got
         self.core.joint_state(t, s.q, s.dq, s.tau, restart=verdict is StampVerdict.RESTART)
-        if self._run is None:
-            return False
-        self._tick()
         return True
 
     def _on_monitor_status(self, msg: DiagnosticArray) -> None:
@@ -167,12 +200,19 @@ class PayloadSamplerNode(Node):
     # ------------------------------------------------------------------ services
     async def _start(self, request: str, _, response):
         """``~/sample``, ``~/sweep``, ``~/record_reference``: run one ``request`` to its end, answer its outcome."""
+        idle = self._run is None
+        if idle:
+            self._poll()  # the current pose decides the mode; the run judges rest on samples taken from now on
+            self.core.configure(self.core.settle, new_window=True)
         try:
             _, how = self.core.start(request, sampler_config(self.values), self.dyn, self.model.error,
                                      clock_seconds(self), time.monotonic())
         except PayloadEstimationError as e:
             response.success, response.message = False, str(e)
             return response
+        if idle and self.input is not None:
+            self.input.resume()  # the samples polled while idle were no sequence
+        self._js.arm()
         self.get_logger().info(f"{request}: {how}")
         self._done = Future()
         self._tick()
@@ -199,15 +239,16 @@ class PayloadSamplerNode(Node):
         sample first; the run sees a lost stream only when none is there."""
         stale = self._run is not None and self.input is not None and stream_stale(
             self.input.age(), float(self.values["joint_state_timeout"]))
-        waiting = take_waiting(self._js_sub) if stale else None
+        waiting = self._js.take_all() if stale else []
         # a waiting sample advances the run; one the input refuses (e.g. another arm's joints) must not stop the
         # ticks, or the run would never see that no usable joint_states arrive (~/sample never answered)
-        if waiting is None or not self._on_joint_states(waiting):
+        if not [m for m in waiting if self._on_joint_states(m)]:
             self._tick()
 
     def _tick(self) -> None:
         run = self._run
         if run is None:
+            self._poll()
             if self.input is not None and self.input.lost() and self.status.last_level == bytes([OK]):
                 self.status.publish()
             return
@@ -235,6 +276,12 @@ class PayloadSamplerNode(Node):
         planner = getattr(self, "_planner", None)  # None when the constructor failed before it
         if planner is not None:
             planner.shutdown()  # no trigger after the guard is destroyed
+        clock = getattr(self, "_clock_thread", None)
+        if clock is not None:
+            clock.destroy()
+        js = getattr(self, "_js", None)
+        if js is not None:
+            js.destroy()
         super().destroy_node()
 
     def _do(self, act) -> None:
@@ -287,6 +334,7 @@ class PayloadSamplerNode(Node):
         self._tick()
 
     def _finished(self, fin: Finished) -> None:
+        self._js.disarm()
         drop_pending(self._futures)
         fin = self.core.finish(fin, clock_seconds(self), time.monotonic())
         log_outcome(self.get_logger(), fin)
@@ -301,6 +349,9 @@ class PayloadSamplerNode(Node):
                                              self.input is not None and self.input.lost(), self.values["mode"])
         if self.input is not None:
             vals.update(self.input.counters())
+        vals["joint_states_taken"] = ("every sample (a run is active)" if self._js.armed else
+                                      f"the newest every {TICK_PERIOD:g} s (idle; stream_rate_hz and repeated_states "
+                                      "are those of the last run)")
         return bytes([level]), text, vals
 
 

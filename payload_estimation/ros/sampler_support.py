@@ -8,7 +8,6 @@ estimator requests left pending when a run ends, a joint_states message waiting 
 from __future__ import annotations
 
 import numpy as np
-from rclpy.exceptions import InvalidHandle
 from trajectory_msgs.msg import JointTrajectory
 
 from ..sampling.sampler import ERROR, OK, commanded_points, outcome_level
@@ -50,14 +49,4 @@ def drop_pending(futures: list) -> None:
     futures.clear()
 
 
-def take_waiting(sub):
-    """A message waiting in subscription ``sub``'s queue, taken now (None: none, or ``sub`` is being destroyed)."""
-    try:
-        with sub.handle:
-            got = sub.handle.take_message(sub.msg_type, sub.raw)
-    except InvalidHandle:
-        return None
-    return None if got is None else got[0]
-
-
-__all__ = ["motion_msg", "log_outcome", "drop_pending", "take_waiting"]
+__all__ = ["motion_msg", "log_outcome", "drop_pending"]
