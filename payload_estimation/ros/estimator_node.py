@@ -304,6 +304,8 @@ class PayloadEstimatorNode(Node):
         log_notes(self.get_logger(), notes)
         if self.dyn is None:
             return
+        if self.input is not None:
+            self.input.awake(ONLINE_PERIOD)  # late itself: the silence meanwhile is this node's, not the stream's
         log_notes(self.get_logger(), self.core.use_online_model())
         try:
             tick = self.core.online_tick()

@@ -346,7 +346,13 @@ class CollisionMonitorNode(Node):
         # ~/residual is published for every sample only while someone subscribes (a publish with nobody listening is
         # a tenth of the per-sample cost); a new subscriber gets it within WATCHDOG_PERIOD
         self._residual_listened = self.pub_residual.get_subscription_count() > 0
-        change = None if self.input is None else self.input.lost_changed()
+        if self.input is None:
+            return
+        self.input.awake(WATCHDOG_PERIOD)  # late itself: the silence meanwhile is this node's, not the stream's
+        silent = self.input.silent()
+        if self._joint_states is not None and (silent is None or silent > self.input.watchdog.timeout):
+            self._joint_states.flush()  # samples waiting unread (the joint_states thread starved) are not a loss
+        change = self.input.lost_changed()
         if change is None or not self.context.ok():  # shutting down: the stream ends with the node, not a fault
             return
         age = self.input.age()

@@ -436,12 +436,28 @@ class JointStateInput:
         self.stream.reset()
 
     def lost(self) -> bool:
-        """True once no joint_states arrived for ``joint_state_timeout`` s of wall time."""
+        """True once no joint_states arrived for ``joint_state_timeout`` s of wall time while this node ran (its own
+        lateness does not count: :meth:`awake`)."""
         return self.watchdog.lost(time.monotonic())
 
     def age(self) -> float | None:
         """Wall s since the newest joint_states (None: none yet)."""
         return self.watchdog.age(time.monotonic())
+
+    def awake(self, period: float) -> bool:
+        """The node's periodic check (every ``period`` s) runs now; True when it came late: the node itself was
+        starved (executor blocked, machine busy), and the stream's silence until now does not count as a loss
+        (:class:`stream.watchdog.StreamWatchdog`; status ``late_checks``, ``late_max_s``)."""
+        late = self.watchdog.awake(time.monotonic(), period)
+        if late:
+            self.node.get_logger().warning(
+                f"this node ran {self.watchdog.late_max:.2f} s late at most (the machine busy or its executor "
+                "blocked): joint_states silent meanwhile are not counted as lost", throttle_duration_sec=10.0)
+        return late
+
+    def silent(self) -> float | None:
+        """Wall s the stream has been silent while this node ran (None: no joint_states yet)."""
+        return self.watchdog.silent(time.monotonic())
 
     def problem(self) -> str:
         """What is wrong with the stream for a status line ("": nothing): none for ``joint_state_timeout`` s since
@@ -464,6 +480,7 @@ class JointStateInput:
     def counters(self) -> dict[str, object]:
         c = self.guard.counters
         return {"joint_states_age_s": self.age(), "joint_states_losses": self.watchdog.losses,
+                "late_checks": self.watchdog.late, "late_max_s": round(self.watchdog.late_max, 3),
                 "bad_messages": self.bad_messages, **self.stream.status_values(), "stamp_faults_held": c.held,
                 "stamp_faults_rejected": c.rejected, "stream_restarts": c.restarts,
                 "last_time_fault": c.last_fault}

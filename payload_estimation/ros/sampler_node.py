@@ -237,6 +237,8 @@ class PayloadSamplerNode(Node):
         could not run for a while (a starved process, a long callback of another node in the same
         executor), this tick would see the stream as lost while its next sample already waits. Take that
         sample first; the run sees a lost stream only when none is there."""
+        if self.input is not None:
+            self.input.awake(TICK_PERIOD)  # late itself: the silence meanwhile is this node's, not the stream's
         stale = self._run is not None and self.input is not None and stream_stale(
             self.input.age(), float(self.values["joint_state_timeout"]))
         waiting = self._js.take_all() if stale else []
@@ -252,7 +254,7 @@ class PayloadSamplerNode(Node):
             if self.input is not None and self.input.lost() and self.status.last_level == bytes([OK]):
                 self.status.publish()
             return
-        obs = self.core.observation(clock_seconds(self), time.monotonic(), self.input.age() if self.input else None,
+        obs = self.core.observation(clock_seconds(self), time.monotonic(), self.input.silent() if self.input else None,
                                     all(c.service_is_ready() for c in self._estimator_pair(run)),
                                     bool(self.values["require_monitor"]))
         for act in run.update(obs):

@@ -1,10 +1,25 @@
-"""Loss of a stream judged on the wall clock (a stopped simulator stops ``/clock`` too)."""
+"""Loss of a stream judged on the wall clock (a stopped simulator stops ``/clock`` too), and told apart from the
+consumer's own lateness.
+
+A consumer that did not run for a while (its executor blocked, the machine busy: issue 48) sees no sample for that
+while although the stream went on: the samples wait in its queue. So the consumer also reports that it ran
+(:meth:`StreamWatchdog.awake`, from its periodic check): a check that comes late marks the consumer as starved until
+then, and the silence before does not count as the stream's (:meth:`StreamWatchdog.silent`). The stream is lost
+once it has been silent for ``timeout`` s *while the consumer ran* — or for :data:`LOST_ANYWAY` times that, starved
+or not (a consumer late at every check must still notice a stream that stopped).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..errors import PayloadEstimationError
+
+LATE = 0.1
+"""s a periodic check may come after its period before the consumer counts as starved (at most timeout / 4)."""
+
+LOST_ANYWAY = 3.0
+"""A stream silent for this many timeouts is lost even if the consumer was starved meanwhile."""
 
 
 class WatchdogConfigError(PayloadEstimationError):
@@ -15,14 +30,20 @@ class WatchdogConfigError(PayloadEstimationError):
 class StreamWatchdog:
     """Last receipt of a stream on the caller's monotonic clock (s), and whether it is lost.
 
-    timeout: s without a sample after which the stream counts as lost. ``losses`` counts the
-    transitions to lost (each one a separate outage).
+    timeout: s without a sample, while the consumer ran, after which the stream counts as lost. ``losses`` counts
+    the transitions to lost (each one a separate outage); ``late`` the consumer's checks that came late (its own
+    lateness, not the stream's), ``late_max`` the longest (s).
     """
 
     timeout: float = 0.5
     last: float | None = None
     losses: int = 0
     _lost: bool = False
+    late: int = 0
+    late_max: float = 0.0
+    resumed: float | None = None  # when the consumer last came back from being late
+    _checked: float | None = None
+    _period: float = 0.0
 
     def __post_init__(self):
         if not self.timeout > 0:
@@ -34,18 +55,48 @@ class StreamWatchdog:
         self.last, self._lost = wall, False
         return back
 
+    def awake(self, wall: float, period: float) -> bool:
+        """The consumer's periodic check (every ``period`` s) runs at ``wall``; True when it came late (more than
+        min(:data:`LATE`, timeout / 4) after its period): the consumer was starved, samples may wait unread."""
+        prev, self._checked, self._period = self._checked, wall, period
+        if prev is None:
+            return False
+        lag = wall - prev - period
+        if lag <= self._late_limit():
+            return False
+        self.late += 1
+        self.late_max = max(self.late_max, lag)
+        self.resumed = wall
+        return True
+
+    def _late_limit(self) -> float:
+        return min(LATE, self.timeout / 4)
+
     def age(self, wall: float) -> float | None:
         """s since the last sample, None if none arrived yet."""
         return None if self.last is None else wall - self.last
 
-    def lost(self, wall: float) -> bool:
-        """True once no sample arrived for ``timeout`` s (or none ever); counts new outages."""
+    def silent(self, wall: float) -> float | None:
+        """s the stream has been silent while the consumer ran: the age, counted from the consumer's return when it
+        came back late after the last sample; the whole age beyond :data:`LOST_ANYWAY` timeouts (None if none
+        arrived yet)."""
         age = self.age(wall)
-        lost = age is None or age > self.timeout
+        resumed = self.resumed
+        if self._checked is not None and wall - self._checked - self._period > self._late_limit():
+            resumed = wall  # the periodic check itself is overdue: the consumer is late right now (asked first)
+        if age is None or resumed is None or resumed <= self.last or age > LOST_ANYWAY * self.timeout:
+            return age
+        return min(age, wall - resumed)
+
+    def lost(self, wall: float) -> bool:
+        """True once no sample arrived for ``timeout`` s while the consumer ran (or none ever, or none for
+        :data:`LOST_ANYWAY` timeouts); counts new outages."""
+        silent = self.silent(wall)
+        lost = silent is None or silent > self.timeout
         if lost and not self._lost and self.last is not None:
             self.losses += 1
         self._lost = lost and self.last is not None
         return lost
 
 
-__all__ = ["StreamWatchdog"]
+__all__ = ["StreamWatchdog", "LATE", "LOST_ANYWAY"]

@@ -131,7 +131,9 @@ def rig(ros, dyn):
 
     def start(nodes, *params, sim_time=False):
         args = ros_args(None, NS, sim_time, (), ["robot:=lwr4", *params])
-        procs.extend(start_processes(nodes, args))
+        new = start_processes(nodes, args)
+        procs.extend(new)
+        return new
 
     yield probe, feed, start
     feed.close()
@@ -201,6 +203,32 @@ def test_a_lost_stream_is_an_error_within_one_second_also_on_sim_time(rig):
     feed.running = True
     assert wait_for(lambda: probe.level("collision_monitor") == OK, 2.0)
     assert int(probe.values("collision_monitor")["joint_states_losses"]) == 1
+
+
+def test_a_node_that_was_stopped_itself_does_not_call_the_stream_lost(rig):
+    """Issue 48, starved is not lost: the monitor's process stopped for 0.8 s (SIGSTOP: a busy machine at its worst)
+    while the stream went on. It finds its own checks late and the samples waiting: no loss reported, its lateness
+    in the status (late_checks, late_max_s); a stream that really stops is still an ERROR within 1 s."""
+    probe, feed, start = rig
+    mon = start(["monitor"])[0].pid
+    assert wait_for(lambda: ready(probe), 20.0)
+    time.sleep(0.5)
+    os.kill(mon, signal.SIGSTOP)
+    time.sleep(0.8)
+    os.kill(mon, signal.SIGCONT)
+    assert wait_for(lambda: int(probe.values("collision_monitor").get("late_checks", 0)) >= 1, 5.0), \
+        probe.values("collision_monitor")
+    time.sleep(1.0)
+    v = probe.values("collision_monitor")
+    assert v["joint_states_losses"] == "0" and float(v["late_max_s"]) >= 0.5, v
+    assert probe.level("collision_monitor") == OK
+    feed.running = False
+    t0 = time.monotonic()
+    assert wait_for(lambda: probe.level("collision_monitor") == ERROR, 2.0)
+    assert time.monotonic() - t0 < 1.0 + 0.2
+    feed.running = True
+    assert wait_for(lambda: probe.level("collision_monitor") == OK, 2.0)
+    assert probe.values("collision_monitor")["joint_states_losses"] == "1"
 
 
 def set_params(probe: Node, node: str, **values) -> list[bool]:

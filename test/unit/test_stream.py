@@ -107,3 +107,33 @@ def test_a_latched_topic_wait_says_why_and_subscribes_again_only_for_a_compatibl
     assert "subscribed again 5 time(s)" in w.check(121.5, [rsp])[1]
     with pytest.raises(Exception, match="patience"):
         LatchedWait("/t", patience=3.0, max_patience=2.0)
+
+
+def test_a_consumer_that_was_late_itself_does_not_call_the_stream_lost():
+    """Issue 48: starved is not lost. The consumer's periodic check came 0.8 s late (its executor blocked): the
+    stream's silence before counts not; a stream that stays silent while the consumer runs is lost after the
+    timeout; one silent for 3 timeouts is lost even if the consumer is late at every check."""
+    w = StreamWatchdog(timeout=0.5)
+    for k in range(11):
+        w.awake(k * 0.1, 0.1)
+    w.feed(1.0)
+    assert not w.awake(1.1, 0.1) and w.late == 0
+    assert w.awake(1.9, 0.1) and w.late == 1 and abs(w.late_max - 0.7) < 1e-9  # 0.8 s between two 0.1 s checks
+    assert w.age(1.9) > 0.5 and w.silent(1.9) == 0.0 and not w.lost(1.9)  # samples may wait unread: not lost
+    w3 = StreamWatchdog(timeout=0.5)
+    w3.awake(0.0, 0.1)
+    w3.feed(0.05)
+    assert not w3.lost(0.9) and w3.losses == 0  # asked before the overdue check ran: late now, not lost
+    w.feed(1.91)  # the backlog arrives: the stream went on
+    assert not w.lost(2.0) and w.losses == 0
+    # a stream that really stopped while the consumer ran on time: lost after the timeout, as before
+    for k in range(7):
+        assert not w.awake(2.0 + 0.1 * k, 0.1)
+    assert not w.lost(2.4) and w.lost(2.6) and w.losses == 1 and w.silent(2.6) > 0.5
+    # late at every check: lost after 3 timeouts all the same
+    w2 = StreamWatchdog(timeout=0.5)
+    w2.feed(0.0)
+    w2.awake(0.0, 0.1)
+    for k in range(1, 9):
+        assert w2.awake(0.3 * k, 0.1)
+        assert w2.lost(0.3 * k) == (0.3 * k > 1.5)
