@@ -369,6 +369,11 @@ def main() -> int:
         "",
     ]
     lines += table(res, args.phases)
+    if "idle" in res["phases"]:
+        c = res["phases"]["idle"]["cpu"]
+        verdicts = [f"{'the three' if k == 'nodes' else k} {c[k] / c['floor']:.2f}× (≤ {t:.2f}×: "
+                    f"{'met' if c[k] / c['floor'] <= t else 'NOT met'})" for k, t in TARGETS.items()]
+        lines += ["", "Targets at idle (issue 48): " + "; ".join(verdicts) + "."]
     lat = res.get("latency")
     if lat:
         lines += ["", f"Monitor receive-to-decision latency (the residual's DDS source timestamp minus that of the "
