@@ -47,6 +47,16 @@ def pytest_runtest_setup(item):
 
 
 @pytest.fixture(scope="module")
+def private_symbolic_cache(tmp_path_factory):
+    """The symbolic-coefficient cache of one test module in a directory of its own (tests that build models
+    must not read or race over the user's cache)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PAYLOAD_ESTIMATION_CACHE", str(tmp_path_factory.mktemp("symcache")))
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
 def ros(request):
     """rclpy initialised for one test module, every node under the module's ``NS`` namespace (other test
     runs on this machine may share the DDS domain and publish the same topics)."""

@@ -101,24 +101,16 @@ class DedicatedSubscription:
     def _run(self) -> None:
         _rclpy = self._rclpy
         ws = _rclpy.WaitSet(1, 1, 0, 0, 0, 0, self._node.context.handle)
-        sub, log = self._handle, self._node.get_logger()
+
+        def failed(e: Exception) -> None:
+            self.faults += 1
+            _say_wait_failed(self._node, self.topic, e, self._stop)
+
         while not self._stopping():
-            ws.clear_entities()
-            ws.add_subscription(sub)
-            ws.add_guard_condition(self._wake.handle)
-            try:
-                ws.wait(WAKE_NS)
-            except Exception as e:  # noqa: BLE001 - context shut down while waiting; otherwise: say so, go on
-                if self._stopping():
-                    break
-                self.faults += 1
-                log.error(f"{self.topic}: waiting for messages failed ({type(e).__name__}: {e}); retrying",
-                          throttle_duration_sec=2.0)
-                self._stop.wait(0.01)  # a wait that keeps failing must not spin a core
-                continue
-            if self._stop.is_set():
+            got = _wait_for_message(ws, self._handle, self._wake, self._stopping, failed)
+            if got == "stop" or self._stop.is_set():
                 break
-            if sub.pointer not in ws.get_ready_entities("subscription"):
+            if got == "idle":
                 continue
             if self._batch > 0 and self._stop.wait(self._batch):
                 break
@@ -173,6 +165,29 @@ class DedicatedSubscription:
         with self._take_lock:
             self._handle.destroy_when_not_in_use()
         self._wake.destroy()
+
+
+def _wait_for_message(ws, handle, wake, stopping: Callable[[], bool], failed: Callable[[Exception], None]) -> str:
+    """One wait of a subscription thread on ``ws`` (its subscription ``handle`` and guard condition ``wake``), at
+    most WAKE_NS: "ready" (a message waits), "idle" (none, or a failed wait: ``failed`` said it) or "stop" (the
+    wait failed because the node is stopping)."""
+    ws.clear_entities()
+    ws.add_subscription(handle)
+    ws.add_guard_condition(wake.handle)
+    try:
+        ws.wait(WAKE_NS)
+    except Exception as e:  # noqa: BLE001 - context shut down while waiting; otherwise: say so, go on
+        if stopping():
+            return "stop"
+        failed(e)
+        return "idle"
+    return "ready" if handle.pointer in ws.get_ready_entities("subscription") else "idle"
+
+
+def _say_wait_failed(node: Node, topic: str, e: Exception, stop: threading.Event) -> None:
+    node.get_logger().error(f"{topic}: waiting for messages failed ({type(e).__name__}: {e}); retrying",
+                            throttle_duration_sec=2.0)
+    stop.wait(0.01)  # a wait that keeps failing must not spin a core
 
 
 def _c_subscription(rclpy_impl, node: Node, msg_type: type, topic: str, qos: QoSProfile):
@@ -296,26 +311,17 @@ class PolledSubscription:
 
     def _run(self) -> None:
         ws = self._rclpy.WaitSet(1, 1, 0, 0, 0, 0, self._node.context.handle)
-        log = self._node.get_logger()
         while not self._stopping():
             if not self._armed.wait(0.2):
                 continue
             self._taken.wait(0.2)  # the executor took the previous queue (or is late: wake it again)
             if self._stopping():
                 break
-            ws.clear_entities()
-            ws.add_subscription(self._handle)
-            ws.add_guard_condition(self._wake.handle)
-            try:
-                ws.wait(WAKE_NS)
-            except Exception as e:  # noqa: BLE001 - context shut down while waiting; otherwise: say so, go on
-                if self._stopping():
-                    break
-                log.error(f"{self.topic}: waiting for messages failed ({type(e).__name__}: {e}); retrying",
-                          throttle_duration_sec=2.0)
-                self._stop.wait(0.01)
-                continue
-            if self._armed.is_set() and self._handle.pointer in ws.get_ready_entities("subscription"):
+            got = _wait_for_message(ws, self._handle, self._wake, self._stopping,
+                                    lambda e: _say_wait_failed(self._node, self.topic, e, self._stop))
+            if got == "stop":
+                break
+            if got == "ready" and self._armed.is_set():
                 if self._batch > 0 and self._stop.wait(self._batch):
                     break
                 with self._arm_lock:

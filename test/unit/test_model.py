@@ -26,12 +26,7 @@ MUJOCO_COMPILER = ('<mujoco><compiler balanceinertia="false" discardvisual="true
                    'autolimits="true" inertiafromgeom="false"/></mujoco>')
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _private_cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("PAYLOAD_ESTIMATION_CACHE", str(tmp_path_factory.mktemp("symcache")))
-    yield
-    mp.undo()
+pytestmark = pytest.mark.usefixtures("private_symbolic_cache")
 
 
 def mujoco_model(urdf_text: str) -> mujoco.MjModel:

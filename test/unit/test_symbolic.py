@@ -30,12 +30,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 S = sp.Symbol
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _private_cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("PAYLOAD_ESTIMATION_CACHE", str(tmp_path_factory.mktemp("symcache")))
-    yield
-    mp.undo()
+pytestmark = pytest.mark.usefixtures("private_symbolic_cache")
 
 
 def _sym(text: str, **subs) -> sp.Expr:

@@ -31,12 +31,7 @@ PANDA = urdf("franka_panda_fer")
 GEN3_JOINTS = [f"Actuator{i}" for i in range(1, 8)]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _private_cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("PAYLOAD_ESTIMATION_CACHE", str(tmp_path_factory.mktemp("symcache")))
-    yield
-    mp.undo()
+pytestmark = pytest.mark.usefixtures("private_symbolic_cache")
 
 
 @pytest.fixture(autouse=True)
