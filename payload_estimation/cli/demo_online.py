@@ -164,8 +164,9 @@ def _mission(client, desc, sc: OnlineScenario) -> dict:
     names = node_link_names(desc)
     k = sc.contact_link
     q = client.q
-    f_link = dyn.forward_kinematics(q, f"link_{k}")[:3, :3].T @ (sc.contact_force * _contact_direction(dyn, q, k))
     capsule = capsule_geometry(desc).capsules[k - 1]
+    f_link = dyn.forward_kinematics(q, f"link_{k}")[:3, :3].T @ (sc.contact_force
+                                                                 * _contact_direction(dyn, q, k, capsule))
     # scheduled PUSH_LEAD s ahead (sim time): sim_node applies it then, however late the message arrives
     t_contact = client.push(names[k - 1], f_link, delay=PUSH_LEAD, point=push_point(capsule, f_link, 0.6))
     client.wait_for(lambda: _at_rest(client, sc.q_pick), 120.0, "move 2 to finish (stop and resume included)")
