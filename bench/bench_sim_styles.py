@@ -11,7 +11,7 @@ miss averaged over 20 ms; at 1 kHz also with dq and ddq from central differences
 a message into points the way it then did -- missing velocities 0, accelerations dropped, a first point at 0 s
 refused (dropped here so the rest can be measured)).
 
-Usage: .venv/bin/python docs/bench/sim_styles.py [--root DIR] [--robots iiwa14 lwr4]
+Usage: .venv/bin/python bench/bench_sim_styles.py [--root DIR] [--robots iiwa14 lwr4]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:

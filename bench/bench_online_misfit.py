@@ -15,7 +15,7 @@ figures equal those of the old checkout). ``--no-check`` turns the misfit check 
 before issue 46). ``--root DIR`` runs another checkout (its bench/bench_online.py and package; the check's figures
 need this one's).
 
-Usage: .venv/bin/python docs/bench/online_misfit.py [--robot iiwa14] [--runs 6] [--style positions] [--interp jtc]
+Usage: .venv/bin/python bench/bench_online_misfit.py [--robot iiwa14] [--runs 6] [--style positions] [--interp jtc]
        [--old-velocity] [--no-check] [--root DIR]
 """
 
@@ -32,7 +32,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-HERE = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
