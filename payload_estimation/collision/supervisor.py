@@ -296,6 +296,7 @@ class MonitorSupervisor:
         self._grasp_announced = False  # a grasp was announced (and no release or loss since): losses are judged
         self.mon = self._new_monitor(monitor)
         self.sign = TorqueSignGate(dyn.desc.joint_names)  # a torque running opposite to the model: not monitoring
+        self.torque_gain: np.ndarray | None = None  # N m per unit of the stream's effort (None: 1)
         self._pending_monitor: MonitorConfig | None = None
         self._pending_reaction = False
         self._logged_mass: float | None = None  # provisional mass last logged (a refit every rest block is not news)
@@ -318,6 +319,13 @@ class MonitorSupervisor:
         self.mon = mon
         self._apply_payload()
         return mon
+
+    def set_torque_gain(self, gain: np.ndarray | None) -> None:
+        """N m per unit of the effort :meth:`update` is given, per joint (``signals.torque_gains``; None or all 1:
+        the effort is torque); the torque's sign is judged again with it."""
+        g = None if gain is None else np.asarray(gain, float)
+        self.torque_gain = None if g is None or np.all(g == 1.0) else g
+        self.sign.reset()
 
     def configure(self, monitor: MonitorConfig, config: SupervisorConfig) -> None:
         """New settings: the payload's at once, the monitor's when no collision is reported, the reaction's when
@@ -371,8 +379,10 @@ class MonitorSupervisor:
 
     # ------------------------------------------------------------------ per sample
     def update(self, t: float, q: np.ndarray, dq: np.ndarray, tau: np.ndarray) -> SupervisorStep:
-        """One joint-state sample (s, rad, rad/s, N m): the monitor, the provisional payload and its thresholds,
-        the reaction."""
+        """One joint-state sample (s, rad, rad/s, the stream's effort: N m after :attr:`torque_gain`): the monitor,
+        the provisional payload and its thresholds, the reaction."""
+        if self.torque_gain is not None:
+            tau = tau * self.torque_gain
         notes = self.apply_pending() if self._pending_monitor is not None or self._pending_reaction else []
         if self._due:
             notes, self._due = self._due + notes, []

@@ -141,7 +141,7 @@ class CollisionMonitorNode(Node):
                 sup.adopt(self.sup)
             self.sup, self.dyn, self._dynamic_note, self._n, self.joint_names = sup, sup.dyn, note, desc.n, names
             self.input = JointStateInput(self, names, self.values)
-            self._gain = torque_gains(list(self.values["torque_gain"]), desc.n, names)
+            sup.set_torque_gain(torque_gains(list(self.values["torque_gain"]), desc.n, names))
             self._residual_msg = joint_state_msg(names, tau=np.zeros(desc.n))  # reused: stamp and effort change
             self.status.hardware_id = desc.name
         if self._joint_states is None:
@@ -160,8 +160,7 @@ class CollisionMonitorNode(Node):
         if self.input is not None and names & set(STREAM_PARAMS.by_name):
             self.input.configure(self.values)
         if self.sup is not None and "torque_gain" in names:
-            self._gain = torque_gains(list(self.values["torque_gain"]), self._n, self.joint_names)
-            self.sup.sign.reset()  # judged again with the new gain
+            self.sup.set_torque_gain(torque_gains(list(self.values["torque_gain"]), self._n, self.joint_names))
         self._changed.changed(names)
         if self.sup is not None:
             self.sup.configure(*monitor_configs(self.values))
@@ -185,7 +184,7 @@ class CollisionMonitorNode(Node):
         verdict, t, s = got
         if verdict is StampVerdict.RESTART:
             self._restart()
-        step = self.sup.update(t, s.q, s.dq, s.tau * self._gain)
+        step = self.sup.update(t, s.q, s.dq, s.tau)
         self._log(step.notes)
         for report in step.reports:
             self._on_event(report.event, report.changed)

@@ -348,3 +348,30 @@ def test_a_stream_restart_drops_a_provisional_payload_and_keeps_the_estimate(des
     assert sup.payload is est and max(r.max() for *_, r in rows[-50:]) < 0.5
     first = rows[0][1].notes[0][1]
     assert first.startswith("stream restarted: the observer keeps the estimate in use, 3.000 kg") and "reset" in first
+
+
+def test_an_effort_running_opposite_to_the_model_stops_monitoring_until_the_gain_flips_it():
+    """The stream's effort is FRI's measured torque (opposite to the URDF's, lbr_fri_ros2_stack): the supervisor
+    judges its sign on the observer's own gravity torque and stops monitoring with the fix in its words; with
+    ``set_torque_gain(-1)`` the same stream is monitored and raises nothing (issue 45)."""
+    from payload_estimation.collision.supervisor import MonitorInputs, monitor_status
+
+    desc = load_robot("lwr4")
+    dyn = RigidBodyDynamics(desc)
+    q = np.radians([10, 40, -5, -70, 15, 50, 20])
+    effort = -dyn.gravity(q)
+    for gain in (None, -1.0):
+        sup = supervisor(desc)
+        if gain is not None:
+            sup.set_torque_gain(np.full(desc.n, gain))
+        reported = []
+        for k in range(500):
+            step = sup.update(k * 1e-3, q, np.zeros(desc.n), effort)
+            reported += [r for r in step.reports if r.event.active]
+        level, text, _ = monitor_status(sup, "stop_and_resume", MonitorInputs(), "", 0.0, False)
+        if gain is None:
+            assert sup.sign.fault is not None and level == 2, text
+            assert "runs opposite to the robot model's joint torque on" in text and "torque_gain: [-1]" in text
+            assert step.action is Action.NOTHING and not step.reports
+        else:
+            assert sup.sign.fault is None and level == 0 and not reported, text
