@@ -238,7 +238,7 @@ def run(args) -> int:
         if note:
             print(f"  {note}")
         if np.any(gains > MAX_GAIN_STEP * rate):
-            print(f"observer gain {gain_for_rate(rate, float(np.max(gains))):g}/s: --gain {args.gain} capped at "
+            print(f"observer gain {gain_for_rate(rate, float(np.max(gains))):.3g}/s: --gain {args.gain} capped at "
                   f"{MAX_GAIN_STEP:g} x the recording's {rate:.0f} Hz (a higher gain passes each step's velocity "
                   "error straight into the residual)")
     model = load_dynamic_model(args.params, desc)
