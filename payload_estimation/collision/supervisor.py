@@ -65,6 +65,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import PayloadEstimationError
+from ..levels import ERROR, OK, WARN, Note
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
 from ..node_limits import MAX_COM_RADIUS, MAX_PAYLOAD
@@ -81,9 +82,6 @@ from .thresholds import ThresholdCalibration, ThresholdRecorder
 
 SIGMA_PERIOD = 0.01
 """s between updates of the thresholds widened by an estimate's σ (a gravity regressor each)."""
-
-OK, WARN, ERROR = 0, 1, 2
-"""Status levels (those of diagnostic_msgs/DiagnosticStatus)."""
 
 EVENT_WORDS = {"grasped": GRASP, "released": RELEASE}
 """payload_estimator/payload_event texts -> the announced change."""
@@ -106,9 +104,6 @@ class PayloadModel(Protocol):
 
     def observer_model(self, point_mass: bool = True) -> tuple[BodyInertia, bool]: ...
 
-
-Note = tuple[str, str]
-"""A line for the log: (level 'info' or 'warning', text)."""
 
 LimitCheck = Callable[[float, np.ndarray, "np.ndarray | None", float, float], None]
 """(mass kg, CoM m, inertia about the CoM or None, max_payload kg, max_com_radius m) -> None; raises a

@@ -52,6 +52,7 @@ import numpy as np
 from ..errors import PayloadEstimationError
 from ..identification.identified_model import IdentificationError, IdentifiedModel
 from ..identification.robot_identification import describe_offsets, identify_gravity
+from ..levels import ERROR, OK, WARN, Note
 from ..model.dynamics import RigidBodyDynamics
 from ..model.robot_file import FINGERPRINT_KEY, kinematics_fingerprint
 from ..node_limits import MAX_COM_RADIUS, MAX_PAYLOAD
@@ -76,12 +77,6 @@ LOADED, UNLOADED, CALIBRATION = "loaded", "unloaded", "calibration"
 CAPTURE_WORDS = {LOADED: "capture", UNLOADED: "unloaded capture", CALIBRATION: "calibration capture"}
 """How an answer names a capture of each kind."""
 
-
-OK, WARN, ERROR = 0, 1, 2
-"""Status levels (those of diagnostic_msgs/DiagnosticStatus)."""
-
-Note = tuple[str, str]
-"""A line for the log: (level 'info', 'warning' or 'error', text)."""
 
 NODE_LIMITS = PayloadLimits(max_payload=MAX_PAYLOAD, max_com_radius=MAX_COM_RADIUS)
 """The nodes' plausibility limits (``max_payload`` kg, ``max_com_radius`` m; the fits' own defaults are wider)."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import PayloadEstimationError
+from ..levels import ERROR, OK, WARN
 from ..model.dynamics import RigidBodyDynamics
 from ..signals.settle import SampleWindow, SettleConfig, check_static
 from .excitation_sequence import Excite, Record
@@ -48,9 +49,6 @@ from .sampling_run import (
     SamplingRun,
 )
 from .sequence import Capture, Estimate, Move, PhaseTimings, SequenceConfig
-
-OK, WARN, ERROR = 0, 1, 2
-"""Status levels (those of diagnostic_msgs/DiagnosticStatus)."""
 
 NOT_FAULTS = ("refused", "cancelled")
 """Outcomes that are no fault: a refusal (nothing moved) and the user's ~/cancel: WARN, not ERROR."""
@@ -80,6 +78,11 @@ ESTIMATOR_CALLS = tuple(sorted({"clear_captures", *(n for pair in ESTIMATOR_SERV
 
 TICK_PERIOD = 0.05
 """s; steady-clock tick of a run (stream loss, timeouts) between joint_states samples."""
+
+
+AUTO_STREAM_TIMEOUT = 0.5
+"""s: a run's stream timeout when ``joint_state_timeout`` is 0 (automatic) and nothing measured it (a bare run, a
+bench): stream.watchdog.AUTO_MIN (test_sampler checks; the node passes the one its watchdog uses)."""
 
 
 class SamplerRefused(PayloadEstimationError):
@@ -125,7 +128,7 @@ class SamplerConfig:
     excitation_velocity_scale: float = 0.8
     excitation_max_acceleration: float = 25.0
     monitor_timeout: float = 10.0
-    joint_state_timeout: float = 0.5
+    joint_state_timeout: float = 0.0  # 0: the node's automatic one (the stream's rate), AUTO_STREAM_TIMEOUT without
 
     def pose_plan(self, sweep: bool = False) -> PosePlanConfig:
         """The static poses' plan (``sweep``: the ``~/sweep`` poses)."""
@@ -148,7 +151,7 @@ class SamplerConfig:
     def run_config(self) -> RunConfig:
         """A run's start-up and supervision timing."""
         return RunConfig(pick_rest_timeout=self.pick_rest_timeout, monitor_fit_delay=self.monitor_fit_delay,
-                         stream_timeout=self.joint_state_timeout, service_timeout=self.service_timeout,
+                         stream_timeout=self.joint_state_timeout or AUTO_STREAM_TIMEOUT, service_timeout=self.service_timeout,
                          start_tolerance=float(np.radians(self.arrival_tolerance_deg)),
                          monitor_timeout=self.monitor_timeout)
 
