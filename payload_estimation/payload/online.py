@@ -65,6 +65,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..model.dynamics import RigidBodyDynamics, link_params
+from ..signals.misfit import MISFIT_CHI2, Misfit, check_misfit, misfit_sentence
 from .estimate import PayloadEstimate
 from .filtered import DEFAULT_CUTOFF
 from .model_uncertainty import DATASHEET_RELATIVE, declared_uncertainty
@@ -79,6 +80,7 @@ from .result import (
     build_estimate,
     frame_name,
     inertia_problem,
+    uncertainty_words,
 )
 from .static import UnloadedModel
 
@@ -92,11 +94,10 @@ RECENT = 0.3
 MAX_STREAM_LAG = 1.0
 """s: a grasp announced up to this far ahead of the next sample's stamp counts its rows from the announcement (the
 stream was behind); further off the stamps are on another clock and the next sample is taken as the grasp's."""
-MISFIT_CHI2 = 4.0
-"""The fit's χ²/ν above which the data disagree with the model (the unexplained torque's RMS twice what the noise model
-expects): clean data give 0.8-1.0 (spread < 0.2), a positions-only move under joint_trajectory_controller (the velocity
-steps at every point) 1.0-1.9, a stop at every 0.1 s point 10-145, the simulator's velocity half a step behind its
-positions and torque (before issue 46) 480-5300."""
+# MISFIT_CHI2 (signals.misfit), the fit's χ²/ν above which the data disagree with the model: clean data give 0.8-1.0
+# (spread < 0.2), a positions-only move under joint_trajectory_controller (the velocity steps at every point) 1.0-1.9,
+# a stop at every 0.1 s point 10-145, the simulator's velocity half a step behind its positions and torque (before
+# issue 46) 480-5300.
 _STEP = 1e-6  # s, the step along the motion for dM/dt dq (a derivative of the model, not of data)
 _COM = ("x", "y", "z")
 
@@ -690,11 +691,10 @@ class OnlinePayloadEstimator:
             sens = cov @ (self._e / v)
             cov = cov + sens @ self._error_cov @ sens.T
         fit_rss = self._explained_rss(v, mean, var)
-        expected = max(n_rows - 10, 1) * floor  # ν = rows - the payload's 10 parameters
-        ratio = fit_rss / expected
-        # the unexplained torque beyond misfit_chi2 x its expectation, as a systematic torque (module docstring)
-        excess = max(fit_rss - self.cfg.misfit_chi2 * expected, 0.0)
-        widening = 1.0 + excess / (4.0 * v)
+        # ν = rows - the payload's 10 parameters; beyond misfit_chi2 x its expectation the unexplained torque is
+        # taken as systematic (module docstring, :mod:`..signals.misfit`)
+        check = check_misfit(fit_rss, n_rows, n_rows - 10, floor, v, self.cfg.misfit_chi2)
+        widening = check.information_scale
         if widening > 1.0:
             if self.cfg.fit_model_error:
                 cov = self._with_model_error(v * widening, mean, var)[1]
@@ -704,8 +704,8 @@ class OnlinePayloadEstimator:
                 cov = cov + sens @ self._error_cov @ sens.T
         cov = 0.5 * (cov + cov.T)
         seconds = self._t - self._first if self._first is not None else 0.0
-        fit = dict(misfit_ratio=ratio, fit_rms=math.sqrt(fit_rss / max(n_rows, 1)),
-                   expected_rms=math.sqrt(expected / max(n_rows, 1)), widening=math.sqrt(widening))
+        fit = dict(misfit_ratio=check.ratio, fit_rms=check.fit_rms, expected_rms=check.expected_rms,
+                   widening=check.widening)
         common = dict(t=self._t, rows=self._count, seconds=seconds, grasped=True, anchored=self._anchor is not None)
         try:
             est = self._estimate(p, cov, math.sqrt(rss / max(n_rows, 1)))
@@ -847,15 +847,11 @@ def misfit_words(est: PayloadEstimate, misfit_ratio: float, fit_rms: float, expe
                  widening: float) -> str:
     """What a user reads when the fit does not fit (:attr:`OnlineStatus.misfit`): how much torque the model does not
     explain, against what was expected, and how uncertain that leaves the estimate (3σ after the widening)."""
-    s = est.std
-    com = [s.get(k, math.nan) for k in ("cx", "cy", "cz")]
-    com_words = (f"CoM uncertain to ±{3e3 * max(com):.0f} mm" if all(math.isfinite(c) for c in com)
-                 else "CoM not determined")
-    return (f"the motion has torque the model does not explain: {fit_rms:.3g} N m RMS against {expected_rms:.2g} N m "
-            f"expected (χ²/ν {misfit_ratio:.3g}); σ widened ×{widening:.1f} to what it can explain: {com_words}, mass "
-            f"to ±{3 * s.get('mass', math.nan):.3g} kg (3σ). Look for a torque or velocity signal filtered or delayed "
-            "against the positions, friction or elastic joints the model lacks, or a jerkier motion than the estimate "
-            "follows (a stop at every point: send the points' velocities)")
+    return misfit_sentence("the motion has torque", Misfit(misfit_ratio, fit_rms, expected_rms, widening),
+                           uncertainty_words(est),
+                           "Look for a torque or velocity signal filtered or delayed against the positions, friction "
+                           "or elastic joints the model lacks, or a jerkier motion than the estimate follows (a stop "
+                           "at every point: send the points' velocities)")
 
 
 __all__ = ["CONVERGED", "CONVERGING", "IDLE", "MIN_INERTIA_PRIOR_STD", "NOT_EXCITED", "STATES", "ComPrior",

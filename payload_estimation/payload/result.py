@@ -278,6 +278,16 @@ def build_estimate(p: np.ndarray, cov: np.ndarray, identified: np.ndarray, names
     )
 
 
+def uncertainty_words(est: PayloadEstimate) -> str:
+    """How uncertain ``est`` is, in a user's words (3σ): "CoM uncertain to ±25 mm, mass to ±0.1 kg (3σ)" (the largest
+    CoM component's; "CoM not determined" where a component has no finite σ)."""
+    s = est.std or {}
+    com = [s.get(k, float("nan")) for k in COM_NAMES]
+    com_words = (f"CoM uncertain to ±{3e3 * max(com):.0f} mm" if all(np.isfinite(c) for c in com)
+                 else "CoM not determined")
+    return f"{com_words}, mass to ±{3 * s.get('mass', float('nan')):.3g} kg (3σ)"
+
+
 __all__ = [
     "COM_NAMES",
     "GRAVITY_NAMES",
@@ -299,4 +309,5 @@ __all__ = [
     "is_no_payload",
     "no_payload_note",
     "numeric_jacobian",
+    "uncertainty_words",
 ]
