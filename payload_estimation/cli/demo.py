@@ -189,6 +189,7 @@ def run(args) -> int:
 def _mission(client, desc, sc: Scenario) -> dict:
     from ..collision import capsule_geometry, push_point
     from ..model import RigidBodyDynamics
+    from ..sampling.sampler import RETRIED_NOTE
 
     dyn = RigidBodyDynamics(desc)
     geometry = capsule_geometry(desc)
@@ -202,7 +203,9 @@ def _mission(client, desc, sc: Scenario) -> dict:
     if not res.success:
         raise RuntimeError(f"capture_unloaded refused: {res.message}")
     t_ref0 = client.now()
-    res = client.call("payload_sampler/record_reference", timeout=180.0)
+    res = client.call_retrying("payload_sampler/record_reference", 180.0, lambda text: _say("2/7", text))
+    if RETRIED_NOTE in res.message:
+        _say("2/7", f"record_reference {'succeeded' if res.success else 'failed'} on its second attempt")
     t_ref1 = client.now()
     if not res.success:
         raise RuntimeError(f"record_reference failed: {res.message}")
@@ -232,7 +235,7 @@ def _mission(client, desc, sc: Scenario) -> dict:
         _say(step, f"payload_sampler/sample (mode {mode}): {what}, estimate, back to the pick configuration")
         seen = client.estimates
         t0, wall0 = client.now(), time.monotonic()
-        res = client.call("payload_sampler/sample", timeout=180.0)
+        res = client.call_retrying("payload_sampler/sample", 180.0, lambda text, step=step: _say(step, text))
         t1, wall = client.now(), time.monotonic() - wall0
         if not res.success:
             raise RuntimeError(f"sampling ({mode}) failed: {res.message}")

@@ -225,6 +225,24 @@ class MissionClient(Node):
         """Call a std_srvs/Trigger service; raise MissionError if unavailable or unanswered."""
         return self._request(Trigger, service, Trigger.Request(), timeout)
 
+    def call_retrying(self, service: str, timeout: float = 60.0, say: Callable[[str], None] | None = None
+                      ) -> Trigger.Response:
+        """:meth:`call` a sampler service; an answer that failed for a real gap in joint_states
+        (:func:`sampling.sampler.stream_fault`) and that the sampler did not retry already is called once more, and
+        ``say`` is told why. The answer of the second call says what ended the first."""
+        from ..sampling.sampler import RETRIED_NOTE, stream_fault
+
+        res = self.call(service, timeout)
+        why = "" if res.success or RETRIED_NOTE in res.message else stream_fault(res.message)
+        if not why:
+            return res
+        if say is not None:
+            say(f"{service} failed ({why}): calling it once more")
+        first = res.message
+        res = self.call(service, timeout)
+        res.message = f"{res.message} [{RETRIED_NOTE}: the first call failed: {first}]"
+        return res
+
     def set_parameters(self, node: str, values: dict[str, object], timeout: float = 15.0) -> None:
         """Set parameters of ``node`` as ``ros2 param set`` does; raise MissionError naming a refused one."""
         req = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])

@@ -27,7 +27,7 @@ from ..errors import PayloadEstimationError
 from ..model import RobotDescription, load_robot, robot_from_description
 from ..payload.estimator import NODE_LIMITS
 from ..signals import SettleConfig
-from ..stream import StampGuard, StampVerdict, StreamWatchdog
+from ..stream import StampGuard, StampVerdict, StreamTimeout, StreamWatchdog
 from ..stream.driver_stream import DriverStream
 from ..stream.latched_wait import LatchedWait, Publisher
 from .messages import JointSample, JointStateConverter
@@ -58,8 +58,9 @@ ROBOT_PARAMS = ParameterTable([
 """Parameters of the robot model, shared by every node."""
 
 STREAM_PARAMS = ParameterTable([
-    Param("joint_state_timeout", 0.5, "s without joint_states (wall clock, also under use_sim_time) after which "
-          "the stream counts as lost", low=0.0, high=10.0, low_open=True),
+    Param("joint_state_timeout", 0.0, "s without joint_states (wall clock, also under use_sim_time) after which "
+          "the stream counts as lost; 0: from the stream's measured rate (50 periods, at least 0.5 s; status "
+          "joint_state_timeout_s says the one in use)", low=0.0, high=10.0),
     Param("max_stamp_jump", 1.0, "s a joint_states stamp may run ahead of the wall clock since the previous "
           "sample; further ahead, or not after it, is a time fault (held out, counted)", low=0.0, high=3600.0,
           low_open=True),
@@ -360,8 +361,10 @@ class JointStateInput:
         self.node = node
         self.converter = JointStateConverter(joint_names, require_velocity, require_effort)
         self.guard = StampGuard(float(values["max_stamp_jump"]), int(values["restart_samples"]))
-        self.watchdog = StreamWatchdog(float(values["joint_state_timeout"]))
+        self.timeout = StreamTimeout(float(values["joint_state_timeout"]))
         self.stream = DriverStream()
+        self._rate = 0.0  # Hz, the stream's rate the watchdog's automatic timeout was set for
+        self.watchdog = StreamWatchdog(self.timeout.effective(self._rate))
         self._velocity_source = "stream"  # logged when it changes from what a plain stream is
         self._stream_key = self._stream_state()
         self._restart = False  # a restart whose first sample the stream kept back: said with the next one
@@ -373,7 +376,8 @@ class JointStateInput:
         """Apply changed STREAM_PARAMS values (from the next sample on)."""
         self.guard.max_jump = float(values["max_stamp_jump"])
         self.guard.confirm = int(values["restart_samples"])
-        self.watchdog.timeout = float(values["joint_state_timeout"])
+        self.timeout = StreamTimeout(float(values["joint_state_timeout"]))
+        self.watchdog.timeout = self.timeout.effective(self.stream.rate)
 
     def receive(self, msg: JointState) -> tuple[StampVerdict, float, JointSample] | None:
         """A message in; None if it cannot be used (logged). HOLD: a time fault, held out of use."""
@@ -395,6 +399,9 @@ class JointStateInput:
             self.node.get_logger().warning(f"joint_states {self.guard.counters.last_fault}: re-initialising")
             self.stream.reset()
         taken = self.stream.take(t, s.q, s.dq, s.tau)
+        if self.stream.rate != self._rate:  # measured anew (a few times at the start, then every 64 states)
+            self._rate = self.stream.rate
+            self.watchdog.timeout = self.timeout.effective(self._rate)
         key = self._stream_state()  # velocity_source's text only when what it is made of changed (every sample)
         if key != self._stream_key and self.stream.velocity_source not in (self._velocity_source, "undecided"):
             self._velocity_source = self.stream.velocity_source
@@ -479,7 +486,9 @@ class JointStateInput:
 
     def counters(self) -> dict[str, object]:
         c = self.guard.counters
-        return {"joint_states_age_s": self.age(), "joint_states_losses": self.watchdog.losses,
+        return {"joint_states_age_s": self.age(), "joint_state_timeout_s": round(self.watchdog.timeout, 3),
+                "joint_state_timeout_from": self.timeout.describe(self._rate),
+                "joint_states_losses": self.watchdog.losses,
                 "late_checks": self.watchdog.late, "late_max_s": round(self.watchdog.late_max, 3),
                 "bad_messages": self.bad_messages, **self.stream.status_values(), "stamp_faults_held": c.held,
                 "stamp_faults_rejected": c.rejected, "stream_restarts": c.restarts,

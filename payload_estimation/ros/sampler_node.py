@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 from functools import partial
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -56,11 +57,14 @@ from ..sampling.sampler import (
     TICK_PERIOD,
     PlanWorker,
     Sampler,
+    SamplerConfig,
     answer_text,
     capture_note,
     estimate_note,
     plan_note,
     request_kind,
+    retried,
+    retry_reason,
     stream_stale,
 )
 from ..sampling.sampling_run import ClearCaptures, Finished, Hold, PlanMotion, SamplingRun, SetActive
@@ -199,26 +203,43 @@ class PayloadSamplerNode(Node):
 
     # ------------------------------------------------------------------ services
     async def _start(self, request: str, _, response):
-        """``~/sample``, ``~/sweep``, ``~/record_reference``: run one ``request`` to its end, answer its outcome."""
-        idle = self._run is None
-        if idle:
-            self._poll()  # the current pose decides the mode; the run judges rest on samples taken from now on
-            self.core.configure(self.core.settle, new_window=True)
-        try:
-            _, how = self.core.start(request, sampler_config(self.values), self.dyn, self.model.error,
-                                     clock_seconds(self), time.monotonic())
-        except PayloadEstimationError as e:
-            response.success, response.message = False, str(e)
-            return response
-        if idle and self.input is not None:
-            self.input.resume()  # the samples polled while idle were no sequence
-        self._js.arm()
-        self.get_logger().info(f"{request}: {how}")
-        self._done = Future()
-        self._tick()
-        fin: Finished = await self._done
+        """``~/sample``, ``~/sweep``, ``~/record_reference``: run one ``request`` to its end, answer its outcome.
+        A ``~/record_reference`` whose run failed for a real gap in joint_states is tried once more by itself
+        (:func:`sampling.sampler.retry_reason`), and the answer says so."""
+        first: Finished | None = None
+        for attempt in (1, 2):
+            idle = self._run is None
+            if idle:
+                self._poll()  # the current pose decides the mode; the run judges rest on samples taken from now on
+                self.core.configure(self.core.settle, new_window=True)
+            try:
+                _, how = self.core.start(request, self._config(), self.dyn, self.model.error,
+                                         clock_seconds(self), time.monotonic())
+            except PayloadEstimationError as e:
+                fin = Finished(False, str(e), code="refused")
+                break
+            if idle and self.input is not None:
+                self.input.resume()  # the samples polled while idle were no sequence
+            self._js.arm()
+            self.get_logger().info(f"{request}: {how}" + (" (the second attempt)" if first else ""))
+            self._done = Future()
+            self._tick()
+            fin = await self._done
+            why = retry_reason(request, fin, attempt)
+            if not why:
+                break
+            self.get_logger().warning(f"{request} failed ({why}): trying once more by itself")
+            first = fin
+        if first is not None:
+            fin = retried(first, fin)
         response.success, response.message = fin.ok, answer_text(fin)
         return response
+
+    def _config(self) -> SamplerConfig:
+        """The run's settings from the parameters, its stream timeout the one the watchdog uses (the parameter's, or
+        from the stream's measured rate when it is 0)."""
+        cfg = sampler_config(self.values)
+        return cfg if self.input is None else replace(cfg, joint_state_timeout=self.input.watchdog.timeout)
 
     def _srv_cancel(self, request, response):
         if answer(response, self.core.cancel):
@@ -240,7 +261,7 @@ class PayloadSamplerNode(Node):
         if self.input is not None:
             self.input.awake(TICK_PERIOD)  # late itself: the silence meanwhile is this node's, not the stream's
         stale = self._run is not None and self.input is not None and stream_stale(
-            self.input.age(), float(self.values["joint_state_timeout"]))
+            self.input.age(), self.input.watchdog.timeout)
         waiting = self._js.take_all() if stale else []
         # a waiting sample advances the run; one the input refuses (e.g. another arm's joints) must not stop the
         # ticks, or the run would never see that no usable joint_states arrive (~/sample never answered)

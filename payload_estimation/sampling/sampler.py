@@ -21,6 +21,7 @@ that run's pick configuration (``~/forget_pick`` drops it).
 
 from __future__ import annotations
 
+import re
 import threading
 import traceback
 from collections.abc import Callable
@@ -83,6 +84,39 @@ TICK_PERIOD = 0.05
 AUTO_STREAM_TIMEOUT = 0.5
 """s: a run's stream timeout when ``joint_state_timeout`` is 0 (automatic) and nothing measured it (a bare run, a
 bench): stream.watchdog.AUTO_MIN (test_sampler checks; the node passes the one its watchdog uses)."""
+
+
+RETRIED = ("~/record_reference",)
+"""Requests whose run is tried once more by itself after a real gap in joint_states (:func:`stream_fault`): the
+reference run moves the unloaded arm within its envelope and stores nothing until it succeeds."""
+
+STREAM_FAULT = re.compile(r"the stream has an? \d+ ms gap|joint_states lost for [\d.]+ s")
+"""What an answer says when the run failed for a gap in joint_states: the estimator refusing a recording with a gap
+(``payload.dynamic.check_recording``) or the run's watchdog (``sampling_run``: code ``stream_lost``)."""
+
+RETRIED_NOTE = "tried once more by itself"
+"""In an answer whose run was retried: a caller does not retry it again."""
+
+
+def stream_fault(text: str) -> str:
+    """The words of an answer ``text`` that say its run failed for a real gap in joint_states ("": it did not)."""
+    m = STREAM_FAULT.search(text)
+    return "" if m is None else m.group(0)
+
+
+def retry_reason(request: str, fin: Finished, attempt: int) -> str:
+    """Why the run of ``request`` that ended with ``fin`` on its ``attempt`` (1: the first) is tried once more by
+    itself ("": it is not): a request of :data:`RETRIED` whose first attempt failed for a gap in the stream (lost,
+    code ``stream_lost``; or a recording the estimator refused for a gap, code ``estimate_rejected``). Any other
+    failure is the answer: a collision, a cancel, an arm that did not rest are not the stream's."""
+    if fin.ok or attempt > 1 or request not in RETRIED or fin.code not in ("stream_lost", "estimate_rejected"):
+        return ""
+    return stream_fault(fin.text)
+
+
+def retried(first: Finished, second: Finished) -> Finished:
+    """The answer of a run tried twice: the second attempt's outcome, saying what ended the first."""
+    return replace(second, text=f"{second.text} [{RETRIED_NOTE}: the first attempt failed: {first.text}]")
 
 
 class SamplerRefused(PayloadEstimationError):
@@ -151,7 +185,8 @@ class SamplerConfig:
     def run_config(self) -> RunConfig:
         """A run's start-up and supervision timing."""
         return RunConfig(pick_rest_timeout=self.pick_rest_timeout, monitor_fit_delay=self.monitor_fit_delay,
-                         stream_timeout=self.joint_state_timeout or AUTO_STREAM_TIMEOUT, service_timeout=self.service_timeout,
+                         stream_timeout=self.joint_state_timeout or AUTO_STREAM_TIMEOUT,
+                         service_timeout=self.service_timeout,
                          start_tolerance=float(np.radians(self.arrival_tolerance_deg)),
                          monitor_timeout=self.monitor_timeout)
 
@@ -461,4 +496,5 @@ class Sampler:
 __all__ = ["Sampler", "SamplerConfig", "SamplerRefused", "run_spec", "sample_mode", "compute_plan", "answer_text",
            "outcome_level", "estimate_note", "PlanWorker", "plan_note", "capture_note", "stream_stale",
            "commanded_points", "request_kind", "ESTIMATOR_SERVICES", "ESTIMATOR_CALLS", "TICK_PERIOD", "REQUESTS",
-           "NOT_FAULTS", "MONITOR_STATUS_AGE", "OK", "WARN", "ERROR"]
+           "NOT_FAULTS", "MONITOR_STATUS_AGE", "OK", "WARN", "ERROR", "AUTO_STREAM_TIMEOUT", "RETRIED",
+           "RETRIED_NOTE", "stream_fault", "retry_reason", "retried"]

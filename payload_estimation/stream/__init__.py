@@ -4,6 +4,6 @@ Plain Python (no rclpy): the nodes feed it receipt times and stamps and show wha
 """
 
 from .stamps import StampCounters, StampGuard, StampVerdict
-from .watchdog import StreamWatchdog
+from .watchdog import StreamTimeout, StreamWatchdog
 
-__all__ = ["StampGuard", "StampVerdict", "StampCounters", "StreamWatchdog"]
+__all__ = ["StampGuard", "StampVerdict", "StampCounters", "StreamWatchdog", "StreamTimeout"]

@@ -7,6 +7,11 @@ while although the stream went on: the samples wait in its queue. So the consume
 then, and the silence before does not count as the stream's (:meth:`StreamWatchdog.silent`). The stream is lost
 once it has been silent for ``timeout`` s *while the consumer ran* — or for :data:`LOST_ANYWAY` times that, starved
 or not (a consumer late at every check must still notice a stream that stopped).
+
+The timeout itself follows the stream (:class:`StreamTimeout`): a ``joint_state_timeout`` set by the user is used as
+set; left at 0 (auto) it is :data:`AUTO_PERIODS` periods of the stream's measured rate, at least :data:`AUTO_MIN`
+s (and :data:`AUTO_MIN` until a rate is measured): a 1 kHz stream is lost after 0.5 s, a 25 Hz one after 2 s, not
+after the 12 samples a fixed 0.5 s would allow it.
 """
 
 from __future__ import annotations
@@ -22,8 +27,56 @@ LOST_ANYWAY = 3.0
 """A stream silent for this many timeouts is lost even if the consumer was starved meanwhile."""
 
 
+AUTO_MIN = 0.5
+"""s: the shortest automatic timeout (and the one before the stream's rate is measured)."""
+
+AUTO_PERIODS = 50.0
+"""Periods of the stream's measured rate in an automatic timeout."""
+
+AUTO_MAX = 10.0
+"""s: the longest automatic timeout (the parameter's own upper bound)."""
+
+
 class WatchdogConfigError(PayloadEstimationError):
     """A watchdog setting that cannot work (the message names it)."""
+
+
+def auto_timeout(rate: float) -> float:
+    """s: the automatic timeout for a stream of ``rate`` Hz (0 or less: not measured yet):
+    :data:`AUTO_PERIODS` periods, within [:data:`AUTO_MIN`, :data:`AUTO_MAX`]."""
+    if not rate > 0:
+        return AUTO_MIN
+    return min(AUTO_MAX, max(AUTO_MIN, AUTO_PERIODS / rate))
+
+
+@dataclass(frozen=True)
+class StreamTimeout:
+    """The ``joint_state_timeout`` parameter: ``setting`` > 0 s is the user's and used as it is; 0 is automatic
+    (:func:`auto_timeout` of the stream's measured rate)."""
+
+    setting: float = 0.0
+
+    def __post_init__(self):
+        if not self.setting >= 0:
+            raise WatchdogConfigError(f"joint_state_timeout must be >= 0 s (0: from the stream's rate), "
+                                      f"got {self.setting}")
+
+    @property
+    def auto(self) -> bool:
+        return self.setting == 0
+
+    def effective(self, rate: float) -> float:
+        """s: the timeout in use for a stream measured at ``rate`` Hz (0: not measured)."""
+        return auto_timeout(rate) if self.auto else self.setting
+
+    def describe(self, rate: float) -> str:
+        """Where the timeout in use comes from, for the status."""
+        if not self.auto:
+            return "joint_state_timeout parameter"
+        if not rate > 0:
+            return f"auto: {AUTO_MIN:g} s until the stream's rate is measured"
+        return (f"auto: {AUTO_PERIODS:g} periods of the {rate:.0f} Hz stream, within [{AUTO_MIN:g}, "
+                f"{AUTO_MAX:g}] s")
 
 
 @dataclass
@@ -99,4 +152,5 @@ class StreamWatchdog:
         return lost
 
 
-__all__ = ["StreamWatchdog", "LATE", "LOST_ANYWAY"]
+__all__ = ["StreamWatchdog", "StreamTimeout", "auto_timeout", "LATE", "LOST_ANYWAY", "AUTO_MIN", "AUTO_PERIODS",
+           "AUTO_MAX"]

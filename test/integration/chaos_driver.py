@@ -124,7 +124,7 @@ PARAMETERS: list[tuple[str, str, object, bool]] = [
     ("collision_monitor", "resume_delay", 2, True), ("collision_monitor", "resume_delay", -1.0, False),
     ("collision_monitor", "n_sigma", 5, True), ("collision_monitor", "policy", "stop", True),
     ("collision_monitor", "policy", "stop_and_resume", True), ("collision_monitor", "policy", "bogus", False),
-    ("collision_monitor", "joint_state_timeout", 1, True), ("collision_monitor", "joint_state_timeout", 0.0, False),
+    ("collision_monitor", "joint_state_timeout", 1, True), ("collision_monitor", "joint_state_timeout", -0.5, False),
     ("payload_estimator", "torque_noise", 1, True), ("payload_estimator", "torque_noise", -1.0, False),
     ("payload_estimator", "max_mass_std", 1, True), ("payload_estimator", "anchor_window", 1, True),
     ("payload_estimator", "method", "auto", True), ("payload_estimator", "method", "bogus", False),
@@ -133,9 +133,9 @@ PARAMETERS: list[tuple[str, str, object, bool]] = [
 DEFAULTS = {("payload_sampler", "amplitude_deg"): 7.0, ("payload_sampler", "dwell"): 3.0,
             ("payload_sampler", "n_poses"): 10, ("payload_sampler", "mode"): "auto",
             ("payload_sampler", "excitation_duration"): 1.6, ("payload_sampler", "velocity_scale"): 0.9,
-            ("payload_sampler", "joint_state_timeout"): 0.5, ("collision_monitor", "thresholds"): [6.0],
+            ("payload_sampler", "joint_state_timeout"): 0.0, ("collision_monitor", "thresholds"): [6.0],
             ("collision_monitor", "resume_delay"): 2.0, ("collision_monitor", "n_sigma"): 5.0,
-            ("collision_monitor", "policy"): "stop_and_resume", ("collision_monitor", "joint_state_timeout"): 0.5,
+            ("collision_monitor", "policy"): "stop_and_resume", ("collision_monitor", "joint_state_timeout"): 0.0,
             ("payload_estimator", "torque_noise"): 0.05, ("payload_estimator", "max_mass_std"): 0.1,
             ("payload_estimator", "anchor_window"): 1.0, ("payload_estimator", "method"): "auto"}
 """What the clean run after the schedule restores (start-up values of NODE_OVERRIDES included)."""

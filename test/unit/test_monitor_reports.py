@@ -310,8 +310,35 @@ def test_the_watchdog_reports_a_lost_stream_once_and_its_return_once():
     assert stream.lost_changed(wall=0.1) is None
     stream.watchdog.feed(1.0)
     assert stream.lost_changed(wall=1.1) is False and stream.lost_changed(wall=1.2) is None
-    timeout = values["joint_state_timeout"]
+    timeout = stream.watchdog.timeout
+    assert values["joint_state_timeout"] == 0.0 and timeout == 0.5  # automatic: 0.5 s until a rate is measured
     assert stream.lost_changed(wall=1.0 + timeout + 0.01) is True and stream.lost_changed(wall=5.0) is None
+
+
+def test_the_inputs_watchdog_timeout_comes_from_the_streams_rate_unless_set():
+    """Issue 48: joint_state_timeout 0 (the default) becomes 50 periods of the stream's measured rate (a 25 Hz
+    driver: 2 s, not the 12 samples of a fixed 0.5 s), said in the status; a value set by the user wins."""
+    from sensor_msgs.msg import JointState
+
+    def feed(inp, n=40, rate=25.0):
+        for k in range(n):
+            msg = JointState(name=["a"], position=[0.01 * k], velocity=[0.25], effort=[1.0 + 0.01 * k])
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(1e9 * (100 + k / rate)), 10**9)
+            inp.receive(msg)
+
+    values = {p.name: p.default for p in STREAM_PARAMS.params}
+    auto = JointStateInput(None, ("a",), values)
+    assert auto.watchdog.timeout == 0.5
+    feed(auto)
+    c = auto.counters()
+    assert auto.watchdog.timeout == pytest.approx(2.0) and c["joint_state_timeout_s"] == pytest.approx(2.0)
+    assert "50 periods of the 25 Hz stream" in c["joint_state_timeout_from"]
+    user = JointStateInput(None, ("a",), {**values, "joint_state_timeout": 0.7})
+    feed(user)
+    assert user.watchdog.timeout == 0.7 and user.counters()["joint_state_timeout_from"] == (
+        "joint_state_timeout parameter")
+    user.configure({**values, "joint_state_timeout": 0.0})  # set back to automatic at run time: the measured rate
+    assert user.watchdog.timeout == pytest.approx(2.0)
 
 
 def test_a_stream_that_never_arrives_is_a_status_problem_after_the_timeout():
@@ -319,10 +346,10 @@ def test_a_stream_that_never_arrives_is_a_status_problem_after_the_timeout():
     values = {p.name: p.default for p in STREAM_PARAMS.params}
     stream = JointStateInput(None, ("a",), values)
     assert stream.problem() == ""  # just made: not yet a problem
-    stream._created -= values["joint_state_timeout"] + 2.6
+    stream._created -= stream.watchdog.timeout + 2.6
     assert re.fullmatch(r"no joint_states received in \d+ s", stream.problem())
     stream.watchdog.feed(time.monotonic())
     assert stream.problem() == ""
     stale = JointStateInput(None, ("a",), values)
-    stale.watchdog.feed(time.monotonic() - values["joint_state_timeout"] - 0.1)
+    stale.watchdog.feed(time.monotonic() - stale.watchdog.timeout - 0.1)
     assert stale.problem() == "joint_states lost"

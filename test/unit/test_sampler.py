@@ -376,3 +376,42 @@ def test_the_first_action_of_a_payload_run_raises_active_and_an_unloaded_one_doe
         run, _ = sampler.start(request, sampler_config(FAST), dyn, "", 0.0, 0.0)
         out = run.update(sampler.observation(0.0, 0.0, 0.0, True, False))
         assert any(isinstance(a, SetActive) and a.active for a in out) == raised, (request, out)
+
+
+def test_a_reference_run_that_failed_for_a_stream_gap_is_tried_once_more_and_says_so():
+    """Issue 48: the demo's first record_reference on a loaded machine failed with the estimator's 'the stream has a
+    372 ms gap'. A reference run that failed for a real gap in joint_states (a recording refused for a gap, or the
+    run's watchdog) is tried once more by itself; anything else (a collision, a cancel, a second failure, another
+    request) is the answer as it is."""
+    from payload_estimation.sampling.sampler import (
+        AUTO_STREAM_TIMEOUT,
+        RETRIED_NOTE,
+        retried,
+        retry_reason,
+        stream_fault,
+    )
+    from payload_estimation.stream.watchdog import AUTO_MIN
+
+    gap = Finished(False, "estimator rejected the fit: reference run: the stream has a 372 ms gap at 1.204 s (more "
+                          "than 50 ms: the motion cannot be filtered across it) (arm returned to the pick "
+                          "configuration)", code="estimate_rejected")
+    lost = Finished(False, "joint_states lost for 0.53 s (joint_state_timeout 0.50 s); nothing more was commanded",
+                    code="stream_lost")
+    assert retry_reason("~/record_reference", gap, 1) == "the stream has a 372 ms gap"
+    assert retry_reason("~/record_reference", lost, 1) == "joint_states lost for 0.53 s"
+    assert retry_reason("~/record_reference", gap, 2) == ""  # once
+    assert retry_reason("~/sample", gap, 1) == "" and retry_reason("~/sweep", lost, 1) == ""
+    for other in (Finished(False, "collision reported by the collision monitor", code="collision"),
+                  Finished(False, "estimator rejected the fit: mass σ too large", code="estimate_rejected"),
+                  Finished(False, "cancelled (joint_states lost for 0.60 s)", code="cancelled"),
+                  Finished(True, "reference recorded from a 1.60 s excitation")):
+        assert retry_reason("~/record_reference", other, 1) == ""
+    second = Finished(True, "reference recorded from a 1.60 s excitation around q0 = [...] deg")
+    both = retried(gap, second)
+    assert both.ok and both.text.startswith(second.text) and RETRIED_NOTE in both.text and "372 ms gap" in both.text
+    assert stream_fault(both.text) == "the stream has a 372 ms gap"  # a caller sees it was retried: RETRIED_NOTE
+    assert stream_fault(lost.text) and not stream_fault("joint_states lost for a while")
+    # the automatic stream timeout of a run without a measured rate is the watchdog's
+    assert AUTO_STREAM_TIMEOUT == AUTO_MIN and SamplerConfig().joint_state_timeout == 0.0
+    assert SamplerConfig().run_config().stream_timeout == AUTO_MIN
+    assert SamplerConfig(joint_state_timeout=2.0).run_config().stream_timeout == 2.0

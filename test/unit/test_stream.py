@@ -137,3 +137,29 @@ def test_a_consumer_that_was_late_itself_does_not_call_the_stream_lost():
     for k in range(1, 9):
         assert w2.awake(0.3 * k, 0.1)
         assert w2.lost(0.3 * k) == (0.3 * k > 1.5)
+
+
+def test_the_automatic_timeout_follows_the_stream_rate_and_a_set_one_wins():
+    """Issue 48: joint_state_timeout 0 is 50 periods of the stream's measured rate (at least 0.5 s, at most 10 s);
+    a value the user set is used as set. The rate is the driver stream's, measured from the stamps (not from when
+    the consumer happened to run)."""
+    from payload_estimation.stream import StreamTimeout
+    from payload_estimation.stream.driver_stream import DriverStream
+    from payload_estimation.stream.watchdog import WatchdogConfigError
+
+    auto = StreamTimeout(0.0)
+    assert auto.effective(0.0) == 0.5 and "until the stream's rate is measured" in auto.describe(0.0)
+    assert auto.effective(1000.0) == 0.5 and auto.effective(100.0) == 0.5
+    assert auto.effective(25.0) == pytest.approx(2.0) and "50 periods of the 25 Hz stream" in auto.describe(25.0)
+    assert auto.effective(1.0) == 10.0
+    user = StreamTimeout(0.7)
+    assert user.effective(25.0) == 0.7 and user.effective(0.0) == 0.7 and user.describe(25.0) == (
+        "joint_state_timeout parameter")
+    with pytest.raises(WatchdogConfigError, match="joint_state_timeout"):
+        StreamTimeout(-1.0)
+    # a 20 Hz stream, the arm moving (distinct states): its stamps give 20 Hz whatever the arrival times
+    stream, rng = DriverStream(), np.random.default_rng(3)
+    for k in range(40):
+        q = 0.01 * k + 1e-4 * rng.standard_normal(7)
+        stream.take(0.05 * k, q, np.full(7, 0.2), rng.standard_normal(7))
+    assert stream.rate == pytest.approx(20.0) and auto.effective(stream.rate) == pytest.approx(2.5)
