@@ -1,6 +1,7 @@
 """Momentum-observer collision detection: residual, thresholds, contact link/force/point, stop/resume
 reaction, the provisional payload, the payload change after a grasp or release and a lost payload.
-:class:`MonitorSupervisor` holds the collision monitor node's rules around them (the node translates).
+:class:`MonitorSupervisor` composes the collision monitor node's rules around them, one small class per job
+(estimate gate, estimate σ, loss gate, stop and resume, live calibration; the node translates).
 
 :class:`CollisionMonitor` runs observer, detector and contact per sample; :func:`replay` runs it over
 a recording; :func:`score_detections` compares its detections with known contacts.
@@ -20,11 +21,19 @@ _API = {
     "monitor": ("CollisionMonitor", "MonitorConfig", "MonitorStep", "replay"),
     "observer": ("DEFAULT_GAIN", "MAX_GAIN_STEP", "gain_for_rate",
                  "JointFriction", "MomentumObserver", "ObserverInputError", "identified_friction", "make_friction"),
-    "reaction": ("POLICIES", "Action", "ReactionPolicyError", "ReactionState", "ReactionStateMachine"),
+    "reaction": ("POLICIES", "Action", "ReactionConfig", "ReactionPolicyError", "ReactionState",
+                 "ReactionStateMachine"),
+    "stop_resume": ("Command", "Planner", "StopResume", "StopResumeConfig"),
+    "estimate_gate": ("EstimateGate", "EstimateGateConfig", "EstimateRefused"),
+    "estimate_sigma": ("EstimateSigma", "SigmaConfig"),
+    "loss_gate": ("LossGate", "LossGateConfig"),
+    "live_calibration": ("CalibrationConfig", "CalibrationRefused", "LiveCalibration"),
+    "monitor_inputs": ("MonitorInputs",),
+    "monitor_status": ("monitor_status",),
     "provisional": ("ProvisionalFit", "ProvisionalPayload"),
     "payload_change": ("GRASP", "RELEASE", "PayloadWatch", "WatchConfig"),
     "scoring": ("score_detections", "time_above"),
-    "supervisor": ("CalibrationRefused", "EstimateRefused", "MonitorSupervisor", "SupervisorConfig", "SupervisorStep"),
+    "supervisor": ("MonitorSupervisor", "SupervisorConfig", "SupervisorStep"),
     "payload_loss": ("LossConfig", "LossVerdict", "PayloadLossClassifier", "PayloadLossError"),
 }
 __all__, __getattr__, __dir__ = lazy_api(__name__, globals(), _API)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import math
+from dataclasses import dataclass
 
 from ..errors import PayloadEstimationError
 
@@ -38,11 +39,21 @@ class ReactionPolicyError(PayloadEstimationError):
     """Bad reaction configuration; the message names the value."""
 
 
+@dataclass(frozen=True)
+class ReactionConfig:
+    """Named as the monitor node's parameters (these defaults are its defaults): the ``policy`` (:data:`POLICIES`)
+    and ``resume_delay`` s after the release before resuming (Gaz & De Luca 2017: 2 s)."""
+
+    policy: str = "stop_and_resume"
+    resume_delay: float = 2.0
+
+
 class ReactionStateMachine:
     """Stop / resume logic. ``resume_delay`` (s) >= 0; ``resume_grace`` (s): time spent in RESUMING
     before the state is MOVING again (the motion ramps back up; a collision then stops again)."""
 
-    def __init__(self, policy: str = "stop_and_resume", resume_delay: float = 2.0, resume_grace: float = 0.5):
+    def __init__(self, policy: str = ReactionConfig.policy, resume_delay: float = ReactionConfig.resume_delay,
+                 resume_grace: float = 0.5):
         if policy not in POLICIES:
             raise ReactionPolicyError(f"unknown reaction policy {policy!r}; use one of {', '.join(POLICIES)}")
         if not (math.isfinite(resume_delay) and resume_delay >= 0):
@@ -90,4 +101,4 @@ class ReactionStateMachine:
         self.stop_time = self.resume_time = None
 
 
-__all__ = ["Action", "ReactionState", "ReactionStateMachine", "ReactionPolicyError", "POLICIES"]
+__all__ = ["Action", "ReactionConfig", "ReactionState", "ReactionStateMachine", "ReactionPolicyError", "POLICIES"]
