@@ -118,7 +118,7 @@ class Rig:
         floor.node = "floor"
         self.procs.append(floor)
         self.pid = {p.node: p.pid for p in self.procs}
-        rclpy.init(args=["--ros-args", "-r", f"__ns:={ns}"])
+        rclpy.init(args=["--ros-args", "-r", f"__ns:={ns}", "-r", f"/clock:={ns}/clock"])  # a sim-time client too
         self.node = rclpy.create_node("cpu_probe")
         self.status: dict[str, tuple[int, str, dict]] = {}
         for name in ("payload_estimator", "payload_sampler", "collision_monitor"):
