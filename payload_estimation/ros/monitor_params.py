@@ -1,9 +1,12 @@
 """``collision_monitor``'s parameters: the one table of defaults, ranges and docs, and its map to the core.
 
 :data:`PARAMS` declares every parameter (docs/ros_interface.md and config/payload_estimation.yaml are generated
-from it); :func:`monitor_configs` turns its values into the core's configs
-(:class:`collision.monitor.MonitorConfig`, :class:`collision.supervisor.SupervisorConfig`), whose defaults
-are the table's (one source: the node, benches and bare runs start from the same values).
+from it); each default is read from the field of the core's config that the parameter sets (one home each:
+:class:`collision.monitor.MonitorConfig`, :class:`collision.payload_change.WatchConfig`,
+:class:`collision.reaction.ReactionConfig`, :class:`collision.stop_resume.StopResumeConfig`,
+:class:`collision.loss_gate.LossGateConfig`, :class:`collision.live_calibration.CalibrationConfig`,
+:class:`collision.supervisor.SupervisorConfig` for the observer's payload; ``max_payload``/``max_com_radius``:
+``node_limits``). :func:`monitor_configs` and :func:`calibration_config` turn the values into those configs.
 """
 
 from __future__ import annotations
@@ -12,14 +15,18 @@ from dataclasses import fields, replace
 
 import numpy as np
 
+from ..collision.live_calibration import CalibrationConfig
+from ..collision.loss_gate import LossGateConfig
 from ..collision.monitor import MonitorConfig
-from ..collision.reaction import POLICIES
+from ..collision.payload_change import WatchConfig
+from ..collision.reaction import POLICIES, ReactionConfig
+from ..collision.stop_resume import StopResumeConfig
 from ..collision.supervisor import SupervisorConfig
-from ..collision.thresholds import THRESHOLD_MINIMUM, THRESHOLD_SAFETY
 from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, STREAM_PARAMS, TORQUE_PARAMS
 from .parameters import Param, ParameterTable
 
-_MON, _SUP = MonitorConfig(), SupervisorConfig()  # the defaults: the core's, written once
+_MON, _SUP, _WATCH, _REACTION = MonitorConfig(), SupervisorConfig(), WatchConfig(), ReactionConfig()
+_STOP, _LOSS, _CAL = StopResumeConfig(), LossGateConfig(), CalibrationConfig()  # the defaults: the core's, once
 
 PARAMS = ROBOT_PARAMS + STREAM_PARAMS + TORQUE_PARAMS + LIMIT_PARAMS + ParameterTable([
     Param("dynamic_model", "", "the observer's unloaded dynamics: a PARAMS.yaml of `payload-estimation identify` "
@@ -51,16 +58,16 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + TORQUE_PARAMS + LIMIT_PARAMS + Parameter
     Param("contact_estimation", _MON.contact is not None,
           "estimate the contact link, force and point after each detection "
           "(~/contact_wrench, ~/contact_marker)", applies="next sample (after a collision is released)"),
-    Param("sampling_threshold_factor", _SUP.sampling_threshold_factor,
+    Param("sampling_threshold_factor", _WATCH.sampling_factor,
           "thresholds x this while the payload sampler is active (payload only "
           "provisionally known), plus 3 sigma of the torque of the payload not yet known", low=1.0, high=10.0,
           applies="next sampling run"),
-    Param("payload_event_window", _SUP.payload_event_window,
+    Param("payload_event_window", _WATCH.window,
           "s after an announced grasp or release (payload_estimator/grasped, "
           "released) in which a residual a payload change explains is not a collision (thresholds at least "
           "payload_event_floor in it)", low=0.0, high=60.0,
           low_open=True, applies="next announcement"),
-    Param("payload_event_floor", _SUP.payload_event_floor, "N m, the least threshold per joint inside an announced "
+    Param("payload_event_floor", _WATCH.window_floor, "N m, the least threshold per joint inside an announced "
           "grasp/release window: an object taken at once moves the arm before its inertia is known, and a grasp is in "
           "no threshold calibration (docs/collision.md §3); joints set higher keep theirs", low=0.0, high=200.0),
     Param("release_fraction", _MON.release_fraction,
@@ -69,45 +76,45 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + TORQUE_PARAMS + LIMIT_PARAMS + Parameter
     Param("confirm_samples", _MON.confirm_samples,
           "consecutive samples above a threshold for a detection", low=1, high=1000,
           applies="next sample (after a collision is released)"),
-    Param("policy", _SUP.policy, "reaction to a collision", choices=POLICIES,
+    Param("policy", _REACTION.policy, "reaction to a collision", choices=POLICIES,
           applies="next sample (after a stop has ended)"),
-    Param("resume_delay", _SUP.resume_delay, "s after the release before resuming (Gaz & De Luca 2017: 2 s)",
+    Param("resume_delay", _REACTION.resume_delay, "s after the release before resuming (Gaz & De Luca 2017: 2 s)",
           low=0.0, high=600.0, applies="next sample (after a stop has ended)"),
-    Param("hold_time", _SUP.hold_time, "s, minimum time_from_start of the stop point (tolerates stale state)", low=0.0,
+    Param("hold_time", _STOP.hold_time, "s, minimum time_from_start of the stop point (tolerates stale state)", low=0.0,
           high=10.0, low_open=True),
-    Param("stop_deceleration", _SUP.stop_deceleration,
+    Param("stop_deceleration", _STOP.stop_deceleration,
           "rad/s^2: the stop ramps the current joint velocities down", low=0.0,
           high=1000.0, low_open=True),
     Param("residual_decimation", 1, "publish every k-th residual", low=1, high=1000),
-    Param("resume_velocity_scale", _SUP.resume_velocity_scale,
+    Param("resume_velocity_scale", _STOP.resume_velocity_scale,
           "peak speed of a resumed trajectory's first segment as a fraction of "
           "the velocity limit", low=0.0, high=1.0, low_open=True),
-    Param("resume_min_duration", _SUP.resume_min_duration,
+    Param("resume_min_duration", _STOP.resume_min_duration,
           "s, shortest first segment of a resumed trajectory", low=0.0, high=10.0,
           low_open=True),
     Param("payload_as_point_mass", _SUP.payload_as_point_mass,
           "a gravity-only estimate also enters M and C as a point mass at its CoM "
           "(false: gravity only, eq. 48 of Gaz & De Luca, IROS 2017)", applies="next estimate"),
-    Param("threshold_calibration_safety", THRESHOLD_SAFETY, "~/finish_threshold_calibration sets each threshold "
+    Param("threshold_calibration_safety", _CAL.safety, "~/finish_threshold_calibration sets each threshold "
           "to max(threshold_calibration_minimum, this x the largest |residual| recorded since "
           "~/start_threshold_calibration)", low=1.0, high=10.0, applies="next finish"),
-    Param("threshold_calibration_minimum", THRESHOLD_MINIMUM, "N m, the lowest threshold a calibration sets (a margin "
+    Param("threshold_calibration_minimum", _CAL.minimum, "N m, the lowest threshold a calibration sets (a margin "
           "for what a recording does not show)", low=0.0, high=50.0, low_open=True, applies="next finish"),
     Param("threshold_calibration_file", "", "where ~/finish_threshold_calibration also writes the calibrated "
           "thresholds as a parameter file for this node (--params-file); empty: they are applied, not written",
           path="file",
           applies="next finish"),
-    Param("payload_lost_stop", _SUP.payload_lost_stop, "while an estimated payload is carried after an announced grasp "
-          "(payload_estimator/grasped), a residual step matching its own torque is reported as payload lost (WARN, "
-          "~/payload_lost, status), the observer goes back to the unloaded arm and the arm is not stopped; true: a "
-          "payload loss stops the arm as a collision does",
+    Param("payload_lost_stop", _LOSS.payload_lost_stop, "while an estimated payload is carried after an announced "
+          "grasp (payload_estimator/grasped), a residual step matching its own torque is reported as payload lost "
+          "(WARN, ~/payload_lost, status), the observer goes back to the unloaded arm and the arm is not stopped; "
+          "true: a payload loss stops the arm as a collision does",
           applies="next payload loss"),
 ])
 MONITOR_KEYS = {"gains", "thresholds", "release_fraction", "confirm_samples", "threshold_margin", "threshold_speed",
                 "n_sigma", "sensor_torque_noise", "sensor_velocity_noise", "quadrature", "contact_estimation"}
 REACTION_KEYS = {"policy", "resume_delay"}
 CALIBRATION_KEYS = {"threshold_calibration_safety", "threshold_calibration_minimum", "threshold_calibration_file"}
-"""The node's own: read by ~/finish_threshold_calibration (the rule's defaults are collision.thresholds')."""
+"""Read by ~/finish_threshold_calibration (:func:`calibration_config`; the file is the node's own)."""
 
 
 def monitor_configs(values: dict) -> tuple[MonitorConfig, SupervisorConfig]:
@@ -126,6 +133,12 @@ def monitor_configs(values: dict) -> tuple[MonitorConfig, SupervisorConfig]:
     if not values["contact_estimation"]:
         mon = replace(mon, contact=None)
     return mon, SupervisorConfig(**{f.name: type(f.default)(values[f.name]) for f in fields(SupervisorConfig)})
+
+
+def calibration_config(values: dict) -> CalibrationConfig:
+    """The rule of ``~/finish_threshold_calibration`` from the node's parameter values by name."""
+    return CalibrationConfig(safety=float(values["threshold_calibration_safety"]),
+                             minimum=float(values["threshold_calibration_minimum"]))
 
 
 def per_joint_check(n: int | None):
@@ -151,5 +164,5 @@ def per_joint_problem(name: str, value: list, n: int) -> str | None:
     return None if len(value) in (1, n) else f"{name}: give one value or {n} (one per joint), got {len(value)}"
 
 
-__all__ = ["CALIBRATION_KEYS", "MONITOR_KEYS", "PARAMS", "REACTION_KEYS", "monitor_configs", "per_joint_check",
-           "per_joint_problem"]
+__all__ = ["CALIBRATION_KEYS", "MONITOR_KEYS", "PARAMS", "REACTION_KEYS", "calibration_config", "monitor_configs",
+           "per_joint_check", "per_joint_problem"]

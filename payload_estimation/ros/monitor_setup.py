@@ -2,9 +2,10 @@
 
 :func:`monitor_supervisor` builds :class:`collision.supervisor.MonitorSupervisor` as the ``collision_monitor`` node
 runs it: the observer's dynamics and friction from ``dynamic_model``
-(:func:`identification.dynamic_model.load_dynamic_model`), the settings from :func:`.monitor_params.monitor_configs`,
+(:func:`identification.dynamic_model.load_dynamic_model`), the settings from :func:`.monitor_params.monitor_configs`
+and :func:`.monitor_params.calibration_config`,
 the payload layer's limit check and the sampling layer's stop and resume rules
-(:class:`collision.supervisor.Planner`), layers collision/ does not import. :class:`PendingParameters` says which
+(:class:`collision.stop_resume.Planner`), layers collision/ does not import. :class:`PendingParameters` says which
 changed parameters wait for a safe point. No ROS here: both run in unit tests.
 """
 
@@ -13,13 +14,14 @@ from __future__ import annotations
 from functools import partial
 
 from ..collision.observer import identified_friction
-from ..collision.supervisor import MonitorSupervisor, Planner
+from ..collision.stop_resume import Planner
+from ..collision.supervisor import MonitorSupervisor
 from ..errors import PayloadEstimationError
 from ..identification.dynamic_model import load_dynamic_model
 from ..model import RobotDescription, require_masses
 from ..payload.limits import check_payload
 from ..sampling.poses import MotionLimitError, executed_duration, move_duration, stop_point
-from .monitor_params import MONITOR_KEYS, REACTION_KEYS, monitor_configs, per_joint_check
+from .monitor_params import MONITOR_KEYS, REACTION_KEYS, calibration_config, monitor_configs, per_joint_check
 from .parameters import ParameterError
 
 STOP_MARGIN = 0.01
@@ -65,7 +67,7 @@ def monitor_supervisor(desc: RobotDescription, values: dict, sampling: bool = Fa
     sup = MonitorSupervisor(dm.dynamics(), *monitor_configs(values), frame=desc.payload_frame_name,
                             limit_check=check_payload, friction=identified_friction(f.viscous, f.coulomb, f.offset),
                             link_names=tuple(desc.link_frame_name(k) for k in range(1, desc.n + 1)),
-                            sampling=sampling, planner=planner(desc))
+                            sampling=sampling, planner=planner(desc), calibration=calibration_config(values))
     return sup, dm.note
 
 
