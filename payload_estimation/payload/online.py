@@ -46,6 +46,15 @@ Done as the rows' information deflated by K = 1 + U / (4 v) (v the noise varianc
 directions the motion does not determine keep their prior; the estimate itself is unchanged. The state's reason, the
 status and the estimate's notes then say it in words (:attr:`OnlineStatus.misfit`).
 
+The rest after a move is information (issue 46): a new static orientation determines the CoM components the grasp's
+rest did not. The rows are kept in two groups, the motion's and the rest's (``rest_settle`` s after every joint is
+slower than ``rest_speed``: the filters' memory of the motion has decayed), each with its own noise level and its
+own misfit check, both fitted together. A jerky move (a stop-and-go's stops: χ²/ν 10-30) deflates its own rows only;
+the rest's, which fit their noise model, keep their weight, and the estimate weighs each group by its deflation
+relative to the least deflated one (one group alone: the estimate unchanged, as above). Before, one check over all
+rows deflated the rest's too: 1.5 s at a new orientation 44-140 deg from the grasp's left σ of the CoM at 2-6 mm
+after a stop-and-go move (``converging``); now 0.2-1 mm (``converged``), the errors within 2.3σ.
+
 Anchor: while no payload is announced, the estimator learns the unloaded model's filtered error at rest (the
 last ≥ ``anchor_rest`` s of standing still). After the grasp the fit subtracts it (times the zero-state filter's
 unit-step response): the sensor offsets cancel and near the anchor pose the model's gravity error nearly does
@@ -111,7 +120,9 @@ class OnlineConfig:
     ``model_uncertainty``: declared relative 1-σ error of the nominal links (mass, CoM, inertia);
     ``torque_offset_std`` N m: sensor offsets no model contains (not anchored, no calibrated offsets);
     ``anchor``: learn the unloaded model's error at rest before the grasp; ``anchor_rest`` s of rest it
-    needs; ``rest_speed`` rad/s: at rest below it; ``max_gap`` s: a longer step restarts the filters;
+    needs; ``rest_speed`` rad/s: at rest below it; ``rest_settle`` s: rows this long after the arm stopped are
+    the rest's (its own misfit check: the filters' memory of the motion decays by exp(-2π cutoff t), 5e-4 at 0.15 s
+    and 8 Hz); ``max_gap`` s: a longer step restarts the filters;
     converged when 3σ of the mass ≤ ``converged_mass`` x mass + ``converged_mass_abs`` kg and 3σ of
     every CoM component ≤ ``converged_com`` m; ``min_tilt_deg``: the payload's orientation must have spread
     by this much since the grasp (else ``not excited``: the CoM along the vertical is not separable from the
@@ -137,6 +148,7 @@ class OnlineConfig:
     anchor_rest: float = 0.3
     rest_speed: float = 0.01
     max_gap: float = 0.1
+    rest_settle: float = 0.15
     converged_mass: float = 0.01
     converged_mass_abs: float = 0.01
     converged_com: float = 0.005
@@ -155,7 +167,7 @@ class OnlineConfig:
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise PayloadDataError(f"online estimator: {name} must be a finite number > 0, got {v}")
-        for name in ("settle", "model_uncertainty", "torque_offset_std", "rest_speed", "converged_mass",
+        for name in ("settle", "model_uncertainty", "torque_offset_std", "rest_speed", "rest_settle", "converged_mass",
                      "converged_mass_abs"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
@@ -243,7 +255,9 @@ class OnlineStatus:
     uncertain alone but not in the torque it produces at the poses seen (:meth:`torque_std`).
     The fit against its noise model: ``misfit_ratio`` its χ²/ν, ``fit_rms`` and ``expected_rms`` (N m, per filtered
     row) the residual's RMS and what the noise model expects of it, ``widening`` the factor on σ in the directions
-    the motion determines (1: none), ``misfit`` the words for the user when the data disagree ("" otherwise)."""
+    the motion determines (1: none), ``misfit`` the words for the user when the data disagree ("" otherwise);
+    ``rest_rows`` the rows taken at rest (``rest_settle`` s after the arm stopped: they have a misfit check of their
+    own, so a jerky move does not deflate them)."""
 
     state: str
     reason: str
@@ -259,6 +273,7 @@ class OnlineStatus:
     fit_rms: float = math.nan
     expected_rms: float = math.nan
     widening: float = 1.0
+    rest_rows: int = 0
 
     def torque_std(self, dyn: RigidBodyDynamics, q: np.ndarray) -> np.ndarray:
         """1-σ (n, N m) of the estimated payload's gravity torque at ``q`` (rad): what the collision monitor
@@ -274,6 +289,53 @@ def _root(cov: np.ndarray) -> np.ndarray:
     w, vec = np.linalg.eigh(cov)
     keep = w > 1e-12 * max(float(w.max(initial=0.0)), 1e-300)
     return vec[:, keep] * np.sqrt(w[keep])
+
+
+MOTION, REST = 0, 1
+"""The row groups: rows while (or just after) the arm moves, and rows at rest (``rest_settle`` s after it stopped)."""
+
+
+@dataclass
+class _Sums:
+    """The normal equations of one group of rows (N m): information YᵀY, Yᵀr, rᵀr, the model error's YᵀE, EᵀE,
+    Eᵀr, and the row count; or a weighted sum of groups (:func:`_weighted`: each divided by its variance per row)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    rr: float
+    e: np.ndarray
+    ee: np.ndarray
+    er: np.ndarray
+    count: int = 0
+
+    @classmethod
+    def zeros(cls, k: int, p: int) -> _Sums:
+        return cls(np.zeros((k, k)), np.zeros(k), 0.0, np.zeros((k, p)), np.zeros((p, p)), np.zeros(p))
+
+    def add(self, terms, sign: int = 1) -> None:
+        """One row's (YᵀY, Yᵀr, rᵀr, YᵀE, EᵀE, Eᵀr) added (``sign`` -1: taken out again)."""
+        a, b, rr, e, ee, er = terms
+        self.a += sign * a
+        self.b += sign * b
+        self.rr += sign * rr
+        self.e += sign * e
+        self.ee += sign * ee
+        self.er += sign * er
+        self.count += sign
+
+
+def _weighted(groups, weights) -> _Sums:
+    """Σ groups[g] x weights[g] (count: the rows')."""
+    out = _Sums.zeros(*groups[0].e.shape)
+    for g, w in zip(groups, weights):
+        out.a += w * g.a
+        out.b += w * g.b
+        out.rr += w * g.rr
+        out.e += w * g.e
+        out.ee += w * g.ee
+        out.er += w * g.er
+        out.count += g.count
+    return out
 
 
 def _hold(a: float, x: float) -> tuple[float, float]:
@@ -435,18 +497,17 @@ class OnlinePayloadEstimator:
         cut = (self._t if self._t is not None else -math.inf) - lookback
         out = 0
         while self._recent and self._recent[-1][0] >= cut - 1e-9:
-            _, a, b, rr, e, tilt, ee, er = self._recent.pop()
-            self._a -= a
-            self._b -= b
-            self._rr -= rr
-            self._e -= e
+            _, group, terms, tilt = self._recent.pop()
+            self._groups[group].add(terms, -1)
             self._tilt -= tilt
-            self._ee -= ee
-            self._er -= er
-            self._count -= 1
             out += 1
         self.discarded += out
         return out
+
+    @property
+    def _count(self) -> int:
+        """Rows accumulated since the grasp (both groups)."""
+        return self._groups[MOTION].count + self._groups[REST].count
 
     @property
     def status(self) -> OnlineStatus:
@@ -502,6 +563,7 @@ class OnlinePayloadEstimator:
         self._unit = 0.0
         self._rest_since = None
         self._last_q = None
+        self._still_since = None  # s, since when the arm is at rest (rows after a restart count as motion's)
 
     def _forget_anchor(self) -> None:
         self._rest_since = None  # a rest in progress starts over with empty sums
@@ -515,16 +577,11 @@ class OnlinePayloadEstimator:
     def _clear(self) -> None:
         k, p = 10, self._n_err
         self._grasped = False
-        self._a = np.zeros((k, k))
-        self._b = np.zeros(k)
-        self._rr = 0.0
-        self._e = np.zeros((k, p))
-        self._ee = np.zeros((p, p))  # EᵀE and Eᵀr: the model error's own information (fit_model_error)
-        self._er = np.zeros(p)
+        # per group (MOTION, REST): YᵀY, Yᵀr, rᵀr, YᵀE and EᵀE, Eᵀr (the model error's own information)
+        self._groups = (_Sums.zeros(k, p), _Sums.zeros(k, p))
         self._tilt = np.zeros((3, 3))  # sum of u uᵀ, u the vertical in the payload frame at each row
         self._com_prior: ComPrior | None = None
         self._inertia_prior: InertiaPrior | None = None
-        self._count = 0
         self._recent.clear()
         self._first = None
         self._t_solve = -math.inf
@@ -544,6 +601,10 @@ class OnlinePayloadEstimator:
         a = math.exp(-x)
         self._t_row = t
         self._last_q = q
+        if np.max(np.abs(dq)) > self.cfg.rest_speed:
+            self._still_since = None
+        elif self._still_since is None:
+            self._still_since = t
         pay, ref, err = self._rows(q, dq)
         if self._grasped and self._since is None:
             lag = None if self._at is None else self._at - t
@@ -569,16 +630,12 @@ class OnlinePayloadEstimator:
             e = e.copy()
             e[:, :-self.dyn.n] -= self._unit * self._anchor[1][:, :-self.dyn.n]
         u = self.dyn.forward_kinematics(q, "payload")[2, :3]  # base z in the payload frame (third row of R)
-        terms = (y.T @ y, y.T @ r, float(r @ r), y.T @ e, np.outer(u, u), e.T @ e, e.T @ r)
-        self._a += terms[0]
-        self._b += terms[1]
-        self._rr += terms[2]
-        self._e += terms[3]
-        self._tilt += terms[4]
-        self._ee += terms[5]
-        self._er += terms[6]
-        self._count += 1
-        self._recent.append((t, *terms))
+        terms = (y.T @ y, y.T @ r, float(r @ r), y.T @ e, e.T @ e, e.T @ r)
+        group = REST if self._still_since is not None and t - self._still_since >= self.cfg.rest_settle else MOTION
+        self._groups[group].add(terms)
+        tilt = np.outer(u, u)
+        self._tilt += tilt
+        self._recent.append((t, group, terms, tilt))
         while self._recent and self._recent[0][0] < t - RECENT:
             self._recent.popleft()
         if self._first is None:
@@ -670,50 +727,61 @@ class OnlinePayloadEstimator:
         return mean, var
 
     def _solution(self) -> OnlineStatus:
-        n_rows = self._count * self.dyn.n
+        groups = self._groups
+        n = self.dyn.n
+        rows = np.array([g.count * n for g in groups], float)
+        n_rows = int(rows.sum())
+        dof = np.maximum(rows - 10 * rows / max(n_rows, 1), 1.0)  # ν = rows - the payload's 10, shared by the groups
+        present = rows > 0
         corr = self._correlation()
         floor = (self.cfg.torque_noise * self._noise_gain()) ** 2
-        s2, p = floor, None
-        for _ in range(3):  # the prior's inertia from the last solution; the noise level from the fit's residual
+        s2, p = np.full(len(groups), floor), None
+        for _ in range(3):  # the prior's inertia from the last solution; each group's noise level from its residual
             mean, var = self._prior(p)
-            cov = np.linalg.inv(self._a / (s2 * corr) + np.diag(1.0 / var))
-            p = cov @ (self._b / (s2 * corr) + mean / var)
-            rss = max(self._rr - 2 * p @ self._b + p @ self._a @ p, 0.0)
-            s2 = max(floor, rss / max(n_rows - 10, 1))
+            tot = _weighted(groups, 1.0 / (s2 * corr))
+            cov = np.linalg.inv(tot.a + np.diag(1.0 / var))
+            p = cov @ (tot.b + mean / var)
+            rss_g = np.array([max(g.rr - 2 * p @ g.b + p @ g.a @ p, 0.0) for g in groups])
+            s2 = np.maximum(floor, rss_g / dof)
+        rss = float(rss_g.sum())
         if self._error_cov is None:  # constant while a payload is carried
             self._error_cov = self._rows.covariance(self._offset_std())
-            self._error_root = _root(self._error_cov[:-self.dyn.n, :-self.dyn.n])
+            self._error_root = _root(self._error_cov[:-n, :-n])
             self._error_root_all = _root(self._error_cov)  # with the offsets': what the misfit check lets it explain
         v = s2 * corr
-        if self.cfg.fit_model_error:
-            p, cov = self._with_model_error(v, mean, var)  # the last solve's prior
-        else:
-            sens = cov @ (self._e / v)
-            cov = cov + sens @ self._error_cov @ sens.T
-        fit_rss = self._explained_rss(v, mean, var)
-        # ν = rows - the payload's 10 parameters; beyond misfit_chi2 x its expectation the unexplained torque is
-        # taken as systematic (module docstring, :mod:`..signals.misfit`)
-        check = check_misfit(fit_rss, n_rows, n_rows - 10, floor, v, self.cfg.misfit_chi2)
-        widening = check.information_scale
-        if widening > 1.0:
-            if self.cfg.fit_model_error:
-                cov = self._with_model_error(v * widening, mean, var)[1]
-            else:
-                cov = np.linalg.inv(self._a / (v * widening) + np.diag(1.0 / var))
-                sens = cov @ (self._e / (v * widening))
-                cov = cov + sens @ self._error_cov @ sens.T
+        fit_rss = self._explained_rss(_weighted(groups, 1.0 / v), mean, var)
+        # per group, ν its share of rows - the payload's 10 parameters; beyond misfit_chi2 x its expectation the
+        # unexplained torque is taken as systematic (module docstring, :mod:`..signals.misfit`): a misfitting motion's
+        # rows are deflated, the rest's after it keep their weight
+        checks = [check_misfit(fit_rss[i], int(rows[i]), dof[i], floor, v[i], self.cfg.misfit_chi2)
+                  for i in range(len(groups))]
+        scale = np.array([c.information_scale if present[i] else 1.0 for i, c in enumerate(checks)])
+        # the estimate: the groups weighted by their own widening relative to the least widened one (one group alone:
+        # the estimate is unchanged, σ widened); σ: each group at its own widening
+        relative = scale / scale[present].min() if present.any() else scale
+        p, cov = self._fit(_weighted(groups, 1.0 / (v * relative)), mean, var)
+        if np.any(scale > 1.0):
+            cov = self._fit(_weighted(groups, 1.0 / (v * scale)), mean, var)[1]
         cov = 0.5 * (cov + cov.T)
+        whole = check_misfit(float(fit_rss.sum()), n_rows, n_rows - 10, floor)
+        check = Misfit(whole.ratio, whole.fit_rms, whole.expected_rms, math.sqrt(float(scale.max())))
         seconds = self._t - self._first if self._first is not None else 0.0
         fit = dict(misfit_ratio=check.ratio, fit_rms=check.fit_rms, expected_rms=check.expected_rms,
                    widening=check.widening)
-        common = dict(t=self._t, rows=self._count, seconds=seconds, grasped=True, anchored=self._anchor is not None)
+        common = dict(t=self._t, rows=self._count, seconds=seconds, grasped=True, anchored=self._anchor is not None,
+                      rest_rows=groups[REST].count)
         try:
             est = self._estimate(p, cov, math.sqrt(rss / max(n_rows, 1)))
         except PayloadRejected as e:
             self.rejected += 1
             return replace(self._status, state=CONVERGING, reason=f"not yet plausible ({e}); keeping the last estimate",
                            **common)
-        misfit = misfit_words(est, **fit) if widening > 1.0 else ""
+        misfit = ""
+        if check.flagged:
+            misfit = misfit_words(est, **fit)
+            if present[REST] and scale[REST] == 1.0:
+                misfit += (f"; the {groups[REST].count * self.cfg.row_period:.1f} s at rest fit their noise model and "
+                           "carry the estimate where they determine it")
         if misfit:
             est = replace(est, notes=est.notes + (misfit,))
         state, reason = self._judge(est, cov)
@@ -721,45 +789,56 @@ class OnlinePayloadEstimator:
             reason = f"{misfit}; {reason}"
         return OnlineStatus(state, reason, est, gravity_covariance=cov[:4, :4].copy(), misfit=misfit, **fit, **common)
 
-    def _explained_rss(self, v: float, mean: np.ndarray, var: np.ndarray) -> float:
-        """The rows' residual energy (N² m², summed over the rows) after everything the model may explain is fitted:
-        the payload within its prior (``mean``, ``var``) and the model's whole error δ ~ N(0, Σ) -- the links', the
-        calibrated model's, the offsets' -- within Σ, at noise variance ``v`` per row. What is left is what the
-        noise model has to explain: its expectation is (rows - 10) x the filtered noise's variance."""
+    def _fit(self, s: _Sums, mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(payload, its covariance) from the rows' normal equations ``s`` (already divided by each row's variance) and
+        the prior (``mean``, ``var``): with the model's error fitted (``fit_model_error``) or propagated."""
+        if self.cfg.fit_model_error:
+            return self._with_model_error(s, mean, var)
+        cov = np.linalg.inv(s.a + np.diag(1.0 / var))
+        sens = cov @ s.e
+        return cov @ (s.b + mean / var), cov + sens @ self._error_cov @ sens.T
+
+    def _explained_rss(self, s: _Sums, mean: np.ndarray, var: np.ndarray) -> np.ndarray:
+        """Each group's residual energy (N² m², summed over its rows) after everything the model may explain is
+        fitted to all rows (``s``: their normal equations divided by each row's variance): the payload within its prior
+        (``mean``, ``var``) and the model's whole error δ ~ N(0, Σ) -- the links', the calibrated model's, the offsets'
+        -- within Σ. What is left is what the noise model has to explain: its expectation is ν x the filtered noise's
+        variance."""
         lw = self._error_root_all
         k = lw.shape[1]
-        el = self._e @ lw
-        ell = lw.T @ self._ee @ lw
-        er = lw.T @ self._er
         h = np.zeros((10 + k, 10 + k))
-        h[:10, :10] = self._a / v + np.diag(1.0 / var)
-        h[:10, 10:] = el / v
+        h[:10, :10] = s.a + np.diag(1.0 / var)
+        h[:10, 10:] = s.e @ lw
         h[10:, :10] = h[:10, 10:].T
-        h[10:, 10:] = ell / v + np.eye(k)
-        x = np.linalg.solve(h, np.concatenate([self._b / v + mean / var, er / v]))
+        h[10:, 10:] = lw.T @ s.ee @ lw + np.eye(k)
+        x = np.linalg.solve(h, np.concatenate([s.b + mean / var, lw.T @ s.er]))
         p, z = x[:10], x[10:]
-        rss = self._rr - 2 * p @ self._b - 2 * z @ er + p @ self._a @ p + 2 * p @ el @ z + z @ ell @ z
-        return max(float(rss), 0.0)
+        out = []
+        for g in self._groups:
+            el, ell, er = g.e @ lw, lw.T @ g.ee @ lw, lw.T @ g.er
+            rss = g.rr - 2 * p @ g.b - 2 * z @ er + p @ g.a @ p + 2 * p @ el @ z + z @ ell @ z
+            out.append(max(float(rss), 0.0))
+        return np.array(out)
 
-    def _with_model_error(self, v: float, mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(payload, its covariance) fitted together with the model's error δ ~ N(0, Σ) at noise variance ``v`` per row
-        and the payload's prior (``mean``, ``var``): the links' and the calibrated model's part of δ whitened (δ = L z,
-        z ~ N(0, I) over Σ's non-zero directions) and fitted; the offsets' part (last n columns: what the anchor leaves
-        of them, or the declared offsets) only propagated through the joint fit. A constant is what an unexcited CoM
-        component or the inertia prior's misfit looks like early in a move: fitting it cost the exact-model estimate 2-5
-        points at 1.0 s on docs/bench/online_ceiling.md's moves. With no information on δ in the rows this is the
-        propagated S Σ Sᵀ."""
+    def _with_model_error(self, s: _Sums, mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(payload, its covariance) fitted together with the model's error δ ~ N(0, Σ) from the rows' normal equations
+        ``s`` (divided by each row's variance) and the payload's prior (``mean``, ``var``): the links' and the
+        calibrated model's part of δ whitened (δ = L z, z ~ N(0, I) over Σ's non-zero directions) and fitted; the
+        offsets' part (last n columns: what the anchor leaves of them, or the declared offsets) only propagated through
+        the joint fit. A constant is what an unexcited CoM component or the inertia prior's misfit looks like early in
+        a move: fitting it cost the exact-model estimate 2-5 points at 1.0 s on docs/bench/online_ceiling.md's moves.
+        With no information on δ in the rows this is the propagated S Σ Sᵀ."""
         n = self.dyn.n
         lw = self._error_root
         k = lw.shape[1]
         h = np.zeros((10 + k, 10 + k))
-        h[:10, :10] = self._a / v + np.diag(1.0 / var)
-        h[:10, 10:] = self._e[:, :-n] @ lw / v
+        h[:10, :10] = s.a + np.diag(1.0 / var)
+        h[:10, 10:] = s.e[:, :-n] @ lw
         h[10:, :10] = h[:10, 10:].T
-        h[10:, 10:] = lw.T @ self._ee[:-n, :-n] @ lw / v + np.eye(k)
-        g = np.concatenate([self._b / v + mean / var, lw.T @ self._er[:-n] / v])
+        h[10:, 10:] = lw.T @ s.ee[:-n, :-n] @ lw + np.eye(k)
+        g = np.concatenate([s.b + mean / var, lw.T @ s.er[:-n]])
         inv = np.linalg.inv(h)
-        offsets = np.vstack([self._e[:, -n:], lw.T @ self._ee[:-n, -n:]]) / v  # how an offset error moves g
+        offsets = np.vstack([s.e[:, -n:], lw.T @ s.ee[:-n, -n:]])  # how an offset error moves g
         sens = (inv @ offsets)[:10]
         return (inv @ g)[:10], inv[:10, :10] + sens @ self._error_cov[-n:, -n:] @ sens.T
 
@@ -774,8 +853,9 @@ class OnlinePayloadEstimator:
             note += "; anchored on the unloaded arm at rest before the grasp"
         if self._inertia_prior is not None:
             note += f"; the part's inertia prior (σ {100 * self._inertia_prior.std:g} % of its largest moment)"
+        info = _weighted(self._groups, (1, 1)).a
         common = dict(frame=frame_name(self.dyn), samples=self._count, residual_rms=rms,
-                      condition_number=float(np.linalg.cond(self._a[:4, :4])), limits=self.cfg.limits)
+                      condition_number=float(np.linalg.cond(info[:4, :4])), limits=self.cfg.limits)
         method = f"online filtered ({self.cfg.cutoff:g} Hz)"
         undetermined, why = self._inertia(p, cov)
         if not undetermined:

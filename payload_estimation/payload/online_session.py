@@ -11,9 +11,15 @@
   shown in the status as ``online_com_prior``) each tick with a new estimate of a positive mass
   returns it to publish on ``payload/estimate`` once the arm has moved since the grasp (a joint by ``MOVED``);
   at rest after a grasp nothing is published (the collision monitor's own provisional payload learnt at rest is
-  kept; a 0 kg estimate would read as a release), and after the move only while the arm keeps moving (a joint
-  by ``STILL`` between ticks): at rest the rows add little, and a payload dropped at rest must not be fitted
-  into the estimate the monitor compares the drop with. A ``not excited`` estimate during the motion is published
+  kept; a 0 kg estimate would read as a release). While the arm moves (a joint faster than the estimator's
+  ``rest_speed`` since the last tick) every tick's new estimate is published (the timer's rate: 10 per second at
+  10 Hz). The rest after a move is information (issue 46): a new static orientation determines the CoM components
+  the grasp's rest did not, and its rows are checked against their noise model apart from the motion's (a jerky
+  move's misfit does not deflate them). At rest after a move an estimate is published when its state changed or a
+  σ (mass, a CoM component) changed by ``REST_CHANGE`` since the last one published (as σ shrinks with the rest's
+  length: ever less often), until one is ``converged``; then nothing more until the arm moves again (a payload
+  dropped at rest is fitted into the rows until the monitor's verdict ends the session: not into what it was last
+  sent). A ``not excited`` estimate during the motion is published
   with its σ (the monitor widens its thresholds by it): the best estimate so far; a fit that disagrees with its
   noise model (:attr:`.online.OnlineStatus.misfit`) is published with σ widened by what the misfit can explain, the
   words lead the state's reason (status ``online_reason``, ``online_misfit``; numbers ``online_fit_rms``,
@@ -39,15 +45,16 @@ import numpy as np
 
 from ..model.dynamics import RigidBodyDynamics
 from .estimate import PayloadEstimate
-from .online import IDLE, ComPrior, InertiaPrior, OnlineConfig, OnlinePayloadEstimator, OnlineStatus
+from .online import CONVERGED, IDLE, ComPrior, InertiaPrior, OnlineConfig, OnlinePayloadEstimator, OnlineStatus
 from .static import UnloadedModel
 
 MOVED = 0.035
 """rad (2 deg): a joint this far from where it was at the grasp means the arm moves (the estimate is then published;
 a sag of the arm when the load is taken, or velocity noise, does not count)."""
 
-STILL = 0.003
-"""rad: the arm moved less than this (every joint) since the last tick: no new estimate is published."""
+REST_CHANGE = 0.05
+"""At rest after a move, an estimate whose σ of the mass and of every CoM component is within this fraction of the last
+published one's (and whose state is the same) is not published."""
 
 CONTACT_LOOKBACK = 0.15
 """s of rows taken out before a reported contact: its onset ~15 ms before the detection, the monitor's payload-loss
@@ -91,12 +98,16 @@ class OnlineSession:
         self._model: tuple = (None, None)  # (dyn, unloaded model) the estimator runs against
         self._lock = threading.Lock()
         self._last_est: PayloadEstimate | None = None  # the last published estimate
+        self._published_state = IDLE  # its state
         self._last_state = IDLE
         self._last_misfit = False  # the last solve's fit disagreed with its noise model (said once in the log)
         self.moved = False  # the arm moved since the grasp
         self._q_grasp: np.ndarray | None = None  # rad, where the arm was at the grasp
         self._q: np.ndarray | None = None  # rad, the newest sample's position
-        self._q_tick: np.ndarray | None = None  # rad, the position at the last publish
+        self._moving = False  # a joint faster than the estimator's rest_speed since the last tick
+        self._rest_done = False  # at rest after a move, a converged estimate was published: nothing more until it moves
+        self.published_moving = 0  # estimates published while the arm moved (since the last grasp)
+        self.published_rest = 0  # estimates published at rest after a move (since the last grasp)
         self.in_contact = False  # the collision monitor reports a contact: no row is fitted
         self.contacts = 0  # contacts reported
         self.prior: ComPrior | None = None  # the CoM prior given at the last grasp
@@ -134,7 +145,9 @@ class OnlineSession:
             self.estimator.grasped(prior, at, inertia)
             self.prior, self.inertia_prior = prior, inertia
             self.active, self.published, self.ended, self.moved, self._q_grasp = True, 0, "", False, None
-            self._q_tick = None
+            self._moving = self._rest_done = False
+            self._published_state = IDLE
+            self.published_moving = self.published_rest = 0
             self._last_est, self._last_state = None, self.estimator.status.state
             self._last_misfit = False
             anchored = self.estimator.status.anchored
@@ -219,6 +232,8 @@ class OnlineSession:
                     self._q_grasp = np.array(q, float)
                 self.moved = float(np.max(np.abs(np.asarray(q, float) - self._q_grasp))) > MOVED
             self._q = np.asarray(q, float)
+            if float(np.max(np.abs(dq))) > self.config.rest_speed:
+                self._moving = True
 
     def tick(self) -> Tick:
         """The timer: solve the accumulated rows (when a grasp is active) and say what to publish."""
@@ -239,12 +254,22 @@ class OnlineSession:
             if self._last_misfit and not misfit:
                 note = f"online payload estimate: the fit agrees with its noise model again; {st.state} ({st.reason})"
             self._last_state, self._last_misfit = st.state, misfit
-        e, q = st.estimate, self._q
-        still = (self._q_tick is not None and q is not None
-                 and float(np.max(np.abs(q - self._q_tick))) < STILL)
-        if e is None or not self.moved or e.mass <= 0 or e is self._last_est or still:
+        with self._lock:
+            moving, self._moving = self._moving, False
+        if moving:
+            self._rest_done = False
+        e, last = st.estimate, self._last_est
+        if e is None or not self.moved or e.mass <= 0 or e is last:
             return Tick(None, st, note, ms)
-        self._last_est, self._q_tick = e, q
+        if not moving and (self._rest_done or (last is not None and st.state == self._published_state
+                                               and not _sigma_changed(e, last))):
+            return Tick(None, st, note, ms)
+        if not moving:
+            self._rest_done = st.state == CONVERGED
+            self.published_rest += 1
+        else:
+            self.published_moving += 1
+        self._last_est, self._published_state = e, st.state
         self.published += 1
         return Tick(st.estimate, st, note, ms, self.uncertainty())
 
@@ -255,7 +280,8 @@ class OnlineSession:
         st = None if est is None else est.status
         vals = {"online_estimation": self.enabled, "online_state": IDLE if st is None else st.state,
                 "online_reason": "" if st is None else st.reason, "online_active": self.active,
-                "online_published": self.published, "online_ended": self.ended,
+                "online_published": self.published, "online_published_moving": self.published_moving,
+                "online_published_rest": self.published_rest, "online_ended": self.ended,
                 "online_solve_ms": round(self.last_solve_ms, 2), "online_max_solve_ms": round(self.max_solve_ms, 2),
                 "online_contact": self.in_contact, "online_contacts": self.contacts,
                 "online_com_prior": prior_words(self.prior) if self.prior else "none",
@@ -263,7 +289,7 @@ class OnlineSession:
         if est is not None:
             vals.update({"online_restarts": est.restarts, "online_rejected": est.rejected,
                          "online_contact_rows_discarded": est.discarded,
-                         "online_anchored": st.anchored, "online_rows": st.rows,
+                         "online_anchored": st.anchored, "online_rows": st.rows, "online_rest_rows": st.rest_rows,
                          "online_grasp_lag_s": "" if est.grasp_lag is None else round(est.grasp_lag, 3),
                          "online_seconds": round(st.seconds, 3)})
         if st is not None and st.estimate is not None:  # the fit against its noise model (issue 46)
@@ -288,6 +314,15 @@ class OnlineSession:
                 "gravity_covariance": np.asarray(st.gravity_covariance, float).tolist()}
 
 
+def _sigma_changed(e: PayloadEstimate, last: PayloadEstimate) -> bool:
+    """σ of the mass or of a CoM component changed by at least :data:`REST_CHANGE` from ``last`` to ``e``."""
+    for k in ("mass", "cx", "cy", "cz"):
+        a, b = e.std.get(k, math.nan), last.std.get(k, math.nan)
+        if not (math.isfinite(a) and math.isfinite(b)) or abs(a - b) >= REST_CHANGE * b:
+            return True
+    return False
+
+
 def prior_words(prior: ComPrior) -> str:
     """A CoM prior as an operator reads it: ``[30.0, -20.0, 90.0] mm (σ 20.0 mm, payload frame)``."""
     return f"{np.round(1e3 * np.asarray(prior.com, float), 1).tolist()} mm (σ {1e3 * prior.std:.1f} mm, payload frame)"
@@ -300,4 +335,4 @@ def inertia_words(prior: InertiaPrior) -> str:
     return f"[{values}] kg m^2 about its CoM (σ {100 * prior.std:g} % of the largest moment)"
 
 
-__all__ = ["CONTACT_LOOKBACK", "MOVED", "STILL", "OnlineSession", "Tick", "inertia_words", "prior_words"]
+__all__ = ["CONTACT_LOOKBACK", "MOVED", "REST_CHANGE", "OnlineSession", "Tick", "inertia_words", "prior_words"]

@@ -292,7 +292,8 @@ def test_the_first_estimate_comes_a_filter_time_constant_after_the_rows_start_an
 def test_a_grasp_announced_while_the_stream_lags_counts_rows_from_the_announcement(iiwa, announced):
     """The estimator handles the stream 0.2 s late (a loaded node): at the grasp call its next samples are still
     the unloaded arm's. With the announcement's time the rows count from it; without, from the next sample's stamp,
-    and 0.1 s of the unloaded arm biases the estimate (the mass 1.0 s into the move several % low)."""
+    and 0.1 s of the unloaded arm biases the estimate (the mass 1.0 s into the move 1.8 % low; 6.7 % before the rows
+    at rest had a misfit check of their own) and the fit says it does not fit."""
     arm = SimulatedArm(iiwa.desc, SimConfig())
     arm.reset(Q0)
     est = OnlinePayloadEstimator(iiwa, OnlineConfig(model_uncertainty=0.0, torque_offset_std=0.0))
@@ -308,10 +309,12 @@ def test_a_grasp_announced_while_the_stream_lags_counts_rows_from_the_announceme
         if len(backlog) > lag:
             s = backlog.pop(0)
             est.update(s.t, s.q, s.dq, s.tau)
-    err, _ = _errors(est.solve())  # 1.0 s into the move, as handled
+    st = est.solve()
+    err, _ = _errors(st)  # 1.0 s into the move, as handled
     if announced:
         assert est.grasp_lag == pytest.approx(0.2, abs=2e-3)
         assert abs(err[0]) < 1e-3 * BOX.mass and np.linalg.norm(err[1:]) < 1e-3, err
     else:
         assert est.grasp_lag is None
-        assert err[0] < -0.02 * BOX.mass, err
+        assert err[0] < -0.01 * BOX.mass, err
+        assert st.misfit and st.misfit_ratio > 100, st.misfit_ratio
