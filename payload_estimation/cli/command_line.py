@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ..errors import PayloadEstimationError
+from ..files.output_path import output_problem
 
 # sub-command name -> module under payload_estimation.cli
 COMMANDS = {
@@ -60,22 +61,14 @@ def input_file(path: str | Path, option: str) -> Path:
 
 def output_file(path: str | Path, option: str) -> Path:
     """``path`` where a file can be written (created or replaced), or :class:`CommandError` naming ``option``,
-    the path and why ("is a directory", "directory D does not exist", "directory D is not writable"). Call it
-    before the computation, so that a mistyped output path does not fail only after it; a write that fails
-    anyway can be reported with :func:`os_reason`."""
-    p = Path(path)
-    if p.is_dir():
-        raise CommandError(f"{option} {p}: is a directory (give a file name inside it)")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.exists():
-        raise CommandError(f"{option} {p}: directory {parent} does not exist")
-    if not parent.is_dir():
-        raise CommandError(f"{option} {p}: {parent} is not a directory")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise CommandError(f"{option} {p}: the file exists and is not writable")
-    if not p.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        raise CommandError(f"{option} {p}: directory {parent} is not writable")
-    return p
+    the path and why ("is a directory", "directory D does not exist", "directory D is not writable"; the rule is
+    :func:`files.output_path.output_problem`'s, the nodes' too). Call it before the computation, so that a
+    mistyped output path does not fail only after it; a write that fails anyway can be reported with
+    :func:`os_reason`."""
+    problem = output_problem(path, "file", create=False)
+    if problem:
+        raise CommandError(f"{option} {problem}")
+    return Path(path)
 
 
 def _load(name: str):

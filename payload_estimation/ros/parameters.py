@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import difflib
 import math
-import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -38,6 +36,7 @@ from rclpy.exceptions import ParameterNotDeclaredException
 from rclpy.parameter import Parameter
 
 from ..errors import PayloadEstimationError
+from ..files.output_path import output_problem
 from ..reporting import format_table
 
 
@@ -54,7 +53,8 @@ class Param:
     ``choices`` lists the allowed strings; ``read_only`` parameters are fixed at start-up;
     ``applies`` says when a run-time change takes effect (docs); ``min_items`` for lists;
     ``path`` ("dir" or "file"): a non-empty value must be a location this process can write (a
-    directory it can create and write into, or a file it can create or overwrite), checked when set.
+    directory it can create and write into, or a file it can create or overwrite:
+    :func:`files.output_path.output_problem`, the command line's rule too), checked when set.
     """
 
     name: str
@@ -98,9 +98,9 @@ class Param:
                     return f"{self.name}: {v!r} is not allowed; allowed: {', '.join(self.choices)}"
                 if not v and not self.allow_empty_string:
                     return f"{self.name}: must not be empty"
-                problem = writable_problem(v, self.path) if self.path and v else None
+                problem = output_problem(v, self.path) if self.path and v else None
                 if problem:
-                    return f"{self.name}: {problem}"
+                    return f"{self.name} {problem}"
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 continue
@@ -166,31 +166,6 @@ class Param:
         if isinstance(v, float):
             return f"{v:g}"
         return repr(v) if isinstance(v, str) else str(v)
-
-
-def writable_problem(path: str, kind: str) -> str | None:
-    """None if this process can write ``path`` as a ``kind`` ("dir": create it and write into it; "file":
-    create or overwrite it), else why not in words (what is in the way, what to give instead)."""
-    p = Path(path).expanduser()
-    if kind == "file":
-        if p.is_dir():
-            return f"{p} is a directory; give a file name in it (e.g. {p / 'gravity.yaml'})"
-        if p.exists():
-            return None if os.access(p, os.W_OK) else f"{p} exists and this process may not overwrite it"
-        where = p.parent
-    else:
-        if p.exists() and not p.is_dir():
-            return f"{p} exists and is not a directory"
-        where = p
-    ancestor = where
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        return f"{where} cannot be created: {ancestor} is a file, not a directory"
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        verb = "written" if ancestor == where else "created"
-        return f"{where} cannot be {verb}: this process may not write into {ancestor}"
-    return None
 
 
 def _is_list(value: Any) -> bool:
@@ -512,4 +487,4 @@ def render_docs(text: str, tables: dict[str, ParameterTable]) -> str:
 
 
 __all__ = ["Param", "ParameterTable", "ParameterError", "render_params_file", "render_docs", "show_value",
-           "writable_problem", "yaml_value", "package_parameter_names", "SIMULATOR_PARAMETERS"]
+           "yaml_value", "package_parameter_names", "SIMULATOR_PARAMETERS"]

@@ -122,7 +122,7 @@ def no_computation(monkeypatch):
      "--params-out /nonexistent/dir/t.yaml: directory /nonexistent/dir does not exist"),
     (["--calibrate", "--params-out", "config"], "--params-out config: is a directory (give a file name inside it)"),
     (["--out", "/nonexistent/x.csv"], "--out /nonexistent/x.csv: directory /nonexistent does not exist"),
-    (["--out", "README.md/x.csv"], "--out README.md/x.csv: README.md is not a directory"),
+    (["--out", "README.md/x.csv"], "--out README.md/x.csv: README.md is a file, not a directory"),
 ], ids=["payload-missing", "payload-dir", "params-out-no-dir", "params-out-dir", "out-no-dir", "out-under-file"])
 def test_a_bad_file_option_is_one_line_before_any_computation(no_computation, monkeypatch, capsys, options, message):
     monkeypatch.chdir(Path(__file__).resolve().parents[2])  # config/ and README.md of the repository
