@@ -4,10 +4,12 @@ payload, and the nodes' ``max_payload`` / ``max_com_radius`` parameters default 
 
 from __future__ import annotations
 
+from payload_estimation.collision.estimate_gate import EstimateGateConfig
 from payload_estimation.collision.payload_change import WatchConfig
 from payload_estimation.collision.supervisor import SupervisorConfig
 from payload_estimation.node_limits import MAX_COM_RADIUS, MAX_PAYLOAD
 from payload_estimation.payload.estimator import NODE_LIMITS, EstimatorConfig
+from payload_estimation.payload.online import OnlineConfig
 from payload_estimation.payload.result import PayloadLimits
 from payload_estimation.ros.estimator_params import PARAMS as ESTIMATOR_PARAMS
 from payload_estimation.ros.monitor_params import PARAMS as MONITOR_PARAMS
@@ -21,6 +23,8 @@ def test_the_estimator_the_monitor_and_the_sampler_count_the_same_payload():
     assert (sup.max_payload, sup.max_com_radius) == limits
     assert (WatchConfig().max_payload, WatchConfig().max_com_radius) == limits
     assert (sup.watch().max_payload, sup.watch().max_com_radius) == limits
+    assert (EstimateGateConfig().max_payload, EstimateGateConfig().max_com_radius) == limits
+    assert OnlineConfig().limits == NODE_LIMITS  # the online estimate's (a copy of the numbers there)
     assert RunConfig().mass_limit == MAX_PAYLOAD
     for table in (ESTIMATOR_PARAMS, MONITOR_PARAMS):
         assert (table.by_name["max_payload"].default, table.by_name["max_com_radius"].default) == limits
