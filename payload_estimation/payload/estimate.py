@@ -24,7 +24,9 @@ class PayloadEstimate:
     they were estimated, else None. ``undetermined``: quantities the data did not determine (e.g. the
     inertia components ``Ixx``.. of a slow motion; they are then absent: ``inertia`` is None);
     ``notes``: what the estimator found worth saying (inertia not determined and why, std scaling,
-    alignment), one line each.
+    alignment), one line each. ``misfit``: "" when the fit explains the data to its noise model; else what the
+    fit does not explain and how far σ was widened for it, in a user's words (:mod:`..signals.misfit`; also
+    one of the notes): the status says it (WARN).
     """
 
     mass: float
@@ -40,6 +42,7 @@ class PayloadEstimate:
     offsets: np.ndarray | None = None
     undetermined: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    misfit: str = ""
 
     def body(self) -> BodyInertia:
         """The payload as a rigid body in the payload frame (zero inertia if not estimated)."""
@@ -75,6 +78,7 @@ class PayloadEstimate:
             "offsets": None if self.offsets is None else [float(x) for x in self.offsets],
             "undetermined": list(self.undetermined),
             "notes": list(self.notes),
+            "misfit": self.misfit,
         }
 
     @classmethod
@@ -95,6 +99,7 @@ class PayloadEstimate:
             offsets=None if d.get("offsets") is None else np.asarray(d["offsets"], dtype=float),
             undetermined=tuple(str(x) for x in d.get("undetermined") or ()),
             notes=tuple(str(x) for x in d.get("notes") or ()),
+            misfit=str(d.get("misfit") or ""),
         )
 
     @classmethod

@@ -734,6 +734,8 @@ class PayloadEstimator:
         self.current = est
         imprecise = precision_problem(est, self.config.fit.max_mass_std, self.config.fit.max_com_std)
         self.last = (WARN, f"payload estimated, imprecise: {imprecise}") if imprecise else (OK, "payload estimated")
+        if est.misfit:  # the fit does not fit: said in the status (WARN) as in the answer's notes
+            self.last = (WARN, f"{self.last[1]}; {est.misfit}")
         if self.online is not None:
             self.online.superseded("an estimate from captures or a sampling run was published")
         return EstimateOutcome((f"IMPRECISE ({imprecise}): " if imprecise else "") + format_estimate(est), est,
