@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Regenerate docs/ros_interface.md and config/payload_estimation.yaml from the code (the one copy):
+"""Regenerate docs/ros_interface.md, config/payload_estimation.yaml and payload_estimation/ros/parameter_names.py
+from the code (the one copy):
 
-- the parameter tables and the package's parameter file from the nodes' parameter tables;
+- the parameter tables, the package's parameter file and every node's parameter names from the nodes' parameter
+  tables;
 - the service and topic tables from the nodes themselves: each node is started in-process (real rclpy,
   an isolated DDS domain) and the ROS graph says what it created (``ros/interface_docs.py``). Kind, name
   and type come from the code; the notes column is kept from the docs, a new service or topic gets a
@@ -25,14 +27,15 @@ ROOT = Path(__file__).resolve().parents[1]
 def main() -> int:
     isolate()  # before rclpy starts: the nodes started for introspection stay on this machine, own domain
     os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
-    from payload_estimation.ros.interface import DOCS, PARAMS_FILE, render_all
+    from payload_estimation.ros.interface import DOCS, NAMES, PARAMS_FILE, node_tables, render_all, render_names
     from payload_estimation.ros.interface_docs import UNDESCRIBED, introspect, render_interface_docs
 
     docs, params = render_all((ROOT / DOCS).read_text())
     docs = render_interface_docs(docs, introspect())
     (ROOT / DOCS).write_text(docs)
     (ROOT / PARAMS_FILE).write_text(params)
-    print(f"wrote {DOCS} and {PARAMS_FILE}")
+    (ROOT / NAMES).write_text(render_names(node_tables()))
+    print(f"wrote {DOCS}, {PARAMS_FILE} and {NAMES}")
     if (new := docs.count(UNDESCRIBED)):
         print(f"{new} service(s)/topic(s) have no notes yet in {DOCS}: search for '{UNDESCRIBED}'")
     return 0

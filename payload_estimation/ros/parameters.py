@@ -38,6 +38,7 @@ from rclpy.parameter import Parameter
 from ..errors import PayloadEstimationError
 from ..files.output_path import output_problem
 from ..reporting import format_table
+from .parameter_names import NODE_PARAMETERS
 
 
 class ParameterError(PayloadEstimationError):
@@ -429,23 +430,16 @@ PARAMS_HEADER = """\
 """
 
 
-SIMULATOR_PARAMETERS = frozenset({
-    "base_link", "clock_rate_hz", "contact_duration", "coulomb", "dt", "initial_positions", "joint_names",
-    "lowpass_hz", "model_error", "noise_std", "offset", "payload_attached", "payload_com", "payload_inertia",
-    "payload_mass", "rate_hz", "real_time_factor", "robot", "seed", "sensor_sees_friction", "tip_link", "viscous"})
-"""sim_node's parameter names (the table in ros/sim_node.py, which imports MuJoCo: the robot-side nodes must not
-need it to read a file shared with the simulator; test_parameter_names checks that the two agree)."""
+SIMULATOR_PARAMETERS = NODE_PARAMETERS["sim_node"]
+"""sim_node's parameter names (its table is in ros/sim_node.py, which imports MuJoCo: the robot-side nodes must not
+need it to read a file shared with the simulator)."""
 
 
 def package_parameter_names() -> set[str]:
-    """Every parameter name of the package's nodes: the estimator, the sampler, the monitor and the simulator
-    (sim_node: :data:`SIMULATOR_PARAMETERS`), so that a file or ``-p`` shared with sim_node is not a typo to the
-    others."""
-    from .estimator_params import PARAMS as ESTIMATOR
-    from .monitor_params import PARAMS as MONITOR
-    from .sampler_params import PARAMS as SAMPLER
-
-    return set(ESTIMATOR.by_name) | set(MONITOR.by_name) | set(SAMPLER.by_name) | SIMULATOR_PARAMETERS
+    """Every parameter name of the package's nodes: the estimator, the sampler, the monitor and the simulator, so
+    that a file or ``-p`` shared with another node is not a typo to this one (:mod:`.parameter_names`, generated
+    from the tables: this module imports none of them)."""
+    return set().union(*NODE_PARAMETERS.values())
 
 
 def render_params_file(tables: dict[str, ParameterTable]) -> str:

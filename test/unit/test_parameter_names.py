@@ -36,3 +36,17 @@ def test_the_simulators_names_are_sim_nodes_table():
     from payload_estimation.ros.sim_node import PARAMS as SIM
 
     assert SIMULATOR_PARAMETERS == set(SIM.by_name)
+
+
+def test_the_generated_name_list_is_the_nodes_tables():
+    """ros/parameter_names.py (what package_parameter_names reads, so ros/parameters imports no node table) is what
+    tools/gen_ros_docs.py makes of the tables now."""
+    from pathlib import Path
+
+    from payload_estimation.ros.interface import NAMES, node_tables, render_names
+    from payload_estimation.ros.parameters import package_parameter_names
+
+    tables = node_tables()
+    root = Path(__file__).resolve().parents[2]
+    assert (root / NAMES).read_text() == render_names(tables), f"{NAMES} is stale: run tools/gen_ros_docs.py"
+    assert package_parameter_names() == set().union(*(t.by_name for t in tables.values()))
