@@ -37,6 +37,7 @@ from ..identification.least_squares import (
 )
 from ..model.base_parameters import BaseParameters, compute_base_parameters, payload_jacobian
 from ..model.dynamics import RigidBodyDynamics
+from ..signals.misfit import Misfit, check_misfit, misfit_sentence, significant_chi2
 from ..signals.samples import Samples, require_static
 from .estimate import PayloadEstimate
 from .model_uncertainty import ModelUncertainty, error_covariance, generalized_fit
@@ -51,6 +52,7 @@ from .result import (
     effective_limits,
     frame_name,
     inertia_problem,
+    uncertainty_words,
 )
 
 METHODS = ("one-shot", "differential")
@@ -142,19 +144,21 @@ def estimate_payload_anchored(dyn: RigidBodyDynamics, q: np.ndarray, tau_loaded:
                               weights: np.ndarray | None = None,
                               limits: PayloadLimits | None = None,
                               model_uncertainty: ModelUncertainty | None = None,
-                              unloaded_gravity: Callable[[np.ndarray], np.ndarray] | None = None) -> PayloadEstimate:
+                              unloaded_gravity: Callable[[np.ndarray], np.ndarray] | None = None,
+                              acceleration_std: float = 0.0, misfit_chi2: float | None = None) -> PayloadEstimate:
     """Gravity payload (mass, CoM) from loaded captures against the :func:`anchored_gravity` model.
 
     The differential method without revisiting every pose unloaded: only the K unloaded captures
     (normally one, at the pick configuration) are measured; ``unloaded_gravity`` is the model anchored
     on them (default the description's); see :func:`estimate_payload_gravity` for q, tau_loaded,
-    weights, limits, model_uncertainty and the exceptions.
+    weights, limits, model_uncertainty, acceleration_std, misfit_chi2 and the exceptions.
     """
     g = anchored_gravity(dyn, q_unloaded, tau_unloaded, unloaded_gravity)
     q_u = sample_array(q_unloaded, "q_unloaded", dyn.n)
     k = q_u.shape[0]
     est = estimate_payload_gravity(dyn, q, tau_loaded, None, "one-shot", unloaded_gravity=g, weights=weights,
-                                   limits=limits, model_uncertainty=model_uncertainty, anchor=q_u)
+                                   limits=limits, model_uncertainty=model_uncertainty, anchor=q_u,
+                                   acceleration_std=acceleration_std, misfit_chi2=misfit_chi2)
     return replace(est, method=f"gravity differential (anchored by {k} unloaded capture(s))")
 
 
@@ -187,6 +191,11 @@ def _scaled_rank(y: np.ndarray, rtol: float) -> tuple[int, np.ndarray]:
     return rank, vt
 
 
+CAPTURE_ACCELERATION_STD = 0.04
+"""rad/s², 1σ per joint: the mean acceleration a settled capture may still carry. The settle test
+(:class:`..signals.settle.SettleConfig`) passes a 0.12 s window whose speed stays below 0.005 rad/s, i.e. a mean
+acceleration up to ~0.04 rad/s²; on the MuJoCo arm the sampler's captures carry 0.02-0.11 N m of such torque on the
+shoulder joints (docs/bench/uncertainty.md), systematic over the capture and correlated with the move before it."""
 SCATTER_NOTE_FACTOR = 1.05
 """σ scaled up by at least this factor (the torques scatter more than declared) is said in the notes."""
 
@@ -246,6 +255,8 @@ def estimate_payload_gravity(
     max_speed: float = 0.02,
     model_uncertainty: ModelUncertainty | None = None,
     anchor: np.ndarray | None = None,
+    acceleration_std: float = 0.0,
+    misfit_chi2: float | None = None,
 ) -> PayloadEstimate:
     """Mass and CoM of the payload from static samples (paper 000, Sec. VI-A).
 
@@ -263,6 +274,13 @@ def estimate_payload_gravity(
     ``DEFAULT_TORQUE_NOISE``) plus the model's error covariance, so model error correlated across the
     poses is discounted and σ covers it (``anchor`` (K, n): the poses of the unloaded captures a
     one-shot model was anchored on). The differential method measures the unloaded torques instead.
+    ``acceleration_std`` (rad/s², 1σ per joint): the mean acceleration a capture may still carry (an arm
+    creeping or ringing after its move, which a settle test lets through): its torque M(q) q̈ is systematic within
+    the capture (it does not average down over the capture's samples) and is declared with the noise
+    (:data:`CAPTURE_ACCELERATION_STD`). With a model uncertainty the fit checks its residual against all of that
+    (:mod:`..signals.misfit`): beyond ``misfit_chi2`` x its expectation (None: the χ² that data the noise and model
+    error explain exceed once in 1000, :func:`~..signals.misfit.significant_chi2`: 1.7 for 10 poses of 7 joints) σ
+    is widened by what the misfit can explain and :attr:`PayloadEstimate.misfit` says it in words.
     Raises :class:`PayloadDataError` on bad input, :class:`~.least_squares.RankDeficientError` when
     the poses do not determine the parameters, :class:`PayloadRejected` for impossible results.
     """
@@ -300,10 +318,20 @@ def estimate_payload_gravity(
         c = error_covariance(model_uncertainty, q, anchor) + np.diag(noise_var)
         if anchor is not None:  # the anchor's own noise is common to every pose (assumed no larger than a capture's)
             c = c + np.kron(np.ones((n_s, n_s)), np.diag(noise_var[:n]) / np.atleast_2d(anchor).shape[0])
+        if acceleration_std > 0:  # each capture's residual motion: M(q_k) q̈_k, q̈_k ~ N(0, acceleration_std² I)
+            for k, qk in enumerate(q):
+                m = dyn.mass_matrix(qk)
+                c[k * n:(k + 1) * n, k * n:(k + 1) * n] += acceleration_std ** 2 * (m @ m.T)
         fit = generalized_fit(y, dtau, c, names)
         params, cov, rms = fit.params, fit.covariance, fit.residual_rms
         notes = (f"σ includes the unloaded model's uncertainty ({model_uncertainty.source})",)
         factor = float(np.sqrt(fit.scale))
+        dof = y.shape[0] - y.shape[1]
+        # whitened rows: noise variance 1 per row; the fit's σ was already scaled to its scatter (max(1, χ²/ν))
+        limit = significant_chi2(dof) if misfit_chi2 is None else misfit_chi2
+        misfit = check_misfit(fit.scale * dof, y.shape[0], dof, 1.0, max(1.0, fit.scale), limit)
+        if misfit.flagged:
+            cov = cov * misfit.information_scale
         if factor >= SCATTER_NOTE_FACTOR:
             notes += (f"σ scaled up by {factor:.2f}x: the torques scatter that much more than noise and model "
                       "uncertainty declare",)
@@ -319,7 +347,21 @@ def estimate_payload_gravity(
         samples=n_s, condition_number=float(np.linalg.cond(y[:, :4])), residual_rms=rms,
         limits=effective_limits(limits, check), offsets=offsets,
     )
+    if model_uncertainty is not None and method != "differential" and misfit.flagged:
+        words = static_misfit_words(est, misfit, rms)
+        return replace(est, notes=est.notes + notes + (words,), misfit=words)
     return replace(est, notes=est.notes + notes) if notes else est
+
+
+def static_misfit_words(est: PayloadEstimate, misfit: Misfit, rms: float) -> str:
+    """What a user reads when a static fit does not fit: the poses' torque the model does not explain (``rms`` N m,
+    the residual's RMS; what the noise and model error declared lead one to expect of it: ``rms`` / √(χ²/ν)) and how
+    uncertain that leaves the estimate."""
+    in_nm = Misfit(misfit.ratio, rms, rms / np.sqrt(max(misfit.ratio, 1e-300)), misfit.widening)
+    return misfit_sentence("the poses have torque", in_nm, uncertainty_words(est),
+                           "Look for an arm not at rest in the captures, a gravity model or torque offsets that "
+                           "changed since the calibration (payload_sampler/sweep again), a cable or hose pulling on "
+                           "the tool, or friction or elastic joints the model lacks; capture again")
 
 
 # ------------------------------------------------------------------------------------------ two-stage
@@ -475,4 +517,6 @@ __all__ = [
     "payload_gravity_rows",
     "row_weights",
     "sample_array",
+    "static_misfit_words",
+    "CAPTURE_ACCELERATION_STD",
 ]

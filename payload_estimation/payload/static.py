@@ -18,7 +18,13 @@ from ..identification.identified_model import IdentificationError, IdentifiedMod
 from ..model.description import require_masses
 from ..model.dynamics import RigidBodyDynamics
 from .estimate import PayloadEstimate
-from .gravity import PayloadDataError, PayloadLimits, estimate_payload_anchored, estimate_payload_gravity
+from .gravity import (
+    CAPTURE_ACCELERATION_STD,
+    PayloadDataError,
+    PayloadLimits,
+    estimate_payload_anchored,
+    estimate_payload_gravity,
+)
 from .model_uncertainty import DATASHEET_RELATIVE, ModelUncertainty, declared_uncertainty, identified_uncertainty
 
 # auto: anchored on the unloaded captures when there are any, else one-shot against the model.
@@ -33,7 +39,10 @@ class StaticFitConfig:
     """``method`` (one of STATIC_METHODS); ``torque_noise`` N m, std of a static mean torque;
     ``model_uncertainty`` relative 1-σ error of the nominal link masses/CoMs; ``torque_offset_std`` N m,
     sensor offsets the model lacks (one-shot only); ``max_mass_std`` kg and ``max_com_std`` m: an
-    estimate less precise than these is flagged (:func:`precision_problem`)."""
+    estimate less precise than these is flagged (:func:`precision_problem`); ``capture_acceleration_std`` rad/s²:
+    the residual motion a settled capture may carry, its torque in σ (:data:`.gravity.CAPTURE_ACCELERATION_STD`);
+    ``misfit_chi2``: the fit's χ²/ν above which σ is widened and the estimate says the poses have torque the model
+    does not explain (:mod:`..signals.misfit`; None: the χ² that fitting data exceed once in 1000; inf: never)."""
 
     method: str = "auto"
     torque_noise: float = 0.05
@@ -42,6 +51,8 @@ class StaticFitConfig:
     max_mass_std: float = 0.1
     max_com_std: float = 0.02
     limits: PayloadLimits = PayloadLimits()
+    capture_acceleration_std: float = CAPTURE_ACCELERATION_STD
+    misfit_chi2: float | None = None
 
 
 @dataclass(frozen=True)
@@ -123,13 +134,14 @@ def estimate_payload_static(dyn: RigidBodyDynamics, q: np.ndarray, tau: np.ndarr
         unc = model.uncertainty if model.offsets else replace(model.uncertainty,
                                                                offset_std=np.full(dyn.n, float(offsets)))
         gravity = model.gravity
+    fit = dict(acceleration_std=cfg.capture_acceleration_std, misfit_chi2=cfg.misfit_chi2)
     if anchored:
         return estimate_payload_anchored(dyn, q, tau, q_unloaded, tau_unloaded, weights=weights, limits=cfg.limits,
-                                         model_uncertainty=unc, unloaded_gravity=gravity)
+                                         model_uncertainty=unc, unloaded_gravity=gravity, **fit)
     if model is None:
         require_masses(dyn.desc, "a one-shot payload estimate against the robot description (no unloaded captures)")
     est = estimate_payload_gravity(dyn, q, tau, None, "one-shot", weights=weights, limits=cfg.limits,
-                                   model_uncertainty=unc, unloaded_gravity=gravity)
+                                   model_uncertainty=unc, unloaded_gravity=gravity, **fit)
     return replace(est, notes=est.notes + (NO_REFERENCE_NOTE,)) if cfg.method == "auto" and model is None else est
 
 

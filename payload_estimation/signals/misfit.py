@@ -26,7 +26,20 @@ import math
 from dataclasses import dataclass
 
 MISFIT_CHI2 = 4.0
-"""χ²/ν above which the data disagree with the model (module docstring)."""
+"""χ²/ν above which the data disagree with the model (module docstring): for fits over thousands of rows, whose
+noise model is approximate (a filtered stream's correlation). A fit of a few rows against an exact noise model uses
+:func:`significant_chi2` instead."""
+FALSE_ALARM = 1e-3
+"""Chance that data the noise model explains exceed :func:`significant_chi2`."""
+
+
+def significant_chi2(dof: int, false_alarm: float = FALSE_ALARM) -> float:
+    """χ²/ν that data the noise model explains exceed with probability ``false_alarm``: the threshold of a fit with
+    few degrees of freedom (e.g. 1.66 for ν = 66, 4.6 for ν = 5, 6.9 for ν = 2), never below 1."""
+    from scipy.stats import chi2
+
+    nu = max(int(dof), 1)
+    return max(float(chi2.isf(false_alarm, nu)) / nu, 1.0)
 
 
 @dataclass(frozen=True)
@@ -77,4 +90,4 @@ def misfit_sentence(subject: str, misfit: Misfit, consequence: str, advice: str 
     return f"{text}. {advice}" if advice else text
 
 
-__all__ = ["MISFIT_CHI2", "Misfit", "check_misfit", "misfit_sentence"]
+__all__ = ["FALSE_ALARM", "MISFIT_CHI2", "Misfit", "check_misfit", "misfit_sentence", "significant_chi2"]

@@ -420,12 +420,15 @@ def test_the_scatter_note_says_by_how_much_sigma_was_scaled_and_only_when_it_was
     g = np.array([dyn.with_payload(TRUE_PAYLOAD).gravity(x) for x in q])
     unc = declared_uncertainty(dyn, 0.05, 0.5)
 
-    def fit(sigma):
+    def fit(sigma, misfit_chi2=None):
         noise = np.random.default_rng(0).normal(0, sigma, g.shape)
-        return estimate_payload_gravity(dyn, q, g + noise, model_uncertainty=unc)
+        return estimate_payload_gravity(dyn, q, g + noise, model_uncertainty=unc, misfit_chi2=misfit_chi2)
 
-    unscaled, slight, noisy = fit(0.05), fit(0.055), fit(0.5)
+    unscaled, slight, noisy = fit(0.05), fit(0.055), fit(0.5, misfit_chi2=np.inf)  # the scaling alone
     assert not [n for n in unscaled.notes + slight.notes if "scal" in n or "scatter" in n]
+    assert not unscaled.misfit and not slight.misfit
+    checked = fit(0.5)  # 10x the declared noise: the data disagree with the noise model, said and σ widened further
+    assert checked.misfit and checked.std["mass"] > noisy.std["mass"]
     assert 1.0 < slight.std["mass"] / unscaled.std["mass"] < 1.05  # scaled, a little
     note = next(n for n in noisy.notes if n.startswith("σ scaled up by "))
     factor = float(note.removeprefix("σ scaled up by ").split("x")[0])
