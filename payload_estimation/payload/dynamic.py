@@ -18,6 +18,15 @@ regressor filtered alike).
   but coarse (it is flagged by the estimator's precision check).
 - Inertia components the motion did not determine are reported (``undetermined``) and the previous
   estimate's inertia is kept for them when it had one; none is guessed.
+- A fit that does not fit says so (issue 46, :mod:`..signals.misfit`): the fit's residual is checked against what
+  the noise model expects of it -- the sensor's per-sample noise ``torque_noise`` through the resampling's box mean
+  and the filter (twice that for a differential fit: both runs' noise; plus the declared error of the model's torque
+  of the tracking difference, fitted only after the residual is taken), plus, for a fit without reference, the
+  declared model error's torque at rest along the motion (its error is propagated into σ, not fitted, so it stays in
+  the residual). χ²/ν = rss / (ν σ_row²) with ν = rows - 10; above ``misfit_chi2`` (4, the online estimate's: the
+  rows number thousands and the filtered noise model is approximate) the unexplained torque is taken as systematic
+  and σ widened by what it can explain (the shared rule; the fit's σ already uses the residual's scatter, so v is
+  that), and the estimate says it in words (:attr:`PayloadEstimate.misfit`).
 
 Units: s, rad, rad/s, N m; payload frame as :mod:`.payload_result`.
 """
@@ -29,11 +38,21 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..model.dynamics import RigidBodyDynamics
+from ..signals.causal import causal_lowpass
+from ..signals.misfit import MISFIT_CHI2, Misfit, check_misfit, misfit_sentence
 from .estimate import PayloadEstimate
-from .filtered import DEFAULT_CUTOFF, MomentumTerms, estimate_payload_filtered
+from .filtered import DEFAULT_CUTOFF, DEFAULT_ORDER, MomentumTerms, estimate_payload_filtered
 from .model_uncertainty import declared_uncertainty
 from .motion import INERTIA_RSD
-from .result import ICOM_NAMES, PayloadDataError, PayloadLimits, as_no_payload, effective_limits, is_no_payload
+from .result import (
+    ICOM_NAMES,
+    PayloadDataError,
+    PayloadLimits,
+    as_no_payload,
+    effective_limits,
+    is_no_payload,
+    uncertainty_words,
+)
 from .run_terms import LoadedTerms, box_means, interp_rows, reference_terms
 
 DYNAMIC_INERTIA_ADVICE = ("for the inertia, a longer excitation (payload_sampler excitation_duration, then "
@@ -86,7 +105,9 @@ class DynamicFitConfig:
     moment; ``model_uncertainty`` (relative) and ``torque_offset_std`` (N m): the model's error in σ
     of a fit without reference (and, relative, of the torque of the tracking difference a differential
     fit moves over with the model); ``limits``: plausibility checks; ``estimate_skew``: estimate and compensate
-    a time skew between torques and joint states (:func:`.filtered.estimate_torque_skew`)."""
+    a time skew between torques and joint states (:func:`.filtered.estimate_torque_skew`); ``torque_noise`` N m:
+    the stream's per-sample torque noise (the online estimate's); ``misfit_chi2``: the fit's χ²/ν above which σ is
+    widened and the estimate says the motion has torque the model does not explain (module docstring; inf: never)."""
 
     fit_rate: float = 250.0
     cutoff: float = DEFAULT_CUTOFF
@@ -96,6 +117,8 @@ class DynamicFitConfig:
     torque_offset_std: float = 0.5
     limits: PayloadLimits | None = None
     estimate_skew: bool = True
+    torque_noise: float = 0.1
+    misfit_chi2: float = MISFIT_CHI2
 
 
 def check_recording(rec: MotionRecording, n: int, what: str, max_gap: float) -> MotionRecording:
@@ -212,7 +235,56 @@ def estimate_payload_dynamic(dyn: RigidBodyDynamics, loaded: MotionRecording, re
         method = f"dynamic one-shot ({t1 - t0:.2f} s, no reference run)"
     if is_no_payload(est):  # nothing held: the fit's notes on the inertia of nothing do not apply
         return as_no_payload(est, method, effective_limits(cfg.limits, True).no_payload_below)
+    row_var = filtered_noise_variance(cfg.torque_noise, float(np.median(np.diff(loaded.t))), step, cfg.cutoff)
+    if reference is not None:  # the reference run's noise, and the tracking term's declared error (fitted within its
+        # σ after the residual was taken: its expectation is part of what the residual may hold)
+        tracking = (run.terms.filtered_torque(tr, cfg.cutoff, DEFAULT_ORDER)
+                    - MomentumTerms(h1, h2).filtered_torque(tr, cfg.cutoff, DEFAULT_ORDER))
+        row_var = 2.0 * row_var + cfg.model_uncertainty ** 2 * float(np.mean(tracking ** 2))
+    else:  # the declared model error's torque stays in the residual (propagated into σ, not fitted)
+        every = max(1, run.q.shape[0] // 50)
+        row_var += float(np.mean([np.mean(unc.torque_std(qk) ** 2) for qk in run.q[::every]]))
+    a = float(np.exp(-2 * np.pi * cfg.cutoff * step))
+    est = with_misfit_check(est, run.q.shape[0] * n, row_var, cfg.misfit_chi2, (1 + a) / (1 - a))
     return keep_previous_inertia(replace(est, method=method), previous)
+
+
+def filtered_noise_variance(torque_noise: float, sample_period: float, step: float, cutoff: float,
+                            order: int = DEFAULT_ORDER) -> float:
+    """Variance (N² m²) of one filtered row's noise: the stream's white torque noise ``torque_noise`` (N m per sample
+    every ``sample_period`` s) averaged into boxes of ``step`` s (:func:`.run_terms.box_means`), then through the
+    causal filter at ``cutoff`` Hz (the sum of its impulse response's squares on the ``step`` grid)."""
+    per_box = torque_noise ** 2 * min(1.0, max(sample_period, 1e-9) / step)
+    t = step * np.arange(int(20.0 / (cutoff * step)) + 2)
+    impulse = np.zeros((t.size, 1))
+    impulse[1] = 1.0  # after the first sample: the filter starts in steady state on its first input
+    return per_box * float(np.sum(causal_lowpass(t, impulse, cutoff, order) ** 2))
+
+
+def with_misfit_check(est: PayloadEstimate, rows: int, row_var: float, threshold: float,
+                      correlation: float = 1.0) -> PayloadEstimate:
+    """``est`` checked against its noise model (module docstring): as it is when the residual (``est.residual_rms``
+    over ``rows`` rows) is what a noise of ``row_var`` N² m² per row explains; else every σ widened by what the
+    misfit can explain (the covariance scaled, so the derived CoM's and inertia's σ scale alike) and the words in
+    :attr:`PayloadEstimate.misfit` and the notes. ``correlation``: the filtered rows' serial correlation factor
+    ((1 + a) / (1 - a) of the first-order filter, as the online estimate's); the fit's σ already scales its residual's
+    variance by at least that (:func:`.motion.residual_correlation`), so v is the scatter times it."""
+    rss = est.residual_rms ** 2 * rows
+    fit_var = max(est.residual_rms ** 2, row_var) * correlation
+    misfit = check_misfit(rss, rows, rows - 10, row_var, fit_var, threshold)
+    if not misfit.flagged:
+        return est
+    widened = replace(est, std={k: v * misfit.widening for k, v in est.std.items()})
+    words = dynamic_misfit_words(widened, misfit)
+    return replace(widened, notes=widened.notes + (words,), misfit=words)
+
+
+def dynamic_misfit_words(est: PayloadEstimate, misfit: Misfit) -> str:
+    """What a user reads when the excitation's fit does not fit."""
+    return misfit_sentence("the excitation has torque", misfit, uncertainty_words(est),
+                           "Look for a torque or velocity signal filtered or delayed against the positions, friction "
+                           "or elastic joints the model lacks, a payload that moved in the gripper, or a reference "
+                           "run recorded under other conditions (~/record_reference again)")
 
 
 def reference_phrase(shift: float) -> str:
@@ -235,5 +307,6 @@ def keep_previous_inertia(est: PayloadEstimate, previous: PayloadEstimate | None
                    notes=est.notes + (f"inertia kept from the previous estimate ({previous.method})",))
 
 
-__all__ = ["DynamicFitConfig", "MotionRecording", "align_reference", "check_recording", "estimate_payload_dynamic",
-           "keep_previous_inertia", "reference_phrase"]
+__all__ = ["DynamicFitConfig", "MotionRecording", "align_reference", "check_recording", "dynamic_misfit_words",
+           "estimate_payload_dynamic", "filtered_noise_variance", "keep_previous_inertia", "reference_phrase",
+           "with_misfit_check"]
