@@ -48,6 +48,7 @@ from scipy.optimize import nnls
 
 from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
+from ..signals.misfit import Misfit, check_misfit, misfit_sentence, significant_chi2
 from .geometry import LinkGeometry, SurfaceSamples, capsule_geometry, distance_to_segment, sample_surface
 
 
@@ -71,7 +72,11 @@ class ContactConfig:
     uncertainty included) reaches beyond ±force_tolerance x the best fit's |F|; point_tolerance (m):
     the spatial spread of the fitting points above which the point is not reported.
     max_chi2_per_joint: a best fit worse than this x n is no single point contact (link and force
-    ambiguous). Tracker: ``delay`` (s) after the detection at which the estimate is
+    ambiguous). misfit_chi2: the best fit's χ²/ν (ν = n - 5) above which the torque has a part a single
+    point contact does not explain (:mod:`..signals.misfit`; None: the χ² that a fitting contact exceeds once in
+    1000, 6.9 for 7 joints; inf: never): σ is then widened by what that part can explain on top of the reduced-χ²
+    scaling (the link probabilities and the force range with it), the force is flagged ambiguous and
+    :attr:`ContactEstimate.misfit` says it in words. Tracker: ``delay`` (s) after the detection at which the estimate is
     made, ``average`` (s) of ū averaged (the most recent, after the change point), ``baseline``
     (s, s): the window before the onset that gives the pre-contact ū, ``lookback`` (s) before
     the onset searched for the change point, ``guard`` (s) before the contact's start left out of the
@@ -86,6 +91,7 @@ class ContactConfig:
     force_tolerance: float = 0.15
     point_tolerance: float = 0.05
     max_chi2_per_joint: float = 9.0
+    misfit_chi2: float | None = None
     refine: int = 64
     refine_steps: int = 2
     delay: float = 0.01
@@ -129,7 +135,9 @@ class ContactEstimate:
     uncertainty (upper end inf where too few joints see the force to bound it); force_ambiguous:
     that range reaches beyond the tolerance around force_norm, or the fit is poor; ``sigma_scale``:
     factor applied to the assumed torque error because the best fit needed it (1: none), and
-    ``torque_sigma`` (N m per joint) the error σ the fit used;
+    ``torque_sigma`` (N m per joint) the error σ the fit used; ``misfit``: "" when a single point contact
+    explains the torque to its σ, else what it does not explain and how far σ was widened, in words (the
+    force is then flagged ambiguous; :meth:`summary` says it);
     point (m, base frame) or None when not observable (``point_spread`` m:
     how far the fitting points lie from the best one); force_link / point_link: the same in the
     model's link frame ``link``; external_torque (N m): the τ_ext that was fitted; fit_residual
@@ -157,6 +165,7 @@ class ContactEstimate:
     sigma_scale: float = 1.0
     torque_sigma: np.ndarray | None = field(default=None, repr=False)  # N m per joint: σ of the fit (scaled)
     link_names: tuple[str, ...] = field(default=(), repr=False)  # of links 1..n, for the summary
+    misfit: str = ""
 
     @property
     def link_probability(self) -> float:
@@ -175,9 +184,10 @@ class ContactEstimate:
                       if k != self.link and p >= 0.05]
             link += ", ambiguous" + (": also " + ", ".join(others) if others else "")
         link += ")"
+        misfit = f"; {self.misfit}" if self.misfit else ""
         if self.force_ambiguous or self.force is None:
-            return f"contact on {link}: force ambiguous, {rng}"
-        return f"contact on {link}: force {self.force_norm:.1f} N ({rng})"
+            return f"contact on {link}: force ambiguous, {rng}{misfit}"
+        return f"contact on {link}: force {self.force_norm:.1f} N ({rng}){misfit}"
 
     def link_name_of(self, k: int) -> str:
         """Name of link ``k`` (1-based) as this estimate knows it (its own name, else ``link_k``)."""
@@ -193,7 +203,7 @@ class ContactEstimate:
             "force": vec(self.force), "force_norm": self.force_norm if self.force is not None else None,
             "force_range": [float(x) if math.isfinite(x) else None for x in self.force_range],
             "force_ambiguous": self.force_ambiguous, "sigma_scale": self.sigma_scale,
-            "torque_sigma": vec(self.torque_sigma), "summary": self.summary(),
+            "torque_sigma": vec(self.torque_sigma), "summary": self.summary(), "misfit": self.misfit,
             "point": vec(self.point), "point_spread": self.point_spread,
             "force_link": vec(self.force_link), "point_link": vec(self.point_link),
             "external_torque": vec(self.external_torque), "fit_residual": self.fit_residual, "chi2": self.chi2,
@@ -365,8 +375,13 @@ class ContactLocator:
             return self._none(t, tau)
         pts, link, area, f, chi2, nrm, mask = pts[ok], link[ok], area[ok], f[ok], chi2[ok], nrm[ok], mask[ok]
         c0 = float(chi2.min())
-        # a best fit worse than σ explains (χ² > its n - 5 degrees of freedom): σ scaled up by the fit
-        scale2 = max(1.0, c0 / max(1, n - 5))
+        # a best fit worse than σ explains (χ² > its n - 5 degrees of freedom): σ scaled up by the fit; beyond what a
+        # fitting contact reaches, the unexplained part is taken as systematic and σ widened further (signals.misfit)
+        dof = max(1, n - 5)
+        scale2 = max(1.0, c0 / dof)
+        misfit = check_misfit(c0, n, dof, 1.0, scale2,
+                              significant_chi2(dof) if cfg.misfit_chi2 is None else cfg.misfit_chi2)
+        scale2 *= misfit.information_scale
         like = area * np.exp(-0.5 * (chi2 - c0) / scale2)  # posterior over the surface (uniform area prior)
         ev = np.bincount(link, weights=like, minlength=n)
         prob = ev / ev.sum()
@@ -383,21 +398,25 @@ class ContactLocator:
         spread_p = 2.0 * math.sqrt(float(post @ np.sum((pts_k - pts_k[i]) ** 2, axis=1)))
         link_amb = bool(prob[k] < cfg.link_confidence) or poor
         tol = cfg.force_tolerance * f_norm
-        force_amb = bool(f_lo < f_norm - tol or f_hi > f_norm + tol) or poor
+        force_amb = bool(f_lo < f_norm - tol or f_hi > f_norm + tol) or poor or misfit.flagged
         point = pts_k[i] if spread_p <= cfg.point_tolerance and not poor else None
         rot, pos = self._poses[k][:3, :3], self._poses[k][:3, 3]
         j_t = np.zeros((n, 3))
         j_t[:k + 1] = np.cross(z[:k + 1], pts_k[i] - o[:k + 1])
         resid = j_t @ f_best - tau
+        fit_residual = float(np.sqrt(np.mean(resid ** 2)))
+        words = contact_misfit_words(misfit, fit_residual, (f_lo, f_hi), self.link_names[k],
+                                     float(prob[k])) if misfit.flagged else ""
         return ContactEstimate(
             time=float(t), link=k + 1, link_name=self.link_names[k], link_ambiguous=link_amb,
             link_probabilities=tuple(float(x) for x in prob), force=f_best.copy(), force_norm=f_norm,
             force_range=(f_lo, f_hi), force_ambiguous=force_amb,
             point=None if point is None else point.copy(), point_spread=spread_p,
             force_link=rot.T @ f_best, point_link=None if point is None else rot.T @ (point - pos),
-            external_torque=tau.copy(), fit_residual=float(np.sqrt(np.mean(resid ** 2))), chi2=c_best,
+            external_torque=tau.copy(), fit_residual=fit_residual, chi2=c_best,
             best_point=pts_k[i].copy(), best_point_link=rot.T @ (pts_k[i] - pos),
-            sigma_scale=math.sqrt(scale2), torque_sigma=math.sqrt(scale2) / w, link_names=self.link_names)
+            sigma_scale=math.sqrt(scale2), torque_sigma=math.sqrt(scale2) / w, link_names=self.link_names,
+            misfit=words)
 
     def _force_range(self, pts, nrm, mask, f, like, o, z, w, scale2: float) -> tuple[float, float]:
         """95 % range (N, N) of |F| over the posterior ``like`` of all fitting points: each point's
@@ -490,6 +509,20 @@ class ContactLocator:
                                float("nan"), float("inf"))
 
 
+def contact_misfit_words(misfit: Misfit, fit_residual: float, force_range: tuple[float, float], link: str,
+                         probability: float) -> str:
+    """What a user reads when no single point contact explains the external torque to its σ: the part left
+    (``fit_residual`` N m RMS over the joints; expected: that / √(χ²/ν)), the widening, what is left of the
+    estimate (the force's 95 % range, the link's probability) and what to look for."""
+    lo, hi = force_range
+    rng = f"{lo:.0f}..{hi:.0f} N" if math.isfinite(hi) else f"at least {lo:.0f} N"
+    in_nm = Misfit(misfit.ratio, fit_residual, fit_residual / math.sqrt(max(misfit.ratio, 1e-300)), misfit.widening)
+    return misfit_sentence("the external torque has a part", in_nm, f"force {rng} (95 %), {link} p {probability:.2f}",
+                           "Look for a second contact, a contact on the payload or gripper, a contact that moved or "
+                           "slid while it was measured, or a model error that changed with the motion",
+                           model="a single point contact")
+
+
 class ContactTracker:
     """Per-sample companion of the detector: keeps a short history of (t, q, ū) and, once per
     collision event, ``config.delay`` s after its detection, returns the :class:`ContactEstimate`.
@@ -576,4 +609,5 @@ class ContactTracker:
         return self.locator.locate(q, tau, t_end, measured_sigma=measured)
 
 
-__all__ = ["ContactConfig", "ContactEstimate", "ContactInputError", "ContactLocator", "ContactTracker"]
+__all__ = ["ContactConfig", "ContactEstimate", "ContactInputError", "ContactLocator", "ContactTracker",
+           "contact_misfit_words"]

@@ -80,12 +80,13 @@ def check_misfit(rss: float, rows: int, dof: int, noise_var: float, fit_var: flo
                   math.sqrt(1.0 + excess / (4.0 * v)))
 
 
-def misfit_sentence(subject: str, misfit: Misfit, consequence: str, advice: str = "", unit: str = "N m") -> str:
-    """What a user reads when a fit does not fit: ``subject`` (e.g. "the motion has torque") the model does not
+def misfit_sentence(subject: str, misfit: Misfit, consequence: str, advice: str = "", unit: str = "N m",
+                    model: str = "the model") -> str:
+    """What a user reads when a fit does not fit: ``subject`` (e.g. "the motion has torque") ``model`` does not
     explain, how much against what was expected, σ's widening and its ``consequence`` (what is left of the
     estimate, e.g. "CoM uncertain to ±25 mm, mass to ±0.1 kg (3σ)"), then ``advice`` (what to look for)."""
     m = misfit
-    text = (f"{subject} the model does not explain: {m.fit_rms:.3g} {unit} RMS against {m.expected_rms:.2g} {unit} "
+    text = (f"{subject} {model} does not explain: {m.fit_rms:.3g} {unit} RMS against {m.expected_rms:.2g} {unit} "
             f"expected (χ²/ν {m.ratio:.3g}); σ widened ×{m.widening:.1f} to what it can explain: {consequence}")
     return f"{text}. {advice}" if advice else text
 

@@ -375,3 +375,35 @@ def test_an_unbounded_range_reads_as_a_lower_bound(locator):
     c = replace(c, force_range=(12.0, float("inf")), force_ambiguous=True)
     assert c.summary().endswith("force ambiguous, at least 12 N (upper bound not observable)")
     assert c.to_dict()["force_range"] == [12.0, None]
+
+
+# ---------------------------------------------------------------------------------------- misfit (issue 46)
+def test_a_contact_that_fits_keeps_its_sigma(lwr4, locator):
+    """A single push the fit explains: no misfit said, σ and range exactly those without the check."""
+    p, normal, tangent = surface_point(locator, Q, 6, 0.5, 0.0)
+    f = push(normal, tangent, 40.0)
+    tau = lwr4.frame_jacobian(Q, "link_6", p)[:3].T @ f + np.random.default_rng(1).normal(0, 0.02, 7)
+    c = locator.locate(Q, tau)
+    c0 = ContactLocator(lwr4, config=ContactConfig(misfit_chi2=np.inf)).locate(Q, tau)
+    assert c.misfit == "" and "does not explain" not in c.summary()
+    assert c.force_range == c0.force_range and c.sigma_scale == c0.sigma_scale
+    assert c.link == 6 and not c.force_ambiguous and c.force_range[0] <= 40.0 <= c.force_range[1]
+
+
+def test_a_torque_no_single_contact_explains_is_flagged_and_its_range_covers(lwr4, locator):
+    """A 40 N push on link 7 plus 0.8 N m on joint 7 that no contact makes (a cable pulling on the tool): the fit is
+    worse than its σ explains (χ² 17 for ν = 2); the estimate says so in words, the force is flagged ambiguous, σ is
+    wider than without the check, and the force's range still contains the truth. Before issue 46 it was reported
+    as an unflagged 40 N."""
+    p, normal, tangent = surface_point(locator, Q, 7, 0.5, 0.5)
+    f = push(normal, tangent, 40.0)
+    tau = lwr4.frame_jacobian(Q, "link_7", p)[:3].T @ f
+    tau[6] += 0.8
+    c = locator.locate(Q, tau)
+    c0 = ContactLocator(lwr4, config=ContactConfig(misfit_chi2=np.inf)).locate(Q, tau)
+    assert not c0.force_ambiguous  # the check's absence: unflagged
+    assert c.misfit.startswith("the external torque has a part a single point contact does not explain:")
+    assert "N m RMS against" in c.misfit and "force " in c.misfit and c.misfit in c.summary()
+    assert c.force_ambiguous and c.sigma_scale > c0.sigma_scale
+    assert c.force_range[0] <= 40.0 <= c.force_range[1], c.summary()
+    assert c.to_dict()["misfit"] == c.misfit
