@@ -54,8 +54,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from benchlib import machine, write_section  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# --root DIR: another checkout's package, bench_online and session (its figures "before"; read before the imports)
+ROOT = Path(sys.argv[sys.argv.index("--root") + 1] if "--root" in sys.argv else Path(__file__).parent.parent).resolve()
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import bench_online as bo  # noqa: E402
 
@@ -187,7 +188,7 @@ def run_move(robot: str, style: str, i: int, tick: float = TICK) -> dict:
     out["per_tick"] = (published_moving / max(1, (k_end - first_publish) // tick_every + 1)
                        if first_publish is not None else 0.0)
     out["first_publish_s"] = (first_publish - k_move) / 1000 if first_publish is not None else None
-    out["published_rest"] = session.published_rest
+    out["published_rest"] = getattr(session, "published_rest", 0)
     out["false_alarms"] = false_alarms
     out["alarms"] = alarms  # (s after the move's start, an estimate carried, max |r| N m)
     out["tick"] = tick
@@ -345,6 +346,8 @@ def main() -> None:
     ap.add_argument("--report", nargs="+", type=Path)
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--command", default="")
+    ap.add_argument("--root", help="another checkout (its package, bench_online and session): figures before")
+    ap.add_argument("--note", default="", help="a paragraph appended to the report (the reading)")
     a = ap.parse_args()
     if a.workers > 2:
         ap.error("--workers: at most 2 (the machine's 2 cores are shared)")
@@ -367,7 +370,7 @@ def main() -> None:
                       f"{r['rate']:.1f}/s, {r['false_alarms']} alarms, {r['seconds']:.1f} s", flush=True)
                 if a.save is not None:
                     a.save.write_bytes(pickle.dumps(results))
-    text = report(results, command)
+    text = report(results, command) + (f"\n{a.note}\n" if a.note else "")
     print(text)
     if a.write:
         print(write_section("user_motion", text))
