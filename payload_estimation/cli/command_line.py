@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..errors import PayloadEstimationError
-from ..files.output_path import output_problem
+from ..files import output_problem
 
 # sub-command name -> module under payload_estimation.cli
 COMMANDS = {

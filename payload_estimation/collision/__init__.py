@@ -29,7 +29,6 @@ _API = {
     "loss_gate": ("LossGate", "LossGateConfig"),
     "live_calibration": ("CalibrationConfig", "CalibrationRefused", "LiveCalibration"),
     "monitor_inputs": ("MonitorInputs",),
-    "monitor_status": ("monitor_status",),
     "provisional": ("ProvisionalFit", "ProvisionalPayload"),
     "payload_change": ("GRASP", "RELEASE", "PayloadWatch", "WatchConfig"),
     "scoring": ("score_detections", "time_above"),

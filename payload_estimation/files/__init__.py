@@ -17,5 +17,6 @@ _API = {
     "exports": ("FORMATS", "ExportError", "read_estimate", "export_text", "urdf_flange", "write_exports"),
     "robot_writer": ("write_identified_robot",),
     "trajectory_file": ("read_trajectory_file", "write_trajectory_csv", "write_trajectory_file"),
+    "output_path": ("output_problem",),
 }
 __all__, __getattr__, __dir__ = lazy_api(__name__, globals(), _API)
