@@ -56,11 +56,14 @@ class DedicatedSubscription:
 
     ``raw``: the callback gets the serialized message (bytes) instead of a Python message, for a consumer
     that decodes only what it reads (:meth:`.messages.JointStateConverter.convert_raw`).
+
+    ``newest``: of the messages waiting at a take, only the newest is delivered (the others are taken and counted
+    in :attr:`skipped`): for a state that each message replaces (``/clock``), with ``batch`` one callback per batch.
     """
 
     def __init__(self, node: Node, msg_type: type, topic: str, callback: Callable[[Any], None],
                  qos: QoSProfile, lock: threading.Lock, with_info: bool = False, batch: float = 0.0,
-                 raw: bool = False):
+                 raw: bool = False, newest: bool = False):
         from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
         from rclpy.type_support import check_is_valid_msg_type
 
@@ -73,6 +76,9 @@ class DedicatedSubscription:
         self._with_info = with_info
         self._batch = float(batch)
         self._raw = bool(raw)
+        self._newest = bool(newest)
+        self.skipped = 0
+        """Messages taken but not delivered (``newest``: a newer one was waiting)."""
         self._take_lock = threading.Lock()  # the thread's and flush()'s takes, each delivered in order
         self.topic = node.resolve_topic_name(topic)
         self._handle = _c_subscription(_rclpy, node, msg_type, topic, qos)
@@ -139,6 +145,8 @@ class DedicatedSubscription:
                     log.error(f"{self.topic}: taking a message failed ({type(e).__name__}: {e}); message dropped",
                               throttle_duration_sec=2.0)
                     return True
+                if self._newest and taken is not None:
+                    taken = self._take_newest(sub, taken)
                 if taken is None:
                     return True
                 self.taken += 1
@@ -152,6 +160,16 @@ class DedicatedSubscription:
                     if self._stopping():
                         return False  # shutting down: publishers in the callback are already gone
                     log.error(f"{self.topic} callback failed: {type(e).__name__}: {e}", throttle_duration_sec=2.0)
+
+    def _take_newest(self, sub, taken):
+        """The newest of the messages waiting (``taken`` the first of them); the older ones are counted."""
+        while True:
+            newer = sub.take_message(self._msg_type, self._raw)
+            if newer is None:
+                return taken
+            self.taken += 1
+            self.skipped += 1
+            taken = newer
 
     def destroy(self) -> None:
         """Stop the thread and destroy the subscription handle (idempotent)."""
@@ -334,6 +352,16 @@ class PolledSubscription:
                         if self._stopping():
                             break
                         raise
+
+    def _take_newest(self, sub, taken):
+        """The newest of the messages waiting (``taken`` the first of them); the older ones are counted."""
+        while True:
+            newer = sub.take_message(self._msg_type, self._raw)
+            if newer is None:
+                return taken
+            self.taken += 1
+            self.skipped += 1
+            taken = newer
 
     def destroy(self) -> None:
         """Stop the thread and destroy the subscription handle (idempotent)."""

@@ -37,7 +37,7 @@ from ..payload.online_session import OnlineSession
 from ..stream import StampVerdict
 from .dedicated_subscription import create_dedicated_subscription
 from .estimator_params import PARAMS, estimator_config
-from .messages import clock_seconds, estimate_to_msg
+from .messages import clock_seconds, clock_stamp, estimate_to_msg
 from .node_support import (
     STREAM_PARAMS,
     THROTTLE_S,
@@ -320,7 +320,7 @@ class PayloadEstimatorNode(Node):
         if tick.uncertainty is not None:  # first: the monitor matches it with the estimate that follows
             self.pub_online.publish(String(data=json.dumps(tick.uncertainty)))
         if tick.estimate is not None:
-            self.pub_estimate.publish(estimate_to_msg(tick.estimate, self.get_clock().now().to_msg(), self.core.frame))
+            self.pub_estimate.publish(estimate_to_msg(tick.estimate, clock_stamp(self), self.core.frame))
         if tick.note:
             self.get_logger().info(tick.note)
             self.status.publish()
@@ -333,7 +333,7 @@ class PayloadEstimatorNode(Node):
                              robot=self.dyn.desc if robot and self.dyn is not None else None)[0].parent
 
     def _publish(self, est: PayloadEstimate) -> None:
-        self.pub_estimate.publish(estimate_to_msg(est, self.get_clock().now().to_msg(), self.core.frame))
+        self.pub_estimate.publish(estimate_to_msg(est, clock_stamp(self), self.core.frame))
         self.status.publish()
 
     def _snapshot(self) -> tuple[bytes, str, dict]:

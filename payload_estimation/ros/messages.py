@@ -65,8 +65,20 @@ def sec_to_duration(s: float) -> Duration:
 
 
 def clock_seconds(node) -> float:
-    """The node's clock (ROS time: /clock under use_sim_time) now, in seconds."""
+    """The node's clock (ROS time: /clock under use_sim_time) now, in seconds; a node whose /clock is taken in
+    batches (:func:`.node_support.clock_off_executor`) takes the newest /clock message first."""
+    flush = getattr(node, "_clock_flush", None)
+    if flush is not None:
+        flush()
     return node.get_clock().now().nanoseconds * 1e-9
+
+
+def clock_stamp(node):
+    """:func:`clock_seconds` as a builtin_interfaces/Time (a header stamp)."""
+    flush = getattr(node, "_clock_flush", None)
+    if flush is not None:
+        flush()
+    return node.get_clock().now().to_msg()
 
 
 class JointStateConverter:
@@ -350,7 +362,7 @@ __all__ = [
     "MessageError", "JointSample", "JointStateConverter", "joint_state_msg", "trajectory_msg",
     "trajectory_from_msg", "estimate_to_msg", "estimate_from_msg", "time_to_sec", "sec_to_time",
     "sec_to_duration",
-    "clock_seconds",
+    "clock_seconds", "clock_stamp",
 ]
 
 

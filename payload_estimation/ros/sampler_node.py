@@ -88,6 +88,11 @@ from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_LATEST_QOS
 from .sampler_params import PARAMS, change_note, sampler_config
 from .sampler_support import drop_pending, log_outcome, motion_msg
 
+IDLE_PERIOD = 0.25
+"""s between the idle ticks (the newest joint_states for the watchdog and the status; a request polls them itself):
+each wake-up of the executor costs ~0.6 ms for the node's entities, 20 a second were 1.9 % of a core (issue 48).
+A run ticks every TICK_PERIOD."""
+
 JOINT_STATES_BATCH = 0.005
 """s joint_states gather during a run before the executor takes them (SENSOR_LATEST_QOS's depth 5 at 1 kHz): every
 sample goes into the core, the run advances once per batch, at most this much later (issue 48)."""
@@ -124,7 +129,9 @@ class PayloadSamplerNode(Node):
                      "forget_pick": self._srv_forget_pick}
         for name, callback in callbacks.items():
             self.create_service(Trigger, f"~/{name}", callback, callback_group=services)
-        steady_timer(self, TICK_PERIOD, self._on_timer)
+        self._idle_timer = steady_timer(self, IDLE_PERIOD, partial(self._on_timer, IDLE_PERIOD))
+        self._run_timer = steady_timer(self, TICK_PERIOD, partial(self._on_timer, TICK_PERIOD))
+        self._run_timer.cancel()  # ticks every TICK_PERIOD while a run is active only
         # planning runs on a worker thread; its result wakes the executor (a guard condition may be triggered
         # from any thread: rcl/guard_condition.h) and is taken there, in _on_planned
         self._planner = PlanWorker(self.create_guard_condition(self._on_planned).trigger)
@@ -221,6 +228,8 @@ class PayloadSamplerNode(Node):
             if idle and self.input is not None:
                 self.input.resume()  # the samples polled while idle were no sequence
             self._js.arm()
+            self._idle_timer.cancel()
+            self._run_timer.reset()
             self.get_logger().info(f"{request}: {how}" + (" (the second attempt)" if first else ""))
             self._done = Future()
             self._tick()
@@ -253,13 +262,13 @@ class PayloadSamplerNode(Node):
         return response
 
     # ------------------------------------------------------------------ the run
-    def _on_timer(self) -> None:
+    def _on_timer(self, period: float) -> None:
         """The steady-clock tick. rclpy runs ready timers before ready subscriptions: after the executor
         could not run for a while (a starved process, a long callback of another node in the same
         executor), this tick would see the stream as lost while its next sample already waits. Take that
         sample first; the run sees a lost stream only when none is there."""
         if self.input is not None:
-            self.input.awake(TICK_PERIOD)  # late itself: the silence meanwhile is this node's, not the stream's
+            self.input.awake(period)  # late itself: the silence meanwhile is this node's, not the stream's
         stale = self._run is not None and self.input is not None and stream_stale(
             self.input.age(), self.input.watchdog.timeout)
         waiting = self._js.take_all() if stale else []
@@ -358,6 +367,8 @@ class PayloadSamplerNode(Node):
 
     def _finished(self, fin: Finished) -> None:
         self._js.disarm()
+        self._run_timer.cancel()
+        self._idle_timer.reset()
         drop_pending(self._futures)
         fin = self.core.finish(fin, clock_seconds(self), time.monotonic())
         log_outcome(self.get_logger(), fin)
@@ -373,7 +384,7 @@ class PayloadSamplerNode(Node):
         if self.input is not None:
             vals.update(self.input.counters())
         vals["joint_states_taken"] = ("every sample (a run is active)" if self._js.armed else
-                                      f"the newest every {TICK_PERIOD:g} s (idle; stream_rate_hz and repeated_states "
+                                      f"the newest every {IDLE_PERIOD:g} s (idle; stream_rate_hz and repeated_states "
                                       "are those of the last run)")
         return bytes([level]), text, vals
 

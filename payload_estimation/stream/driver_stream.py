@@ -120,7 +120,7 @@ class DriverStream:
             return None if self.derives_velocity else current   # the stamp guard judges the time itself
         self._note_step(h)
         self._moving = self._rate > 0 and float(np.abs(q - prev.q).max()) * self._rate > MOVING
-        if dq is not None and self.raw_differences is None:
+        if dq is not None and self.raw_differences is None and self._moving:  # at rest: nothing to judge (_judge)
             self._judge(dq, q - prev.q)
         if not self.derives_velocity:
             return current

@@ -110,9 +110,11 @@ class StreamWatchdog:
 
     def awake(self, wall: float, period: float) -> bool:
         """The consumer's periodic check (every ``period`` s) runs at ``wall``; True when it came late (more than
-        min(:data:`LATE`, timeout / 4) after its period): the consumer was starved, samples may wait unread."""
-        prev, self._checked, self._period = self._checked, wall, period
-        if prev is None:
+        min(:data:`LATE`, timeout / 4) after its period): the consumer was starved, samples may wait unread. The
+        first check at another period than the one before is not judged (a consumer that checks less often while
+        idle)."""
+        prev, before, self._checked, self._period = self._checked, self._period, wall, period
+        if prev is None or period != before:  # the first check, or the first at a new period (idle / busy)
             return False
         lag = wall - prev - period
         if lag <= self._late_limit():

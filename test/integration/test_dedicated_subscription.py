@@ -154,6 +154,29 @@ def test_batches_are_delivered_whole_and_flush_takes_the_waiting_ones_first(ctx)
     node.destroy_node()
 
 
+def test_newest_delivers_only_the_last_of_a_batch_and_counts_the_rest(ctx):
+    """``newest`` (the nodes' /clock, issue 48: one callback per batch instead of ~12): of the messages waiting, the
+    newest alone reaches the callback, the others are counted as skipped; flush() takes the newest at once."""
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    node = rclpy.create_node("dedicated_newest", context=ctx)
+    got: list[float] = []
+    qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=20, reliability=ReliabilityPolicy.RELIABLE)
+    sub = DedicatedSubscription(node, Float64, "n", lambda m: got.append(m.data), qos, threading.Lock(), batch=0.5,
+                                newest=True)
+    pub = node.create_publisher(Float64, "n", qos)
+    assert wait_for(lambda: pub.get_subscription_count() > 0), "subscriber never matched"
+    for v in range(6):
+        pub.publish(Float64(data=float(v)))
+    time.sleep(0.1)
+    assert sub.flush() == 6 and got == [5.0] and sub.skipped == 5
+    for v in range(6, 10):
+        pub.publish(Float64(data=float(v)))
+    assert wait_for(lambda: got[-1] == 9.0, 3.0) and got == [5.0, 9.0] and sub.skipped == 8 and sub.taken == 10
+    sub.destroy()
+    node.destroy_node()
+
+
 def test_polled_subscription_wakes_only_while_armed_and_keeps_the_newest():
     """PolledSubscription (the sampler's joint_states, issue 48): idle, nothing runs for a message, take_all gives the
     newest ones the queue kept; armed, notify() runs once per queue until it is taken; disarmed, never again."""

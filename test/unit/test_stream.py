@@ -163,3 +163,13 @@ def test_the_automatic_timeout_follows_the_stream_rate_and_a_set_one_wins():
         q = 0.01 * k + 1e-4 * rng.standard_normal(7)
         stream.take(0.05 * k, q, np.full(7, 0.2), rng.standard_normal(7))
     assert stream.rate == pytest.approx(20.0) and auto.effective(stream.rate) == pytest.approx(2.5)
+
+
+def test_a_check_at_a_new_period_is_not_judged_late():
+    """The sampler checks every 0.25 s while idle and every 0.05 s during a run: the first check after the switch
+    comes up to 0.25 s after the last idle one, which is not lateness at either period."""
+    w = StreamWatchdog(timeout=0.5)
+    for k in range(4):
+        assert not w.awake(0.25 * k, 0.25)
+    assert not w.awake(0.95, 0.05) and w.late == 0  # the run starts: 0.2 s after the last idle check
+    assert not w.awake(1.0, 0.05) and w.awake(1.3, 0.05) and w.late == 1  # from then on judged at 0.05 s
