@@ -52,14 +52,13 @@ from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-from benchlib import machine, write_section  # noqa: E402
-
-# --root DIR: another checkout's package, bench_online and session (its figures "before"; read before the imports)
+# --root DIR: another checkout's package, bench_online and session (its figures "before"; before any import of them)
 ROOT = Path(sys.argv[sys.argv.index("--root") + 1] if "--root" in sys.argv else Path(__file__).parent.parent).resolve()
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import bench_online as bo  # noqa: E402
+import numpy as np  # noqa: E402
+from benchlib import machine, write_section  # noqa: E402
 
 from payload_estimation.collision.monitor import MonitorConfig  # noqa: E402
 from payload_estimation.collision.payload_change import GRASP  # noqa: E402
