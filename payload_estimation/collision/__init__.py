@@ -1,7 +1,7 @@
 """Momentum-observer collision detection: residual, thresholds, contact link/force/point, stop/resume
 reaction, the provisional payload, the payload change after a grasp or release and a lost payload.
 :class:`MonitorSupervisor` composes the collision monitor node's rules around them, one small class per job
-(estimate gate, estimate σ, loss gate, stop and resume, live calibration; the node translates).
+(estimate gate, estimate σ, observer payload, loss gate, stop and resume, live calibration; the node translates).
 
 :class:`CollisionMonitor` runs observer, detector and contact per sample; :func:`replay` runs it over
 a recording; :func:`score_detections` compares its detections with known contacts.
@@ -29,6 +29,7 @@ _API = {
     "loss_gate": ("LossGate", "LossGateConfig"),
     "live_calibration": ("CalibrationConfig", "CalibrationRefused", "LiveCalibration"),
     "monitor_inputs": ("MonitorInputs",),
+    "observer_payload": ("ObserverPayload", "ObserverPayloadConfig"),
     "provisional": ("ProvisionalFit", "ProvisionalPayload"),
     "payload_change": ("GRASP", "RELEASE", "PayloadWatch", "WatchConfig"),
     "scoring": ("score_detections", "time_above"),

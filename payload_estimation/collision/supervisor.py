@@ -1,13 +1,14 @@
 """The collision monitor's rules around the per-sample core: what ``collision_monitor`` and the bare run do.
 
 :class:`MonitorSupervisor` composes one arm's parts, each a small class with one job and its own frozen config
-(whose defaults are the node's parameters' defaults), and decides which payload the observer uses:
+(whose defaults are the node's parameters' defaults), and applies the payload in use to them:
 
 - :class:`.monitor.CollisionMonitor` (observer, detector, contact) runs each sample;
 - :class:`.estimate_gate.EstimateGate` takes or refuses a published estimate (frame, limits, after a loss, while
   an event is classified); :class:`.estimate_sigma.EstimateSigma` widens the thresholds by its σ;
 - :class:`.payload_change.PayloadWatch` learns the payload provisionally at rest while the payload sampler is
   active or after an announced grasp or release, with wider thresholds, until an estimate replaces it;
+  :class:`.observer_payload.ObserverPayload` keeps the payload in use and words its changes;
 - :class:`.loss_gate.LossGate` has each detection classified while an estimated payload is carried after an
   announced grasp (collision or payload lost) and says what is reported when, and whether the arm stops;
 - :class:`.reaction.ReactionStateMachine` decides stop and resume; :class:`.stop_resume.StopResume` turns that
@@ -45,6 +46,7 @@ from .monitor import CollisionMonitor, MonitorConfig, MonitorStep
 from .monitor_inputs import EVENT_WORDS, MonitorInputs
 from .monitor_status import monitor_status, status_values
 from .observer import JointFriction
+from .observer_payload import ObserverPayload, ObserverPayloadConfig
 from .payload_change import GRASP, KINDS, RELEASE, PayloadWatch, WatchConfig
 from .payload_loss import LossVerdict
 from .provisional import ProvisionalFit
@@ -54,6 +56,7 @@ from .thresholds import ThresholdCalibration
 
 _WATCH, _GATE, _REACTION, _STOP, _LOSS = WatchConfig(), EstimateGateConfig(), ReactionConfig(), StopResumeConfig(), \
     LossGateConfig()
+_PAYLOAD = ObserverPayloadConfig()
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,7 @@ class SupervisorConfig:
     onto it); each default is its part's config's (one home each): max_payload kg and max_com_radius m
     (:class:`.estimate_gate.EstimateGateConfig`), sampling_threshold_factor, payload_event_window s and
     payload_event_floor N m (:class:`.payload_change.WatchConfig`), payload_as_point_mass (a gravity-only estimate
-    also enters M and C; the observer's payload, this class), policy and resume_delay s
+    also enters M and C: :class:`.observer_payload.ObserverPayloadConfig`), policy and resume_delay s
     (:class:`.reaction.ReactionConfig`), hold_time s, stop_deceleration rad/s², resume_velocity_scale and
     resume_min_duration s (:class:`.stop_resume.StopResumeConfig`), payload_lost_stop
     (:class:`.loss_gate.LossGateConfig`)."""
@@ -72,7 +75,7 @@ class SupervisorConfig:
     sampling_threshold_factor: float = _WATCH.sampling_factor
     payload_event_window: float = _WATCH.window
     payload_event_floor: float = _WATCH.window_floor
-    payload_as_point_mass: bool = True
+    payload_as_point_mass: bool = _PAYLOAD.payload_as_point_mass
     policy: str = _REACTION.policy
     resume_delay: float = _REACTION.resume_delay
     hold_time: float = _STOP.hold_time
@@ -100,6 +103,10 @@ class SupervisorConfig:
         return StopResumeConfig(hold_time=self.hold_time, stop_deceleration=self.stop_deceleration,
                                 resume_velocity_scale=self.resume_velocity_scale,
                                 resume_min_duration=self.resume_min_duration)
+
+    def observer_payload(self) -> ObserverPayloadConfig:
+        """The observer's payload's settings."""
+        return ObserverPayloadConfig(payload_as_point_mass=self.payload_as_point_mass)
 
     def loss_gate(self) -> LossGateConfig:
         """The loss gate's settings."""
@@ -141,7 +148,7 @@ class MonitorSupervisor:
         self.dyn = dyn
         self.cfg = config or SupervisorConfig()
         self._friction, self._link_names = friction, link_names
-        self.payload: PayloadModel | None = None
+        self.observed = ObserverPayload()  # the payload in use
         self.gate = EstimateGate(frame, limit_check, self.cfg.gate())
         self.sigma = EstimateSigma(dyn)
         self.reaction = ReactionStateMachine(self.cfg.policy, self.cfg.resume_delay)
@@ -156,8 +163,6 @@ class MonitorSupervisor:
         self.torque_gain: np.ndarray | None = None  # N m per unit of the stream's effort (None: 1)
         self._pending_monitor: MonitorConfig | None = None
         self._pending_reaction = False
-        self._logged_mass: float | None = None  # provisional mass last logged (a refit every rest block is not news)
-        self._estimated: PayloadModel | None = None  # the payload the last estimate gave (None: unloaded)
         self._due: list[Note] = []  # notes of a restart, logged with the next update's
 
     # ------------------------------------------------------------------ the parts' state, by its old names
@@ -170,6 +175,11 @@ class MonitorSupervisor:
     contact = property(lambda self: self.loss_gate.contact, doc="The contact estimate of the current (or last) "
                                                                    "event.")
     recorder = property(lambda self: self.calibration.recorder, doc="A threshold calibration in progress (or None).")
+
+    @property
+    def payload(self) -> PayloadModel | None:
+        """The payload the observer uses (:mod:`.observer_payload`; None: unloaded)."""
+        return self.observed.payload
 
     @property
     def collision(self) -> bool:
@@ -241,7 +251,8 @@ class MonitorSupervisor:
                 f"it describes an arm of {self.dyn.n} joints ({self.dyn.desc.name}), but the monitor is watching one "
                 f"of {old.dyn.n} ({old.dyn.desc.name}); restart collision_monitor to watch another arm")
         self.mon.carry(old.mon)
-        self.payload, self.reaction, self._estimated = old.payload, old.reaction, old._estimated
+        self.observed.payload, self.observed.estimated = old.observed.payload, old.observed.estimated
+        self.reaction = old.reaction
         self.motion.adopt(old.motion)
         self.loss_gate.adopt(old.loss_gate)
         self.calibration.recorder = old.calibration.recorder  # same arm, same joints: the calibration goes on
@@ -313,16 +324,13 @@ class MonitorSupervisor:
         return self.loss_gate.restart()
 
     def _restart_note(self) -> Note:
-        p, kept = self.payload, self._estimated
-        keep = ("the unloaded model" if kept is None else
-                f"the estimate in use, {kept.mass:.3f} kg (if the gripper is empty now, publish a 0 kg estimate or "
-                "call payload_estimator/reset)")
-        if isinstance(p, ProvisionalFit):
-            self._set_payload(kept, "estimate")
-            self._logged_mass = None
-            return ("warning", f"stream restarted: the provisional payload {p.mass:.3f} kg learnt from the old stream "
-                               f"is dropped (never confirmed by an estimate); the observer uses {keep}")
-        return ("info", f"stream restarted: the observer keeps {keep}")
+        """A provisional payload learnt from the old stream falls back to the last estimate's; the log line."""
+        p = self.payload
+        if not isinstance(p, ProvisionalFit):
+            return self.observed.restart_note(None)
+        self._set_payload(self.observed.estimated, "estimate")
+        self.observed.logged_mass = None
+        return self.observed.restart_note(p)
 
     # ------------------------------------------------------------------ threshold calibration
     def start_calibration(self) -> str:
@@ -426,7 +434,7 @@ class MonitorSupervisor:
     def announce(self, kind: str) -> str:
         """An announced grasp or release (:data:`.payload_change.KINDS`); returns the log line."""
         text = self.watch.announce(kind)
-        self._logged_mass, self.gate.blocked = None, False
+        self.observed.logged_mass, self.gate.blocked = None, False
         self.loss_gate.grasp_announced = kind == GRASP
         self._arm_loss_check()
         self.mon.detector.scale_thresholds(self.watch.scale())
@@ -434,27 +442,10 @@ class MonitorSupervisor:
 
     # ------------------------------------------------------------------ the observer's payload
     def _set_payload(self, est: PayloadModel | None, source: str) -> list[Note]:
-        previous, self.payload = self.payload, est
-        if source != "provisional":
-            self._estimated = est
+        previous = self.observed.take(est, source)
         self._apply_payload()
         self.watch.carried(self.mon.observer.payload)
-        if source == "provisional":  # only a refit of a provisional payload may be quiet, never a change of source
-            if isinstance(previous, ProvisionalFit) and self._quiet_refit(est):
-                return []
-            self._logged_mass = est.mass
-        what = est.method if est is not None and source == "provisional" else source
-        text = "unloaded" if est is None else (f"{what} payload {est.mass:.3f} kg, CoM "
-                                               f"{np.round(np.asarray(est.com) * 1e3, 1).tolist()} mm")
-        return [("info", f"observer model: {text}")]
-
-    def _quiet_refit(self, est: ProvisionalFit) -> bool:
-        """A provisional refit within 0.05 kg and 5 % of the mass last logged is not logged (one per rest block)."""
-        last, self._logged_mass = self._logged_mass, est.mass
-        if last is not None and abs(est.mass - last) <= 0.05 + 0.05 * last:
-            self._logged_mass = last
-            return True
-        return False
+        return self.observed.note(previous, est, source)
 
     def _apply_payload(self) -> None:
         est, point_mass = self.payload, self.cfg.payload_as_point_mass

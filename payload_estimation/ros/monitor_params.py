@@ -5,8 +5,8 @@ from it); each default is read from the field of the core's config that the para
 :class:`collision.monitor.MonitorConfig`, :class:`collision.payload_change.WatchConfig`,
 :class:`collision.reaction.ReactionConfig`, :class:`collision.stop_resume.StopResumeConfig`,
 :class:`collision.loss_gate.LossGateConfig`, :class:`collision.live_calibration.CalibrationConfig`,
-:class:`collision.supervisor.SupervisorConfig` for the observer's payload; ``max_payload``/``max_com_radius``:
-``node_limits``). :func:`monitor_configs` and :func:`calibration_config` turn the values into those configs.
+:class:`collision.observer_payload.ObserverPayloadConfig`; ``max_payload``/``max_com_radius``: ``node_limits``).
+:func:`monitor_configs` and :func:`calibration_config` turn the values into those configs.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 from ..collision.live_calibration import CalibrationConfig
 from ..collision.loss_gate import LossGateConfig
 from ..collision.monitor import MonitorConfig
+from ..collision.observer_payload import ObserverPayloadConfig
 from ..collision.payload_change import WatchConfig
 from ..collision.reaction import POLICIES, ReactionConfig
 from ..collision.stop_resume import StopResumeConfig
@@ -25,8 +26,8 @@ from ..collision.supervisor import SupervisorConfig
 from .node_support import LIMIT_PARAMS, ROBOT_PARAMS, STREAM_PARAMS, TORQUE_PARAMS
 from .parameters import Param, ParameterTable
 
-_MON, _SUP, _WATCH, _REACTION = MonitorConfig(), SupervisorConfig(), WatchConfig(), ReactionConfig()
-_STOP, _LOSS, _CAL = StopResumeConfig(), LossGateConfig(), CalibrationConfig()  # the defaults: the core's, once
+_MON, _WATCH, _REACTION = MonitorConfig(), WatchConfig(), ReactionConfig()
+_STOP, _LOSS, _CAL, _PAYLOAD = StopResumeConfig(), LossGateConfig(), CalibrationConfig(), ObserverPayloadConfig()
 
 PARAMS = ROBOT_PARAMS + STREAM_PARAMS + TORQUE_PARAMS + LIMIT_PARAMS + ParameterTable([
     Param("dynamic_model", "", "the observer's unloaded dynamics: a PARAMS.yaml of `payload-estimation identify` "
@@ -92,7 +93,7 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + TORQUE_PARAMS + LIMIT_PARAMS + Parameter
     Param("resume_min_duration", _STOP.resume_min_duration,
           "s, shortest first segment of a resumed trajectory", low=0.0, high=10.0,
           low_open=True),
-    Param("payload_as_point_mass", _SUP.payload_as_point_mass,
+    Param("payload_as_point_mass", _PAYLOAD.payload_as_point_mass,
           "a gravity-only estimate also enters M and C as a point mass at its CoM "
           "(false: gravity only, eq. 48 of Gaz & De Luca, IROS 2017)", applies="next estimate"),
     Param("threshold_calibration_safety", _CAL.safety, "~/finish_threshold_calibration sets each threshold "

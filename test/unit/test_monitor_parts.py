@@ -13,6 +13,7 @@ from payload_estimation.collision.estimate_gate import EstimateGate, EstimateGat
 from payload_estimation.collision.estimate_sigma import EstimateSigma, SigmaConfig
 from payload_estimation.collision.live_calibration import CalibrationConfig, CalibrationRefused, LiveCalibration
 from payload_estimation.collision.loss_gate import LossGate, LossGateConfig
+from payload_estimation.collision.observer_payload import ObserverPayload, ObserverPayloadConfig
 from payload_estimation.collision.payload_change import WatchConfig
 from payload_estimation.collision.payload_loss import COLLISION, LOST, LossVerdict
 from payload_estimation.collision.provisional import ProvisionalFit
@@ -54,12 +55,14 @@ def test_each_parts_defaults_are_the_nodes():
     assert sup.loss_gate() == LossGateConfig()
     assert sup.gate() == EstimateGateConfig()
     assert sup.watch() == WatchConfig()
+    assert sup.observer_payload() == ObserverPayloadConfig()
     assert calibration_config(values) == CalibrationConfig()
     machine = ReactionStateMachine()  # the reaction's own defaults are its config's
     assert (machine.policy, machine.resume_delay) == (ReactionConfig.policy, ReactionConfig.resume_delay)
     assert values["hold_time"] == StopResumeConfig.hold_time and values["policy"] == ReactionConfig.policy
     assert values["payload_event_floor"] == WatchConfig.window_floor
     assert values["max_payload"] == EstimateGateConfig.max_payload
+    assert values["payload_as_point_mass"] == ObserverPayloadConfig.payload_as_point_mass
 
 
 # ------------------------------------------------------------------ estimate gate
@@ -232,3 +235,24 @@ def test_live_calibration_refuses_without_a_recording_and_applies_its_configured
     out = cal.finish()
     assert cal.recorder is None
     np.testing.assert_allclose(out.thresholds, np.maximum(1.0, 3.0 * r_peak), rtol=0.01)
+
+
+# ------------------------------------------------------------------ the observer's payload
+def test_a_provisional_refit_is_news_only_beyond_50_g_and_5_percent_and_a_restart_falls_back_to_the_estimate(desc):
+    op = ObserverPayload()
+    est = estimate(desc, mass=2.0)
+    assert op.take(est, "estimate") is None and op.estimated is est
+    assert op.note(None, est, "estimate") == [("info", "observer model: estimate payload 2.000 kg, CoM "
+                                                        "[20.0, -10.0, 80.0] mm")]
+    fits = [ProvisionalFit(m, np.array([0.0, 0.0, 0.1]), 0.01, 3) for m in (1.0, 1.09, 1.11, 1.2)]
+    previous = op.take(fits[0], "provisional")
+    assert op.estimated is est and op.note(previous, fits[0], "provisional")  # a change of source: news
+    assert op.note(op.take(fits[1], "provisional"), fits[1], "provisional") == []  # 0.09 kg <= 0.05 + 5 % of 1.0
+    assert op.note(op.take(fits[2], "provisional"), fits[2], "provisional") != []  # 0.11 kg: news
+    assert op.note(op.take(fits[3], "provisional"), fits[3], "provisional") == []  # from 1.11: 0.09 kg
+    assert op.restart_note(fits[3]) == (
+        "warning", "stream restarted: the provisional payload 1.200 kg learnt from the old stream is dropped (never "
+                   "confirmed by an estimate); the observer uses the estimate in use, 2.000 kg (if the gripper is "
+                   "empty now, publish a 0 kg estimate or call payload_estimator/reset)")
+    op.take(None, "release")
+    assert op.restart_note(None) == ("info", "stream restarted: the observer keeps the unloaded model")
