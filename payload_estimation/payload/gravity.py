@@ -39,6 +39,7 @@ from ..model.base_parameters import BaseParameters, compute_base_parameters, pay
 from ..model.dynamics import RigidBodyDynamics
 from ..signals.misfit import Misfit, check_misfit, misfit_sentence, significant_chi2
 from ..signals.samples import Samples, require_static
+from ..signals.settle import SettleConfig
 from .estimate import PayloadEstimate
 from .model_uncertainty import ModelUncertainty, error_covariance, generalized_fit
 from .result import (
@@ -191,11 +192,13 @@ def _scaled_rank(y: np.ndarray, rtol: float) -> tuple[int, np.ndarray]:
     return rank, vt
 
 
-CAPTURE_ACCELERATION_STD = 0.04
+CAPTURE_ACCELERATION_STD = 2 * SettleConfig().max_velocity / SettleConfig().window
 """rad/s², 1σ per joint: the mean acceleration a settled capture may still carry. The settle test
-(:class:`..signals.settle.SettleConfig`) passes a 0.12 s window whose speed stays below 0.005 rad/s, i.e. a mean
-acceleration up to ~0.04 rad/s²; on the MuJoCo arm the sampler's captures carry 0.02-0.11 N m of such torque on the
-shoulder joints (docs/bench/uncertainty.md), systematic over the capture and correlated with the move before it."""
+(:class:`..signals.settle.SettleConfig`) passes a window whose speed stays below ``max_velocity`` (0.005 rad/s) over
+``window`` (0.12 s): a mean acceleration up to 2 x 0.005 / 0.12 = 0.083 rad/s², taken as 1σ. On the MuJoCo arm the
+sampler's captures carry 0.01-0.11 rad/s² (0.02-0.2 N m on the shoulder joints), correlated with the move before each
+capture, so it does not average over the poses: as 0.04 rad/s² it left 3 of 21 lwr4 samples beyond 3σ
+(docs/bench/static_misfit.md)."""
 SCATTER_NOTE_FACTOR = 1.05
 """σ scaled up by at least this factor (the torques scatter more than declared) is said in the notes."""
 
