@@ -64,6 +64,11 @@ def demo_runs(runs: int, domain: int) -> dict:
         s = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else None
         why = "" if proc.returncode == 0 else next(
             (ln for ln in (proc.stderr + proc.stdout).splitlines() if "FAILED" in ln), f"exit {proc.returncode}")
+        if proc.returncode != 0:  # the nodes' own words on what they saw (their log is the demo's output)
+            (d / "demo.log").write_text(proc.stdout + proc.stderr)
+            seen = [ln.split("]: ", 1)[-1] for ln in (proc.stdout + proc.stderr).splitlines()
+                    if any(w in ln for w in ("is blind", "ran ", "lost for", "gap", "stopped monitoring"))]
+            why += f" [log {d / 'demo.log'}; the nodes said: {' | '.join(seen[:3]) or 'nothing of a gap'}]"
         retried = proc.stdout.count("once more") + proc.stdout.count(RETRIED)
         acc = None if s is None else {m: (s[m]["mass_error_pct"], s[m]["com_error_mm"]) for m in ("static", "dynamic")}
         out.append({"ok": proc.returncode == 0, "retried": retried > 0, "why": why[:200], "acc": acc, "wall": wall})
@@ -163,7 +168,7 @@ def rows(res: dict) -> list[list[str]]:
                    f"{max(abs(a[0]) for a in accs):.2f} %; CoM median {np.median([a[1] for a in accs]):.1f} mm, "
                    f"max {max(a[1] for a in accs):.1f} mm" if accs else "-" if part == "sweep" else "no estimate")
         table.append([part, f"{len(ok)}/{len(runs)}", str(sum(r["retried"] for r in runs)),
-                      f"{np.median([r['wall'] for r in runs]):.0f} s", acc, "; ".join(fails)[:300] or "-"])
+                      f"{np.median([r['wall'] for r in runs]):.0f} s", acc, "; ".join(fails)[:600] or "-"])
     return table
 
 
