@@ -733,9 +733,9 @@ class PayloadEstimator:
         it ends the online estimate."""
         self.current = est
         imprecise = precision_problem(est, self.config.fit.max_mass_std, self.config.fit.max_com_std)
+        if est.misfit:  # the fit does not fit: said first in the answer, the status (WARN) and the node's warning
+            imprecise = f"{est.misfit}; {imprecise}" if imprecise else est.misfit
         self.last = (WARN, f"payload estimated, imprecise: {imprecise}") if imprecise else (OK, "payload estimated")
-        if est.misfit:  # the fit does not fit: said in the status (WARN) as in the answer's notes
-            self.last = (WARN, f"{self.last[1]}; {est.misfit}")
         if self.online is not None:
             self.online.superseded("an estimate from captures or a sampling run was published")
         return EstimateOutcome((f"IMPRECISE ({imprecise}): " if imprecise else "") + format_estimate(est), est,
@@ -860,7 +860,7 @@ def format_estimate(est: PayloadEstimate) -> str:
            f"{std_com[2]:.1f}])")
     return (f"mass {est.mass:.4f} kg (std {s.get('mass', float('nan')):.4f}), {com} in {est.frame}, "
             f"cond {est.condition_number:.3g}, residual RMS {est.residual_rms:.3g} N m, {est.samples} samples, "
-            f"method {est.method}" + "".join(f"; {note}" for note in est.notes))
+            f"method {est.method}" + "".join(f"; {note}" for note in est.notes if note != est.misfit))
 
 
 def stream_gaps(rec: MotionRecording) -> str:

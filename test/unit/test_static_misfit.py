@@ -83,3 +83,29 @@ def test_misfit_in_the_record_and_its_dict(captures):
     back = type(est).from_dict(est.to_dict())
     assert back.misfit == est.misfit
     assert replace(est, misfit="").to_dict()["misfit"] == ""
+
+
+def test_the_estimator_core_says_it_in_the_answer_and_the_status():
+    """Through the estimator node's core (captures from the stream, ~/estimate): the answer starts with the words (the
+    node logs it as a warning), the status is WARN and says them, and the words are not repeated in the notes."""
+    from payload_estimation.payload.estimator import LOADED, WARN, EstimatorConfig, PayloadEstimator
+
+    desc = load_robot("lwr4")
+    dyn = RigidBodyDynamics(desc)
+    core = PayloadEstimator(EstimatorConfig(fit=StaticFitConfig(method="one-shot")), look_for_calibration=False)
+    core.take_robot(dyn, desc.joint_names)
+    arm = SimulatedArm(desc, SimConfig(seed=3, model_error=0.03, sensor=SensorConfig(noise_std=0.1, offset=OFFSETS)))
+    arm.attach_payload(PAYLOAD)
+    for qk in plan_poses(dyn, Q0, PosePlanConfig(seed=3)).poses:
+        arm.reset(qk)
+        for s in arm.run(0.25):
+            tau = s.tau.copy()
+            tau[JOINT] += SPRING * (s.q[JOINT] - Q0[JOINT])  # the elastic joint 5
+            core.add_sample(s.t, s.q, s.dq, tau)
+        assert core.capture(LOADED, 0.0).ok
+    out = core.estimate()
+    assert out.ok and out.estimate.misfit
+    assert out.message.startswith(f"IMPRECISE ({out.estimate.misfit}")
+    assert out.message.count("does not explain") == 1
+    level, text, _ = core.status("", "", "lwr4")
+    assert level == WARN and out.estimate.misfit in text
