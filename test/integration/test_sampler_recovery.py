@@ -154,6 +154,24 @@ def test_record_reference_succeeds_repeatedly_at_the_default_joint_state_timeout
     print("\n".join(outcomes))
 
 
+def test_a_reference_run_cut_by_a_real_stream_gap_is_tried_once_more_by_itself(system):
+    """Issue 48: sim_node stops joint_states and /clock for 1 s during the reference excitation (a real gap: the
+    automatic timeout at 1 kHz is 0.5 s): the sampler's first attempt ends for the lost stream, the sampler tries
+    once more by itself, and the answer says both."""
+    from payload_estimation.sampling.sampler import RETRIED_NOTE
+
+    desc, probe = system
+    _at_pick(desc, probe)
+    fut = _call_async(probe, "payload_sampler/record_reference")
+    assert wait_for(lambda: probe.values().get("phase") == "sequence", 60.0), probe.values()
+    assert call_trigger(probe, "sim_node/fault_gap", 10.0).success
+    assert wait_for(fut.done, 120.0), "record_reference did not answer"
+    res = fut.result()
+    assert RETRIED_NOTE in res.message and "joint_states lost for" in res.message, res.message
+    assert res.success, res.message
+    assert probe.values().get("joint_state_timeout_s") == "0.5", probe.values()
+
+
 def test_after_a_cancel_and_a_grasp_sample_is_not_stranded(system):
     desc, probe = system
     _at_pick(desc, probe)
