@@ -206,14 +206,15 @@ def score(trials: list[Trial], variant: str) -> list:
     in_range = sum(c.force_range[0] <= t.force <= c.force_range[1] for t, c in flagged)
     conf = [(t, c) for t, c in est if c.link_probabilities[c.link - 1] >= P_CONFIDENT]
     conf_right = sum(c.link == t.link for t, c in conf)
+    said = sum(bool(getattr(c, "misfit", "")) for _, c in est)  # issue 46: "no single point contact explains..."
     pct = lambda a, b: f"{a}/{b} ({100 * a / b:.0f} %)" if b else "-"  # noqa: E731
     return [len(trials), len(det), len(est), pct(exact, len(est)), wrong_unflagged, pct(good_f, len(clean)),
-            pct(clean_in, len(clean)), pct(in_range, len(flagged)), pct(conf_right, len(conf))]
+            pct(clean_in, len(clean)), pct(in_range, len(flagged)), pct(conf_right, len(conf)), said]
 
 
 HEADERS = ("robot", "arm", "variant", "contacts", "detected", "estimated", "exact link", "wrong link, not flagged",
            "unflagged: abs(F) within 20 %", "unflagged: range contains abs(F)", "flagged: range contains abs(F)",
-           "p >= 0.9: link right")
+           "p >= 0.9: link right", "said: does not fit")
 
 
 def table(all_trials: dict, variants: list[str], labels: dict) -> str:
@@ -223,7 +224,7 @@ def table(all_trials: dict, variants: list[str], labels: dict) -> str:
                                ("moving", [t for t in trials if t.moving]), ("all", trials)):
             for v in variants:
                 rows.append([name, arm_label, labels[v]] + score(sel, v))
-    return format_table(HEADERS, rows, "lll" + "r" * 9, pad=False)
+    return format_table(HEADERS, rows, "lll" + "r" * 10, pad=False)
 
 
 def per_link(all_trials: dict, variant: str) -> str:
@@ -233,7 +234,7 @@ def per_link(all_trials: dict, variant: str) -> str:
             sel = [t for t in trials if t.link == k]
             if sel:
                 rows.append([name, k] + score(sel, variant))
-    return format_table(("robot", "true link") + HEADERS[3:], rows, "lr" + "r" * 9, pad=False)
+    return format_table(("robot", "true link") + HEADERS[3:], rows, "lr" + "r" * 10, pad=False)
 
 
 BINS = (0.0, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0 + 1e-9)
@@ -322,9 +323,16 @@ def main() -> int:
              "'flagged': either; 'p': `link_probabilities` of the reported link. Targets (issue 31): wrong "
              "and not flagged 0; unflagged within 20 % >= 90 %; flagged range contains abs(F) >= 95 %; p >= 0.9 "
              "right >= 90 %; issue 46: unflagged range contains abs(F) >= 95 %, on points inside the capsule too.",
-             "- 'before' is collision/contact.py of the named commit (the sections above this one were measured "
-             "with it: σ 0.2 N m + 3 %, link flagged when another link's evidence is >= 0.25 x the best, range "
-             "over the best link's points only); 'now' the current one, on the same samples.", "",
+             ("- 'before' is collision/contact.py of the named commit (the sections above this one were measured "
+              "with it: σ 0.2 N m + 3 %, link flagged when another link's evidence is >= 0.25 x the best, range "
+              "over the best link's points only); 'now' the current one, on the same samples."
+              if args.before == DEFAULT_BEFORE else
+              f"- 'before' is collision/contact.py of {args.before} (issue 46's baseline: no misfit check); 'now' "
+              "the current one, on the same samples."),
+             "- 'said: does not fit' (issue 46): estimates whose best single point contact is worse than a fitting "
+             "contact gets once in 1000 (χ² above the 99.9 % quantile for ν = n - 5): σ widened by what the "
+             "unexplained part can explain, the force flagged, the words in `ContactEstimate.misfit` and the "
+             "summary.", "",
              table(all_trials, list(variants), labels), "",
              "Link probability of the reported link against the fraction right (both robots, all contacts) and the "
              "width of the flagged force ranges (an open range: more than 2.5 % of the posterior lies on points "
