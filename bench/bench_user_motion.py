@@ -316,6 +316,37 @@ False alarms (s after the move's start): {alarm_words(results)}.
 """
 
 
+def compare(before: list[dict], after: list[dict]) -> str:
+    """Before (another checkout's runs, ``--root``) and after on the same moves: per robot, style and estimator the
+    median and largest 3σ of a CoM component and CoM error at the end of the move and after the rest, the share
+    converged after the rest, estimates per second of move and published at rest."""
+    key = {(r["robot"], r["style"], r["i"]): r for r in after}
+    rows = []
+    for robot in ("iiwa14", "lwr4"):
+        for style in ALL_STYLES:
+            pairs = [(b, key[(b["robot"], b["style"], b["i"])]) for b in before
+                     if b["robot"] == robot and b["style"] == style and (robot, style, b["i"]) in key]
+            if not pairs:
+                continue
+            for name in ESTS:
+                cells = []
+                for when in ("end", "rest"):
+                    s3 = [[3e3 * np.max(x[name][when]["std"][1:]) for x in pair] for pair in pairs]
+                    err = [[1e3 * np.linalg.norm(x[name][when]["error"][1:]) for x in pair] for pair in pairs]
+                    s3, err = np.array(s3), np.array(err)
+                    cells.append(f"{np.median(s3[:, 0]):.1f} ({s3[:, 0].max():.1f}) -> {np.median(s3[:, 1]):.1f} "
+                                 f"({s3[:, 1].max():.1f}); {np.median(err[:, 0]):.1f} -> {np.median(err[:, 1]):.1f}")
+                conv = [np.mean([x[name]["rest"]["state"] == CONVERGED for x in col]) for col in zip(*pairs)]
+                rate = [np.median([x["rate"] for x in col]) for col in zip(*pairs)]
+                rest = [np.mean([x["published_rest"] for x in col]) for col in zip(*pairs)]
+                rows.append((robot, style, name, len(pairs), *cells, f"{_pct(conv[0])} -> {_pct(conv[1])}",
+                             f"{rate[0]:.1f} -> {rate[1]:.1f}; {rest[0]:.1f} -> {rest[1]:.1f}"
+                             if name == "calibrated" else ""))
+    return format_table(("robot", "style", "estimator", "moves", "end: 3σ CoM median (max); error, mm",
+                         "after the rest: 3σ CoM median (max); error, mm", "converged after rest",
+                         "updates/s moving; published at rest"), rows, "lllrllll", pad=False)
+
+
 # ---------------------------------------------------------------------------------------------------------- main
 def _job(args):
     return run_move(*args)
@@ -350,6 +381,8 @@ def main() -> None:
     ap.add_argument("--command", default="")
     ap.add_argument("--root", help="another checkout (its package, bench_online and session): figures before")
     ap.add_argument("--note", default="", help="a paragraph appended to the report (the reading)")
+    ap.add_argument("--before", nargs="+", type=Path, help="runs of another checkout (--root) to compare with")
+    ap.add_argument("--before-command", default="", help="the command that made them (for the report)")
     a = ap.parse_args()
     if a.workers > 2:
         ap.error("--workers: at most 2 (the machine's 2 cores are shared)")
@@ -372,7 +405,14 @@ def main() -> None:
                       f"{r['rate']:.1f}/s, {r['false_alarms']} alarms, {r['seconds']:.1f} s", flush=True)
                 if a.save is not None:
                     a.save.write_bytes(pickle.dumps(results))
-    text = report(results, command) + (f"\n{a.note}\n" if a.note else "")
+    text = report(results, command)
+    if a.before:
+        before = [r for f in a.before for r in pickle.loads(f.read_bytes())]
+        text += ("\nBefore and after the rest's own misfit check and the session's rules (this change), the same "
+                 f"moves: before = `{a.before_command}` (another checkout, `--root`), after = the runs above. 3σ CoM: "
+                 "the largest CoM component's; error: the CoM's distance to the truth:\n\n"
+                 + compare(before, results) + "\n")
+    text += f"\n{a.note}\n" if a.note else ""
     print(text)
     if a.write:
         print(write_section("user_motion", text))
