@@ -186,7 +186,8 @@ def run_move(robot: str, style: str, i: int, tick: float = TICK) -> dict:
     out["per_tick"] = (published_moving / max(1, (k_end - first_publish) // tick_every + 1)
                        if first_publish is not None else 0.0)
     out["first_publish_s"] = (first_publish - k_move) / 1000 if first_publish is not None else None
-    out["published_rest"] = getattr(session, "published_rest", 0)
+    if hasattr(session, "published_rest"):  # the session's count (a checkout before issue 46's rest: none)
+        out["published_rest"] = session.published_rest
     out["false_alarms"] = false_alarms
     out["alarms"] = alarms  # (s after the move's start, an estimate carried, max |r| N m)
     out["tick"] = tick
@@ -338,9 +339,12 @@ def compare(before: list[dict], after: list[dict]) -> str:
                                  f"({s3[:, 1].max():.1f}); {np.median(err[:, 0]):.1f} -> {np.median(err[:, 1]):.1f}")
                 conv = [np.mean([x[name]["rest"]["state"] == CONVERGED for x in col]) for col in zip(*pairs)]
                 rate = [np.median([x["rate"] for x in col]) for col in zip(*pairs)]
-                rest = [np.mean([x["published_rest"] for x in col]) for col in zip(*pairs)]
+                # the session's own count (None: a checkout whose session does not count them; not measured)
+                rest = [np.mean([x["published_rest"] for x in col]) if all("published_rest" in x for x in col)
+                        else None for col in zip(*pairs)]
                 rows.append((robot, style, name, len(pairs), *cells, f"{_pct(conv[0])} -> {_pct(conv[1])}",
-                             f"{rate[0]:.1f} -> {rate[1]:.1f}; {rest[0]:.1f} -> {rest[1]:.1f}"
+                             f"{rate[0]:.1f} -> {rate[1]:.1f}; " + " -> ".join("-" if x is None else f"{x:.1f}"
+                                                                              for x in rest)
                              if name == "calibrated" else ""))
     return format_table(("robot", "style", "estimator", "moves", "end: 3σ CoM median (max); error, mm",
                          "after the rest: 3σ CoM median (max); error, mm", "converged after rest",
