@@ -197,7 +197,8 @@ class PayloadSamplerNode(Node):
 
     def _on_monitor_status(self, msg: DiagnosticArray) -> None:
         if msg.status:
-            self.core.monitor_status(diagnostic_level(msg.status[0].level) >= ERROR, time.monotonic())
+            st = msg.status[0]
+            self.core.monitor_status(diagnostic_level(st.level) >= ERROR, time.monotonic(), st.message)
 
     def _on_collision(self, msg: Bool) -> None:
         self.core.collision_flag(bool(msg.data))

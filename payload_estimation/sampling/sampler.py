@@ -92,7 +92,8 @@ reference run moves the unloaded arm within its envelope and stores nothing unti
 
 STREAM_FAULT = re.compile(r"the stream has an? \d+ ms gap|joint_states lost for [\d.]+ s")
 """What an answer says when the run failed for a gap in joint_states: the estimator refusing a recording with a gap
-(``payload.dynamic.check_recording``) or the run's watchdog (``sampling_run``: code ``stream_lost``)."""
+(``payload.dynamic.check_recording``), the run's watchdog (``sampling_run``: code ``stream_lost``) or the collision
+monitor's status quoted in a ``monitor_lost`` abort ('not monitoring: joint_states lost for 0.62 s ...')."""
 
 RETRIED_NOTE = "tried once more by itself"
 """In an answer whose run was retried: a caller does not retry it again."""
@@ -107,9 +108,11 @@ def stream_fault(text: str) -> str:
 def retry_reason(request: str, fin: Finished, attempt: int) -> str:
     """Why the run of ``request`` that ended with ``fin`` on its ``attempt`` (1: the first) is tried once more by
     itself ("": it is not): a request of :data:`RETRIED` whose first attempt failed for a gap in the stream (lost,
-    code ``stream_lost``; or a recording the estimator refused for a gap, code ``estimate_rejected``). Any other
-    failure is the answer: a collision, a cancel, an arm that did not rest are not the stream's."""
-    if fin.ok or attempt > 1 or request not in RETRIED or fin.code not in ("stream_lost", "estimate_rejected"):
+    code ``stream_lost``; a recording the estimator refused for a gap, code ``estimate_rejected``; the collision
+    monitor blind because joint_states were lost to it, code ``monitor_lost`` with its words). Any other failure is
+    the answer: a collision, a cancel, an arm that did not rest, a monitor that went silent are not the stream's."""
+    if fin.ok or attempt > 1 or request not in RETRIED or fin.code not in ("stream_lost", "estimate_rejected",
+                                                                          "monitor_lost"):
         return ""
     return stream_fault(fin.text)
 
@@ -340,6 +343,7 @@ class Sampler:
         self.collisions = 0  # rising edges of the monitor's flag
         self.cancel_requested = False
         self._monitor: tuple[bool, float] | None = None  # (reports ERROR, wall time received)
+        self._monitor_says = ""  # the monitor's status message while it reports ERROR
         self._t_request = (0.0, 0.0)
 
     # ------------------------------------------------------------------ inputs
@@ -377,9 +381,11 @@ class Sampler:
             self.collisions += 1
         self.collision = bool(flag)
 
-    def monitor_status(self, error: bool, wall: float) -> None:
-        """A collision_monitor/status arrived at ``wall``; ``error``: its level is ERROR (or worse)."""
+    def monitor_status(self, error: bool, wall: float, message: str = "") -> None:
+        """A collision_monitor/status arrived at ``wall``; ``error``: its level is ERROR (or worse); ``message``: its
+        text (an abort for a monitor that stopped monitoring says it)."""
         self._monitor = (error, wall)
+        self._monitor_says = message if error else ""
 
     def monitor_ready(self, required: bool, wall: float) -> bool:
         """The collision monitor is monitoring (a status below ERROR, newer than MONITOR_STATUS_AGE), or it
@@ -395,7 +401,8 @@ class Sampler:
         static = bool(run is not None and run.wants_static and self.q is not None and self.static())
         return Observation(t=t, wall=wall, q=self.q, dq=self.dq, static=static, stream_age=stream_age,
                            collision=self.collision, collisions=self.collisions, cancel=self.cancel_requested,
-                           estimator_ready=estimator_ready, monitor_ready=self.monitor_ready(monitor_required, wall))
+                           estimator_ready=estimator_ready, monitor_ready=self.monitor_ready(monitor_required, wall),
+                           monitor_says=self._monitor_says)
 
     # ------------------------------------------------------------------ services
     def start(self, request: str, cfg: SamplerConfig, dyn: RigidBodyDynamics | None, model_error: str,

@@ -41,39 +41,21 @@ clock for stream loss and service answers (a stopped simulator stops ``t`` too).
 
 from __future__ import annotations
 
-import enum
-import time
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import PayloadEstimationError
 from ..model.description import RobotDescription
-from ..model.dynamics import RigidBodyDynamics
-from ..model.parameters import BodyInertia
 from ..node_limits import MAX_PAYLOAD
 from .excitation_sequence import REFERENCE_TAIL, TAIL, ExcitationSequence, Excite, Record
-from .payload_excitation import (
-    ExcitationPlan,
-    ExcitationPlanConfig,
-    UnknownPayload,
-    UnsafeExcitation,
-    check_excitation,
-    plan_payload_excitation,
-    plan_tilted_excitation,
-    unknown_mass_std,
-    unknown_payload_floor,
-    unknown_payload_torque,
-)
-from .poses import (
-    Envelope,
-    MotionLimitError,
-    PosePlan,
-    PosePlanConfig,
-    checked_move,
-    make_envelope,
-    stop_point,
-)
+from .payload_excitation import ExcitationPlan, ExcitationPlanConfig, unknown_payload_floor
+from .pick_return import PickReturn
+from .poses import Envelope, MotionLimitError, PosePlan, PosePlanConfig, make_envelope, stop_point
+from .run_planning import PlanMotion, PlannedMotion
+from .run_states import TRANSITIONS, Ending, Outcome, Phase, RunMode, check_transition
+from .run_supervision import CLOCK_BACK_TOLERANCE, CollisionGate, Fault, StreamClock
 from .sequence import (
     Capture,
     Done,
@@ -86,9 +68,6 @@ from .sequence import (
     Wait,
 )
 
-CLOCK_BACK_TOLERANCE = 1e-3
-"""s the node clock may step back between observations before a run counts it as a restart."""
-
 GRASP_ADVICE = ("If it is the grasp (the object's weight read as a contact), announce it: call "
                 "payload_estimator/grasped, then ~/sample again; otherwise check that nothing touches the arm")
 """What to do when the collision monitor keeps reporting a collision at the pick configuration."""
@@ -99,32 +78,6 @@ CANCELLED = "cancelled by the user (~/cancel)"
 
 class RunRefused(PayloadEstimationError):
     """The run cannot start (the message says why and what to do); nothing was commanded."""
-
-
-class RunMode(enum.Enum):
-    """What a run does, one per sampler service.
-
-    STATIC (``~/sample``): the static poses around q0 (mass and CoM); DYNAMIC (``~/sample``): one
-    excitation around q0 (mass, CoM and inertia), repeating the reference run's when there is one;
-    SWEEP (``~/sweep``): the unloaded arm's gravity calibration poses (:func:`.sweep.plan_sweep`);
-    RECORD_REFERENCE (``~/record_reference``): the excitation on the unloaded arm before the grasp,
-    stored as the reference of the next DYNAMIC run."""
-
-    STATIC = "static"
-    DYNAMIC = "dynamic"
-    SWEEP = "sweep"
-    RECORD_REFERENCE = "record_reference"
-
-    @property
-    def unloaded(self) -> bool:
-        """Nothing is grasped: ``active`` is not raised (the monitor must not learn a provisional payload)
-        and moves are not slowed for an unknown payload."""
-        return self in (RunMode.SWEEP, RunMode.RECORD_REFERENCE)
-
-    @property
-    def excites(self) -> bool:
-        """The run plans an excitation (:class:`.excitation_sequence.ExcitationSequence`), not static poses."""
-        return self in (RunMode.DYNAMIC, RunMode.RECORD_REFERENCE)
 
 
 @dataclass(frozen=True)
@@ -205,7 +158,8 @@ class Observation:
     the newest joint_states (None: none yet); collision: the monitor's flag now; collisions: rising
     edges of that flag seen so far; cancel: ``~/cancel`` was requested; estimator_ready: the
     estimator's services are available; monitor_ready: the collision monitor says it is monitoring (a
-    run never moves the arm while the safety function is blind or absent, unless the node opts out).
+    run never moves the arm while the safety function is blind or absent, unless the node opts out);
+    monitor_says: the monitor's status message while it reports ERROR ("" otherwise; an abort quotes it).
     """
 
     t: float
@@ -219,6 +173,7 @@ class Observation:
     cancel: bool = False
     estimator_ready: bool = True
     monitor_ready: bool = True
+    monitor_says: str = ""
 
 
 @dataclass(frozen=True)
@@ -248,104 +203,28 @@ class Finished:
     ``code``, the outcome for programs: ``done``, ``refused``, ``cancelled``, ``collision``, ``stream_lost``,
     ``monitor_lost``, ``not_reached``, ``no_static``, ``estimator_timeout``, ``estimate_rejected``, ``gate``,
     ``rest_timeout``, ``moved_at_start``, ``plan_failed``, ``clock_restart``,
-    ``clock_stopped`` or ``motion_limit``."""
+    ``clock_stopped`` or ``motion_limit`` (:class:`.run_states.Outcome`; a word is taken as its Outcome)."""
 
     ok: bool
     text: str
     anchor: PickAnchor | None = None
-    code: str = "done"
+    code: Outcome = Outcome.DONE
 
-
-@dataclass(frozen=True, eq=False)
-class PlannedMotion:
-    """What :meth:`PlanMotion.compute` found: the ``plan`` (static poses or an excitation; None when
-    nothing could be planned), ``fallback`` (why a dynamic run takes the static poses; "" if it does
-    not), ``error`` (why nothing could be planned: the run ends with it; "" if planned), the ``code`` of
-    that failure and ``seconds`` (wall) of computing."""
-
-    plan: PosePlan | ExcitationPlan | None
-    fallback: str = ""
-    error: str = ""
-    code: str = "plan_failed"
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True, eq=False)
-class PlanMotion:
-    """Action: compute the run's motion with :meth:`compute` — CPU-bound, up to about a second (longer on
-    a loaded machine) — on a thread that does not handle joint_states or the stream watchdog, and hand
-    the result to :meth:`SamplingRun.planned`; keep calling :meth:`SamplingRun.update` meanwhile. The
-    inputs are copies and the computation uses its own dynamics model: it may run on any thread.
-
-    q0 (rad) and ``envelope``: the pick configuration and its box; ``poses``: the static pose set;
-    ``mode`` the run's; ``excitation``: the plan configuration of an excitation (None: static poses),
-    ``reference_plan``: the reference run's excitation to repeat; ``unknown_payload_torque`` (N m) and
-    ``mass_limit`` (kg) as :class:`RunConfig`."""
-
-    desc: RobotDescription
-    payload: BodyInertia | None
-    q0: np.ndarray
-    envelope: Envelope
-    poses: PosePlanConfig
-    mode: RunMode = RunMode.STATIC
-    excitation: ExcitationPlanConfig | None = None
-    reference_plan: ExcitationPlan | None = None
-    unknown_payload_torque: float = 3.0
-    mass_limit: float = MAX_PAYLOAD
-
-    def compute(self) -> PlannedMotion:
-        """The motion of the run (never raises for a motion that cannot be planned: see ``error``)."""
-        start = time.perf_counter()
-        dyn = RigidBodyDynamics(self.desc, self.payload)  # its own pinocchio data: this may run on another thread
-        return replace(self._compute(dyn), seconds=time.perf_counter() - start)
-
-    def _compute(self, dyn: RigidBodyDynamics) -> PlannedMotion:
-        fallback = ""
-        if self.excitation is not None:
-            try:
-                return PlannedMotion(self._excitation_plan(dyn))
-            except UnsafeExcitation as e:
-                if self.mode is RunMode.RECORD_REFERENCE:
-                    return PlannedMotion(None, error=f"no reference recorded: {e}; sample uses the static poses at "
-                                         "this pick configuration")
-                fallback = f"static poses instead of the excitation: {e}"
-            except PayloadEstimationError as e:
-                return PlannedMotion(None, error=f"cannot plan the excitation at this pick configuration: {e}")
-        try:
-            sweep = self.mode is RunMode.SWEEP
-            return PlannedMotion(_plan_within(dyn, self.q0, self.poses, self.envelope, sweep), fallback)
-        except PayloadEstimationError as e:
-            return PlannedMotion(None, fallback, error=f"cannot plan poses at this pick configuration: {e}")
-
-    def _excitation_plan(self, dyn: RigidBodyDynamics) -> ExcitationPlan:
-        """Plan the excitation (or re-centre the reference run's) for the payload's mass not yet known at
-        rest at q0 (e.g. stretched up, :class:`UnsafeExcitation`): its inertial torque along the motion
-        could exceed ``unknown_payload_torque`` and read as a collision. A reference run plans for the
-        payload it will be compared with (the same bound: it depends on q0 alone)."""
-        unknown = UnknownPayload(unknown_mass_std(dyn, self.q0[None], self.mass_limit), self.unknown_payload_torque)
-        if self.reference_plan is not None:
-            plan = self.reference_plan.recentred(self.envelope)
-            std = unknown_mass_std(dyn, plan.rest_poses, self.mass_limit)  # with a tilt: seen there too
-            torque = unknown_payload_torque(dyn, plan.trajectory, std, unknown.k_sigma)
-            if torque > unknown.torque_budget:
-                raise UnsafeExcitation(f"the payload's mass does not show at rest here as it did where the "
-                                       f"reference was recorded: its torque along the excitation could "
-                                       f"reach {torque:.1f} N m (3 σ)")
-        else:
-            try:
-                plan = plan_payload_excitation(dyn, self.q0, self.excitation, self.envelope, unknown)
-            except UnsafeExcitation as e:  # stretched up: tilt first, where the mass shows
-                plan = plan_tilted_excitation(dyn, self.excitation, self.envelope, unknown, self.mass_limit, str(e))
-        check_excitation(plan, self.desc)
-        return plan
-
+    def __post_init__(self):
+        object.__setattr__(self, "code", Outcome(self.code))
 
 RunAction = SetActive | ClearCaptures | PlanMotion | Move | Hold | Capture | Estimate | Record | Excite | Finished
 
 
 class SamplingRun:
     """One ``~/sample`` request (see the module docstring): create it when the request arrives, then
-    call :meth:`update` with every observation and carry out what it returns."""
+    call :meth:`update` with every observation and carry out what it returns.
+
+    The run is a table of phases (:data:`.run_states.TRANSITIONS`) and one handler per phase (:attr:`_HANDLERS`);
+    its parts each do one job: :class:`.run_supervision.StreamClock` (clock and stream faults),
+    :class:`.run_supervision.CollisionGate` (which collisions are this run's), :class:`.pick_return.PickReturn`
+    (moves back to q0), :class:`.run_planning.PlanMotion` (the motion, off the caller's thread) and the
+    sequence (:class:`.sequence.SamplingSequence` or :class:`.excitation_sequence.ExcitationSequence`)."""
 
     def __init__(self, dyn, spec: RunSpec, t: float, wall: float, anchor: PickAnchor | None = None,
                  joint_names: tuple[str, ...] | None = None):
@@ -371,26 +250,22 @@ class SamplingRun:
         self.envelope: Envelope | None = None
         self.timings = PhaseTimings()
         self.plan: PosePlan | None = None
-        self.sequence: SamplingSequence | None = None
-        self.phase = "waiting"
+        self.sequence: SamplingSequence | ExcitationSequence | None = None
+        self.phase = Phase.WAITING
         self.abort_reason: str | None = None
+        self.clock = StreamClock(t, wall, self.cfg.stream_timeout, self.cfg.clock_timeout)
+        self.gate = CollisionGate()
+        self.pick_return = PickReturn(self.desc, self.seq_config, self.names)
         self._t_start, self._wall_start = t, wall
         self._t_active: float | None = None
         self._t_phase = t
         self._t_plan = t
         self._planned: PlannedMotion | None = None
-        self._armed = False
-        self._may_arm = False
-        self._collision_base = 0
         self._pending: tuple[str, float] | None = None  # (request kind, wall time sent)
-        self._return: tuple[np.ndarray, float, float] | None = None  # (target, duration, t commanded)
         self._q_last: np.ndarray | None = None
         self._active_sent = False
-        self._t_seen = -np.inf  # s, the latest node-clock time observed
-        self._clock_moved = (t, wall)  # (node-clock s, wall s) when the node clock last changed
-        self._wall_seen = wall  # wall s of the latest observation
         self._deferred: SequenceAborted | None = None
-        self._abort_code = ""
+        self._abort_code: Outcome | None = None
         self._finished: Finished | None = None
 
     @property
@@ -415,10 +290,15 @@ class SamplingRun:
     @property
     def wants_static(self) -> bool:
         """True when :meth:`update` looks at ``Observation.static`` (the node may skip the check otherwise)."""
-        return self.phase == "rest" or (self.phase == "sequence" and self.sequence.wants_static)
+        return self.phase is Phase.REST or (self.phase is Phase.SEQUENCE and self.sequence.wants_static)
+
+    def _go(self, phase: Phase) -> None:
+        """Enter ``phase`` (a transition of :data:`.run_states.TRANSITIONS`, else a bug: ``RuntimeError``)."""
+        check_transition(self.phase, phase)
+        self.phase = phase
 
     # ------------------------------------------------------------------ start
-    def _wait_ready(self, obs: Observation) -> None:
+    def _waiting(self, obs: Observation, out: list[RunAction]) -> None:
         """Wait (``service_timeout`` wall s) for joint_states and the estimator and (``monitor_timeout``)
         for the collision monitor, then fix q0 or refuse."""
         fresh = obs.q is not None and obs.stream_age is not None and obs.stream_age <= self.cfg.stream_timeout
@@ -426,7 +306,7 @@ class SamplingRun:
             try:
                 self._begin(obs)
             except RunRefused as e:
-                self._finish(False, f"refused: {e}", self.anchor, "refused")
+                out.extend(self._finish(False, f"refused: {e}", self.anchor, Outcome.REFUSED))
             return
         waited = obs.wall - self._wall_start
         if not (fresh and obs.estimator_ready) and waited > self.cfg.service_timeout:
@@ -435,26 +315,28 @@ class SamplingRun:
                     f"joint_states stopped {obs.stream_age:.1f} s ago (check the robot driver)" if not fresh else
                     "the estimator is not available (payload_estimator's services do not answer: start it, or check "
                     "that it runs in this namespace)")
-            self._finish(False, f"refused after {waited:.1f} s: {what}; the arm was not moved", self.anchor, "refused")
+            out.extend(self._finish(False, f"refused after {waited:.1f} s: {what}; the arm was not moved", self.anchor,
+                                    Outcome.REFUSED))
         elif waited > self.cfg.monitor_timeout:
-            self._finish(False, "refused: the collision monitor is not monitoring (no collision_monitor/status below "
-                         "ERROR: not running, no robot model or no joint_states); the arm was not moved. Start it, "
-                         "or set require_monitor false to sample without collision detection", self.anchor, "refused")
+            out.extend(self._finish(
+                False, "refused: the collision monitor is not monitoring (no collision_monitor/status below ERROR: "
+                "not running, no robot model or no joint_states); the arm was not moved. Start it, or set "
+                "require_monitor false to sample without collision detection", self.anchor, Outcome.REFUSED))
 
     def _begin(self, obs: Observation) -> None:
         """Fix q0 and the envelope from the first usable observation, or raise :class:`RunRefused`.
 
-        With an anchor, the arm already at its q0 (:meth:`_at`) starts there as a fresh run does (a collision
-        reported now is the grasp: see the gate), keeping the anchor's q0; the envelope around it is made from
-        the settings now (a run cancelled at ``amplitude_deg`` 5 kept a ±5° envelope that the next run's ±7° poses
-        left: every later ``~/sample`` aborted at its second pose). Elsewhere inside that envelope the run returns
+        With an anchor, the arm already at its q0 (:meth:`.pick_return.PickReturn.at`) starts there as a fresh run
+        does (a collision reported now is the grasp: see the gate), keeping the anchor's q0; the envelope around it
+        is made from the settings now (a run cancelled at ``amplitude_deg`` 5 kept a ±5° envelope that the next
+        run's ±7° poses left: every later ``~/sample`` aborted at its second pose). Elsewhere inside that envelope the run returns
         there first (the motion starts from q0: its first point comes within 10 ms), and with a collision reported
         it raises ``active`` and commands nothing until the collision has cleared (``clear_first``: the monitor's
         stop after an unannounced grasp holds the arm wherever its weight and the stop took it, 0.5-3.9 deg away
         in CI)."""
         q = np.asarray(obs.q, dtype=float)
         anchor = self.anchor
-        at_anchor = anchor is not None and self._at(q, anchor.q0)
+        at_anchor = anchor is not None and self.pick_return.at(q, anchor.q0)
         centre = q if anchor is None else anchor.q0
         try:
             envelope = make_envelope(self.desc, centre, self.plan_config.amplitude_deg,
@@ -472,15 +354,16 @@ class SamplingRun:
         self.q_request = q.copy()
         self.q0, self.envelope = centre.copy(), envelope
         if anchor is None or at_anchor:
-            self.phase = "startup"
+            self._go(Phase.STARTUP)
         else:  # near q0 with the grasp's collision reported: learn the load where it is, return once it clears
-            self.phase = "clear_first" if obs.collision else "return_first"
+            self._go(Phase.CLEAR_FIRST if obs.collision else Phase.RETURN_FIRST)
+
 
     # ------------------------------------------------------------------ answers
     def planned(self, result: PlannedMotion) -> None:
         """The result of this run's :class:`PlanMotion`, taken at the next :meth:`update` (ignored once the
         run has ended, e.g. cancelled while planning)."""
-        if self.phase == "planning" and self._planned is None:
+        if self.phase is Phase.PLANNING and self._planned is None:
             self._planned = result
 
     def answered(self, kind: str, ok: bool, text: str, t: float) -> None:
@@ -517,94 +400,62 @@ class SamplingRun:
             return []
         if obs.q is not None:
             self._q_last = np.asarray(obs.q, dtype=float)
-        t_prev, self._t_seen = self._t_seen, max(self._t_seen, obs.t)
-        if obs.t != self._clock_moved[0] or obs.wall - self._wall_seen > self.cfg.stream_timeout:
-            self._clock_moved = (obs.t, obs.wall)  # (after a gap in the observations: a starved process)
-        self._wall_seen = obs.wall
-        fault = None if self.phase == "waiting" else self._supervise(obs, t_prev)
+        self.clock.observe(obs.t, obs.wall)
+        fault = None if self.phase is Phase.WAITING else self._supervise(obs)
         if fault is not None:
             return self._abort(obs, *fault)
         out: list[RunAction] = []
-        if self.phase == "waiting":
-            self._wait_ready(obs)
-            if self._finished is not None:
-                return [self._finished]
-            if self.phase == "waiting":
-                return out
         try:
-            if self.phase == "clear_first":
-                self._clear_first(obs, out)
-            if self.phase == "return_first":
-                self._return_first(obs, out)
-            if self.phase == "startup":
-                self._t_active = obs.t
-                self._t_phase = obs.t
-                if not self.unloaded and not self._active_sent:
-                    out.append(SetActive(True))
-                self._active_sent = True
-                self.phase = "rest"
-            if self.phase == "rest":
-                self._rest(obs, out)
-            if self.phase == "planning":
-                self._planning(obs, out)
-            if self.phase == "sequence":
-                self._sequence(obs, out)
-            if self.phase == "abort_return":
-                self._abort_return(obs, out)
+            self._step(obs, out)
         except SequenceAborted as e:
             text = str(e)
-            if self.phase == "sequence" and e.code == "gate" and not self._armed:
+            if self.phase is Phase.SEQUENCE and e.code is Outcome.GATE and not self.gate.armed:
                 text = (f"the collision monitor still reports a collision at the pick configuration ({e}); nothing "
                         f"was moved. {GRASP_ADVICE}")
-            mode = "return" if e.hold else "none"
-            if self.phase in ("return_first", "abort_return"):
-                mode = "hold"
-            return out + self._abort(obs, text, mode, e.code)
+            ending = Ending.RETURN if e.hold else Ending.NONE
+            if self.phase in (Phase.RETURN_FIRST, Phase.ABORT_RETURN):
+                ending = Ending.HOLD
+            return out + self._abort(obs, text, ending, e.code)
         return out
 
-    def _supervise(self, obs: Observation, t_prev: float) -> tuple[str, str, str] | None:
-        """(reason, how to end: "return" | "hold" | "none", code) of an abort the observation forces, or None;
-        ``t_prev``: the latest node-clock time seen before ``obs``."""
-        if obs.t < t_prev - CLOCK_BACK_TOLERANCE:  # every duration of this run was measured on the old clock
-            return (f"the clock went back {t_prev - obs.t:.2f} s (the simulator or the robot driver restarted): "
-                    "this run's timing no longer holds; call ~/sample again", "hold", "clock_restart")
-        if obs.stream_age is None or obs.stream_age > self.cfg.stream_timeout:
-            what = ("no joint_states received" if obs.stream_age is None else
-                    f"joint_states lost for {obs.stream_age:.2f} s")
-            # no hold: its target would be a stale position, reached too fast from where the arm really is;
-            # the last command is a bounded move that ends at rest inside the envelope
-            return f"{what} (joint_state_timeout {self.cfg.stream_timeout:.2f} s)", "none", "stream_lost"
-        stood = obs.wall - obs.stream_age - self._clock_moved[1]  # s of joint_states arriving on a still clock
-        if stood > self.cfg.clock_timeout:  # every wait of this run is on the node clock: it would wait forever
-            return (f"the node clock stood still at {obs.t:.3f} s for {stood:.1f} s of wall time while joint_states "
-                    "kept arriving (/clock not advancing: a paused or restarted simulator, or /clock not received "
-                    "— check use_sim_time and the /clock remapping); this run cannot time its moves; call ~/sample "
-                    "again once the clock runs", "hold", "clock_stopped")
+    def _step(self, obs: Observation, out: list[RunAction]) -> None:
+        """The handler of the run's phase, then of each phase it enters, within this one observation."""
+        while (handler := self._HANDLERS.get(self.phase)) is not None:
+            phase = self.phase
+            handler(self, obs, out)
+            if self.phase is phase:
+                return
+
+    def _supervise(self, obs: Observation) -> Fault | None:
+        """(reason, how to end, code) of an abort the observation forces, or None."""
+        fault = self.clock.fault(obs.t, obs.wall, obs.stream_age)
+        if fault is not None:
+            return fault
         if not obs.monitor_ready:  # the safety function went blind or away: no further motion without it
-            return ("the collision monitor stopped monitoring (collision_monitor/status ERROR or silent)", "hold",
-                    "monitor_lost")
-        if self._may_arm and not self._armed and not obs.collision:
-            self._armed, self._collision_base = True, obs.collisions
-        if (self._armed or self.phase == "return_first") and (
-                obs.collision or (self._armed and obs.collisions > self._collision_base)):
-            return "collision reported by the collision monitor (the monitor stops the arm)", "none", "collision"
-        if self.phase == "abort_return":
+            why = (f"collision_monitor/status ERROR: {obs.monitor_says}" if obs.monitor_says else
+                   "collision_monitor/status ERROR or silent")
+            return f"the collision monitor stopped monitoring ({why})", Ending.HOLD, Outcome.MONITOR_LOST
+        if self.gate.collision(obs.collision, obs.collisions, self.phase is Phase.RETURN_FIRST):
+            return ("collision reported by the collision monitor (the monitor stops the arm)", Ending.NONE,
+                    Outcome.COLLISION)
+        if self.phase is Phase.ABORT_RETURN:
             return None
         if self._deferred is not None:
-            return str(self._deferred), "return", self._deferred.code
+            return str(self._deferred), Ending.RETURN, self._deferred.code
         if obs.cancel:
             done = None if self.sequence is None else self.sequence.estimate_answer
             if done is not None and done[0]:  # the estimate is published and in use: a cancel cannot take it back
                 return (f"{CANCELLED} after the estimate was published and taken into use ({done[1]}); the run "
-                        "still returns to the pick configuration", "return", "cancelled")
-            return CANCELLED, "return", "cancelled"
+                        "still returns to the pick configuration", Ending.RETURN, Outcome.CANCELLED)
+            return CANCELLED, Ending.RETURN, Outcome.CANCELLED
         if self._pending is not None and obs.wall - self._pending[1] > self.cfg.service_timeout:
             what = {"capture": "the capture request", "record": "the request to start recording",
                     "estimate": "the estimate request"}.get(self._pending[0], self._pending[0])
             return (f"the estimator did not answer {what} within {self.cfg.service_timeout:.1f} s (service_timeout)",
-                    "return", "estimator_timeout")
+                    Ending.RETURN, Outcome.ESTIMATOR_TIMEOUT)
         return None
 
+    # ------------------------------------------------------------------ the phases' handlers
     def _clear_first(self, obs: Observation, out: list[RunAction]) -> None:
         """Near the anchor with the grasp's collision reported: raise ``active`` (the monitor learns the load at
         rest and clears the collision), then return to q0; nothing moves while the collision is reported."""
@@ -613,7 +464,7 @@ class SamplingRun:
             if not self.unloaded:
                 out.append(SetActive(True))
         if not obs.collision:
-            self.phase = "return_first"
+            self._go(Phase.RETURN_FIRST)
             return
         if obs.t - self._t_phase > self.seq_config.clear_timeout:
             off = np.degrees(np.max(np.abs(np.asarray(obs.q, float) - self.anchor.q0)))
@@ -621,17 +472,26 @@ class SamplingRun:
                 f"the collision monitor still reports a collision {self.seq_config.clear_timeout:.2f} s after the "
                 f"sampler raised active, with the arm {off:.1f} deg from the pick configuration of the aborted run; "
                 f"nothing was moved. {GRASP_ADVICE}",
-                hold=False, code="gate")
+                hold=False, code=Outcome.GATE)
 
     def _return_first(self, obs: Observation, out: list[RunAction]) -> None:
-        if self._return is None:
+        if self.pick_return.commanded is None:
             out.extend(self._command_return(obs, "pick configuration of the aborted run"))
-            if self._return is None:  # already there
-                self.phase = "startup"
+            if self.pick_return.commanded is None:  # already there
+                self._go(Phase.STARTUP)
             return
-        if self._arrived(obs):
-            self._return = None
-            self.phase = "startup"
+        if self.pick_return.arrived(obs.q, obs.t):
+            self.pick_return.commanded = None
+            self._go(Phase.STARTUP)
+
+    def _startup(self, obs: Observation, out: list[RunAction]) -> None:
+        """Raise ``active`` (once: not again after CLEAR_FIRST) and wait for rest at q0 from now."""
+        self._t_active = obs.t
+        self._t_phase = obs.t
+        if not self.unloaded and not self._active_sent:
+            out.append(SetActive(True))
+        self._active_sent = True
+        self._go(Phase.REST)
 
     def _rest(self, obs: Observation, out: list[RunAction]) -> None:
         if not obs.static:
@@ -639,20 +499,21 @@ class SamplingRun:
                 raise SequenceAborted(f"the arm did not come to rest at the pick configuration within "
                                       f"{self.cfg.pick_rest_timeout:.2f} s (pick_rest_timeout): is something still "
                                       "moving it? Call ~/sample again with the arm at rest", hold=False,
-                                      code="rest_timeout")
+                                      code=Outcome.REST_TIMEOUT)
             return
         q = np.asarray(obs.q, dtype=float)
         moved = float(np.max(np.abs(q - self.q0)))
         if moved > self.cfg.start_tolerance:
             raise SequenceAborted(f"the arm came to rest {np.degrees(moved):.2f} deg from where sampling was "
                                   "requested: call ~/sample with the arm at rest at the pick configuration", hold=False,
-                                  code="moved_at_start")
+                                  code=Outcome.MOVED_AT_START)
         if self.anchor is None:
             self.q0 = q.copy()  # the rest pose itself (within start_tolerance of the request)
             self.envelope = make_envelope(self.desc, self.q0, self.plan_config.amplitude_deg,
                                           self.plan_config.limit_margin_deg)
-        self._may_arm = True  # a collision reported until now is the grasp, not this run's
-        self.phase, self._t_plan = "planning", obs.t
+        self.gate.allow()  # a collision reported until now is the grasp, not this run's
+        self._t_plan = obs.t
+        self._go(Phase.PLANNING)
         out.append(PlanMotion(self.desc, getattr(self.dyn, "payload", None), self.q0.copy(), self.envelope,
                               self.plan_config, self.mode, self.excitation, self.reference_plan,
                               self.cfg.unknown_payload_torque, self.cfg.mass_limit))
@@ -666,7 +527,7 @@ class SamplingRun:
         if moved > self.cfg.start_tolerance:
             raise SequenceAborted(f"the arm moved {np.degrees(moved):.2f} deg from the pick configuration while the "
                                   "motion was planned: call ~/sample again with the arm at rest at the pick "
-                                  "configuration", hold=False, code="moved_at_start")
+                                  "configuration", hold=False, code=Outcome.MOVED_AT_START)
         if res.plan is None:
             raise SequenceAborted(res.error, hold=False, code=res.code)
         if isinstance(res.plan, ExcitationPlan):
@@ -686,13 +547,13 @@ class SamplingRun:
         self.sequence.timings.startup = obs.t - self._t_start
         self.sequence.timings.planning = obs.t - self._t_plan
         self.timings = self.sequence.timings
-        self.phase = "sequence"
+        self._go(Phase.SEQUENCE)
 
     def _sequence(self, obs: Observation, out: list[RunAction]) -> None:
         seq = self.sequence
         if self._pending is not None and self._pending[0] in ("capture", "record"):
             return
-        clear = self._armed and obs.t - self._t_active >= self.cfg.monitor_fit_delay
+        clear = self.gate.armed and obs.t - self._t_active >= self.cfg.monitor_fit_delay
         act = seq.update(obs.t, obs.q, seq.wants_static and obs.static, clear_to_move=clear, dq=obs.dq)
         if isinstance(act, Move):
             self._check(act.target)
@@ -719,44 +580,45 @@ class SamplingRun:
                     f"now): {act.text}") if act.ok else (
                 f"estimator rejected the fit: {act.text} (arm returned to the pick configuration)")
             out.extend(self._finish(act.ok, text, None if act.ok else self._anchor(act.text),
-                                    "done" if act.ok else "estimate_rejected"))
+                                    Outcome.DONE if act.ok else Outcome.ESTIMATE_REJECTED))
 
     # ------------------------------------------------------------------ aborts
-    def _abort(self, obs: Observation, reason: str, mode: str, code: str) -> list[RunAction]:
-        """End the run after ``reason``: ``return`` to q0 if that is safe, else ``hold``; ``none``
-        commands nothing (the monitor holds after a collision; before any motion nothing moved)."""
-        if self.phase == "abort_return":  # a second fault while returning: hold where it is
+    def _abort(self, obs: Observation, reason: str, ending: Ending, code: Outcome) -> list[RunAction]:
+        """End the run after ``reason``: RETURN to q0 if that is safe, else HOLD; NONE commands nothing (the
+        monitor holds after a collision; before any motion nothing moved)."""
+        if self.phase is Phase.ABORT_RETURN:  # a second fault while returning: hold where it is
             reason = f"{self.abort_reason}; then, while returning: {reason}"
             # the fault is what the outcome reports, not the user's cancel before it
-            mode = "none" if mode == "none" else "hold"
-            code = code if self._abort_code == "cancelled" else self._abort_code
+            ending = Ending.NONE if ending is Ending.NONE else Ending.HOLD
+            code = code if self._abort_code is Outcome.CANCELLED else self._abort_code
         self._abort_code = code
-        if mode == "return" and self.phase in ("waiting", "clear_first", "startup", "rest", "planning"):
-            mode = "none"  # this run has not moved the arm
-        elif mode == "return" and self.phase == "return_first":
-            mode = "hold"
+        if ending is Ending.RETURN and self.phase.before_motion:
+            ending = Ending.NONE  # this run has not moved the arm
+        elif ending is Ending.RETURN and self.phase is Phase.RETURN_FIRST:
+            ending = Ending.HOLD
         self.abort_reason = reason
         self._pending = None
-        if mode == "return" and self._q_last is not None:
+        if ending is Ending.RETURN and self._q_last is not None:
             try:
                 out = self._command_return(obs, "pick configuration (abort)")
             except SequenceAborted as e:
-                reason, mode = f"{reason}; {e}", "hold"
+                reason, ending = f"{reason}; {e}", Ending.HOLD
             else:
-                if self._return is None:
+                if self.pick_return.commanded is None:
                     return self._finish(False, f"{reason}; the arm is at the pick configuration", self._anchor(reason),
                                         code)
-                self.phase = "abort_return"
+                self._go(Phase.ABORT_RETURN)
                 return out
         out: list[RunAction] = []
-        if mode != "none" and self._q_last is not None and self.phase not in ("startup", "rest", "planning"):
+        if (ending is not Ending.NONE and self._q_last is not None
+                and self.phase not in (Phase.STARTUP, Phase.REST, Phase.PLANNING)):
             dq = None if "lost" in reason else obs.dq  # a lost stream's last velocity is stale
             q_stop, t_stop = stop_point(self.desc, self._q_last, dq, envelope=self.envelope)
             out.append(Hold(q_stop, t_stop, "hold"))
         return out + self._finish(False, f"{reason}; {self._where()}", self._anchor(reason), code)
 
     def _abort_return(self, obs: Observation, out: list[RunAction]) -> None:
-        if self._arrived(obs):
+        if self.pick_return.arrived(obs.q, obs.t):
             out.extend(self._finish(False, f"{self.abort_reason}; returned to the pick configuration",
                                     self._anchor(self.abort_reason), self._abort_code))
 
@@ -770,7 +632,7 @@ class SamplingRun:
     def _where(self) -> str:
         if self._q_last is None:
             return "the arm's position is unknown (no joint_states)"
-        if self._abort_code == "stream_lost":
+        if self._abort_code is Outcome.STREAM_LOST:
             return ("nothing more was commanded: the arm ends the move it was given, at rest inside the envelope, "
                     f"last seen {np.degrees(np.max(np.abs(self._q_last - self.q0))):.1f} deg from the pick "
                     f"configuration {np.round(np.degrees(self.q0), 2).tolist()} deg; the next ~/sample returns there "
@@ -781,42 +643,17 @@ class SamplingRun:
         return (f"holding {off:.1f} deg from the pick configuration {np.round(np.degrees(self.q0), 2).tolist()} "
                 "deg; the next ~/sample returns there first")
 
-    def _finish(self, ok: bool, text: str, anchor: PickAnchor | None, code: str) -> list[RunAction]:
-        self.phase = "done"
+    def _finish(self, ok: bool, text: str, anchor: PickAnchor | None, code: Outcome) -> list[RunAction]:
+        self._go(Phase.DONE)
         self._finished = Finished(ok, text, anchor, code)
         raised = self._t_active is not None and not self.unloaded
         return [SetActive(False), self._finished] if raised else [self._finished]
 
+
     # ------------------------------------------------------------------ moves
-    def _at(self, q: np.ndarray, q0: np.ndarray) -> bool:
-        """Whether the arm at ``q`` is at ``q0`` for a motion that starts there (rad): within a tenth of the
-        arrival tolerance, so that a trajectory whose first point is q0 10 ms ahead stays within the velocity
-        limits (CI: 0.4-0.5 deg off, the excitation needed 1.33 rad/s on A4 and the controller refused it)."""
-        return float(np.max(np.abs(q - q0))) < 0.1 * self.seq_config.arrival_tolerance
-
     def _command_return(self, obs: Observation, label: str) -> list[RunAction]:
-        q = np.asarray(self._q_last, dtype=float)
-        if self._at(q, self.q0):
-            self._return = None
-            return []
-        try:
-            duration = checked_move(q, self.q0, self.envelope, self.desc, self.seq_config.velocity_scale,
-                                    self.seq_config.min_duration, self.names, obs.dq)
-        except MotionLimitError as e:
-            raise SequenceAborted(f"refusing to command the return: {e}", code="motion_limit") from e
-        self._return = (self.q0.copy(), duration, obs.t)
-        return [Move(self.q0.copy(), duration, label)]
-
-    def _arrived(self, obs: Observation) -> bool:
-        target, duration, t_cmd = self._return
-        err = np.abs(np.asarray(obs.q, float) - target)
-        if obs.t - t_cmd >= duration and np.max(err) < self.seq_config.arrival_tolerance:
-            return True
-        if obs.t - t_cmd > duration + self.seq_config.arrival_timeout:
-            j = int(np.argmax(err))
-            raise SequenceAborted(f"the pick configuration was not reached: joint {self.names[j]} is "
-                                  f"{np.degrees(err[j]):.2f} deg off", hold=True, code="not_reached")
-        return False
+        """The move from the last known position back to q0 ([] when the arm is there)."""
+        return self.pick_return.command(self._q_last, self.q0, self.envelope, obs.t, obs.dq, label)
 
     def _unknown_payload_floor(self, q_from: np.ndarray, q_to: np.ndarray, k: int) -> float:
         """Move duration floor (s) while the captured poses leave the payload's mass or CoM uncertain."""
@@ -828,18 +665,20 @@ class SamplingRun:
         """Last line of defence: nothing leaves the envelope of q0, whatever the program hands out."""
         if not self.envelope.contains(target):
             raise SequenceAborted("refusing a command outside the envelope of the pick configuration", hold=True,
-                                  code="motion_limit")
+                                  code=Outcome.MOTION_LIMIT)
 
+    _HANDLERS: dict[Phase, Callable[[SamplingRun, Observation, list[RunAction]], None]] = {
+        Phase.WAITING: _waiting,
+        Phase.CLEAR_FIRST: _clear_first,
+        Phase.RETURN_FIRST: _return_first,
+        Phase.STARTUP: _startup,
+        Phase.REST: _rest,
+        Phase.PLANNING: _planning,
+        Phase.SEQUENCE: _sequence,
+        Phase.ABORT_RETURN: _abort_return,
+    }
+    """Phase -> what the run does in it (DONE: nothing); the phases it may go to: :data:`.run_states.TRANSITIONS`."""
 
-def _plan_within(dyn, q0: np.ndarray, config: PosePlanConfig, envelope: Envelope, sweep: bool = False) -> PosePlan:
-    """plan_poses (or plan_sweep) around q0; the plan's envelope is the run's (identical unless anchored)."""
-    from .poses import plan_poses
-    from .sweep import plan_sweep
-
-    if sweep:
-        return plan_sweep(dyn, q0, config, envelope)
-    plan = plan_poses(dyn, q0, config)
-    return replace(plan, envelope=envelope) if plan.envelope is not envelope else plan
 
 
 def _tilted(plan: ExcitationPlan, names) -> str:
@@ -860,6 +699,6 @@ def _scaled(plan: ExcitationPlan) -> str:
             f"to {plan.unknown_torque:.1f} N m along it)")
 
 
-__all__ = ["SamplingRun", "RunMode", "RunSpec", "RunConfig", "RunRefused", "PickAnchor", "Observation", "SetActive",
-           "ClearCaptures", "PlanMotion", "PlannedMotion", "Hold", "Finished", "RunAction", "Wait", "Record", "Excite"]
-
+__all__ = ["SamplingRun", "RunMode", "Phase", "Outcome", "TRANSITIONS", "CLOCK_BACK_TOLERANCE", "RunSpec", "RunConfig",
+           "RunRefused", "PickAnchor", "Observation", "SetActive", "ClearCaptures", "PlanMotion", "PlannedMotion",
+           "Hold", "Finished", "RunAction", "Wait", "Record", "Excite"]

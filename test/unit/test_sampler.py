@@ -306,9 +306,12 @@ def test_the_collision_monitor_counts_while_its_status_is_fresh_and_below_error(
     sampler.monitor_status(False, 10.0)
     assert sampler.monitor_ready(True, 10.0 + MONITOR_STATUS_AGE)
     assert not sampler.monitor_ready(True, 10.01 + MONITOR_STATUS_AGE)  # silent: it may have died
-    sampler.monitor_status(True, 11.0)
+    sampler.monitor_status(True, 11.0, "not monitoring: joint_states lost for 0.62 s (collision detection is blind)")
     assert not sampler.monitor_ready(True, 11.0)
-    assert not sampler.observation(11.0, 11.0, 0.0, True, True).monitor_ready
+    obs = sampler.observation(11.0, 11.0, 0.0, True, True)
+    assert not obs.monitor_ready and obs.monitor_says.startswith("not monitoring: joint_states lost")
+    sampler.monitor_status(False, 12.0, "monitoring (unloaded)")
+    assert sampler.observation(12.0, 12.0, 0.0, True, True).monitor_says == ""  # said only while it is ERROR
 
 
 def test_collisions_count_rising_edges_of_the_flag():
@@ -406,6 +409,15 @@ def test_a_reference_run_that_failed_for_a_stream_gap_is_tried_once_more_and_say
                   Finished(False, "cancelled (joint_states lost for 0.60 s)", code="cancelled"),
                   Finished(True, "reference recorded from a 1.60 s excitation")):
         assert retry_reason("~/record_reference", other, 1) == ""
+    # the collision monitor blind because joint_states were lost to it (its status quoted): the stream's gap too;
+    # a monitor that went silent, or blind for another reason, is not retried
+    blind = Finished(False, "the collision monitor stopped monitoring (collision_monitor/status ERROR or silent): not "
+                            "monitoring: joint_states lost for 0.62 s (collision detection is blind); holding",
+                     code="monitor_lost")
+    assert retry_reason("~/record_reference", blind, 1) == "joint_states lost for 0.62 s"
+    silent = Finished(False, "the collision monitor stopped monitoring (collision_monitor/status ERROR or silent)",
+                      code="monitor_lost")
+    assert retry_reason("~/record_reference", silent, 1) == ""
     second = Finished(True, "reference recorded from a 1.60 s excitation around q0 = [...] deg")
     both = retried(gap, second)
     assert both.ok and both.text.startswith(second.text) and RETRIED_NOTE in both.text and "372 ms gap" in both.text

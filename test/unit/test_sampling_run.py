@@ -115,7 +115,9 @@ def drive(run: SamplingRun, arm: KinematicArm, t: float, fault: dict | None = No
         obs = Observation(t=t_node, wall=t, q=arm.q.copy() if q_seen is None else q_seen, dq=arm.dq.copy(),
                           static=arm.static(t) and q_seen is None, stream_age=stream_age, collision=collision,
                           collisions=collisions, cancel="cancel_at" in fault and rel >= fault["cancel_at"],
-                          monitor_ready=fault.get("monitor_ready_at", 0.0) <= rel < fault.get("monitor_lost_at", 1e9))
+                          monitor_ready=fault.get("monitor_ready_at", 0.0) <= rel < fault.get("monitor_lost_at", 1e9),
+                          monitor_says=fault.get("monitor_says", "") if rel >= fault.get("monitor_lost_at", 1e9)
+                          else "")
         if pending is not None and t >= pending[1]:
             ok = not (pending[0] == "capture" and fault.get("captures_fail_after") is not None
                       and rel >= fault["captures_fail_after"])
@@ -162,6 +164,10 @@ def test_clean_run_visits_every_pose_and_returns(dyn):
     assert isinstance(log[-2], SetActive) and not log[-2].active
 
 
+BLIND = "not monitoring: joint_states lost for 0.62 s (collision detection is blind)"
+"""The collision monitor's status message when joint_states stopped reaching it."""
+
+
 @pytest.mark.parametrize("fault,returns,code", [
     ({"cancel_at": 0.9}, True, "cancelled"),
     ({"block_at": 0.9}, False, "not_reached"),           # the arm is blocked: it cannot return either
@@ -170,6 +176,7 @@ def test_clean_run_visits_every_pose_and_returns(dyn):
     ({"collision_at": 0.9}, False, "collision"),         # the monitor holds; this run commands nothing
     ({"lost_at": 0.9}, False, "stream_lost"),            # no state feedback: no stale hold, the move ends
     ({"monitor_lost_at": 0.9}, False, "monitor_lost"),   # no collision detection: no further motion
+    ({"monitor_lost_at": 0.9, "monitor_says": BLIND}, False, "monitor_lost"),  # its words in the answer (issue 48)
     ({"clock_back_at": 0.9}, False, "clock_restart"),    # its durations were on the old clock: it stopped waiting
     ({"clock_frozen": (0.9, 1e9)}, False, "clock_stopped"),  # its moves are timed on a clock that stands still
 ])
@@ -178,6 +185,7 @@ def test_every_abort_returns_or_holds_and_says_where(dyn, fault, returns, code):
     log = []
     fin, t = drive(start(dyn, Q0), arm, 0.0, fault=fault, log=log)
     assert not fin.ok and fin.code == code, fin
+    assert ("monitor_says" in fault) == (BLIND in fin.text), fin.text
     back = np.max(np.abs(arm.q - Q0)) < np.radians(0.5)
     assert fin.anchor is not None and np.array_equal(fin.anchor.q0, Q0), "a retry must keep this pick configuration"
     if returns:
