@@ -26,6 +26,7 @@ import numpy as np
 
 from .payload_excitation import POINT_RATE, ExcitationPlan
 from .poses import MotionLimitError
+from .run_states import Outcome
 from .sequence import Done, Estimate, PhaseTimings, SequenceAborted, SequenceConfig, Wait
 
 TAIL = 0.05
@@ -91,7 +92,7 @@ class ExcitationSequence:
         """Answer to :class:`Record` at ``t`` s; a refusal aborts the run (nothing has moved)."""
         if not ok:
             raise SequenceAborted(f"the estimator did not start recording: {text}", hold=False,
-                                  code="estimate_rejected")
+                                  code=Outcome.ESTIMATE_REJECTED)
         self._recorded = (True, text)
 
     @property
@@ -122,7 +123,7 @@ class ExcitationSequence:
             if not clear_to_move:
                 if t - self._t_gate > self.cfg.clear_timeout:
                     raise SequenceAborted(f"not clear to start the excitation after {self.cfg.clear_timeout:.2f} s",
-                                          hold=False, code="gate")
+                                          hold=False, code=Outcome.GATE)
                 return Wait()
             self.timings.gate = t - self._t_gate
             return self._excite(t)
@@ -158,7 +159,7 @@ class ExcitationSequence:
                 if np.any(over):
                     raise MotionLimitError(f"excitation velocity {np.max(np.abs(dq)):.3f} rad/s above the budget")
         except MotionLimitError as e:
-            raise SequenceAborted(f"refusing to command the excitation: {e}", code="motion_limit") from e
+            raise SequenceAborted(f"refusing to command the excitation: {e}", code=Outcome.MOTION_LIMIT) from e
         self._phase, self._t_cmd = "excite", t
         return Excite(points, self.plan.duration)
 
@@ -174,7 +175,7 @@ class ExcitationSequence:
                                   f"{self.cfg.arrival_timeout:.2f} s of its planned end: joint {joint} is "
                                   f"{np.degrees(err[j]):.2f} deg off (tolerance "
                                   f"{np.degrees(self.cfg.arrival_tolerance):.2f} deg); check that the controller "
-                                  "follows joint_trajectory", code="not_reached")
+                                  "follows joint_trajectory", code=Outcome.NOT_REACHED)
         return False
 
 

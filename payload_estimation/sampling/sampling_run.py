@@ -327,13 +327,13 @@ class SamplingRun:
         """Fix q0 and the envelope from the first usable observation, or raise :class:`RunRefused`.
 
         With an anchor, the arm already at its q0 (:meth:`.pick_return.PickReturn.at`) starts there as a fresh run
-        does (a collision reported now is the grasp: see the gate), keeping the anchor's q0; the envelope around it
-        is made from the settings now (a run cancelled at ``amplitude_deg`` 5 kept a ±5° envelope that the next
-        run's ±7° poses left: every later ``~/sample`` aborted at its second pose). Elsewhere inside that envelope the run returns
-        there first (the motion starts from q0: its first point comes within 10 ms), and with a collision reported
-        it raises ``active`` and commands nothing until the collision has cleared (``clear_first``: the monitor's
-        stop after an unannounced grasp holds the arm wherever its weight and the stop took it, 0.5-3.9 deg away
-        in CI)."""
+        does (a collision reported now is the grasp: see the gate), keeping the anchor's q0; the envelope around it is
+        made from the settings now (a run cancelled at ``amplitude_deg`` 5 kept a ±5° envelope that the next run's ±7°
+        poses left: every later ``~/sample`` aborted at its second pose). Elsewhere inside that envelope the run
+        returns there first (the motion starts from q0: its first point comes within 10 ms), and with a collision
+        reported it raises ``active`` and commands nothing until the collision has cleared (``clear_first``: the
+        monitor's stop after an unannounced grasp holds the arm wherever its weight and the stop took it, 0.5-3.9 deg
+        away in CI)."""
         q = np.asarray(obs.q, dtype=float)
         anchor = self.anchor
         at_anchor = anchor is not None and self.pick_return.at(q, anchor.q0)

@@ -30,16 +30,18 @@ import numpy as np
 from ..errors import PayloadEstimationError
 from ..model.description import RobotDescription
 from .poses import MotionLimitError, PosePlan, checked_move
+from .run_states import Outcome
 
 
 class SequenceAborted(RuntimeError):
     """The run cannot go on; ``hold`` says whether the arm should be held where it is; ``code`` names
-    the cause for programs (``no_static``, ``gate``, ``motion_limit``, ``not_reached``, ...)."""
+    the cause for programs (an :class:`.run_states.Outcome`: ``no_static``, ``gate``, ``motion_limit``,
+    ``not_reached``, ...)."""
 
-    def __init__(self, message: str, hold: bool = True, code: str = "aborted"):
+    def __init__(self, message: str, hold: bool = True, code: Outcome | str = Outcome.ABORTED):
         super().__init__(message)
         self.hold = hold
-        self.code = code
+        self.code = Outcome(code)
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,7 @@ class SamplingSequence:
         self._last_reason = reason
         if t - self._t_arrive > self.cfg.dwell:
             raise SequenceAborted(f"pose {self._k + 1}/{self.n}: no static sample within {self.cfg.dwell:.2f} s: "
-                                  f"{reason}", code="no_static")
+                                  f"{reason}", code=Outcome.NO_STATIC)
 
     @property
     def estimate_answer(self) -> tuple[bool, str] | None:
@@ -303,7 +305,7 @@ class SamplingSequence:
                 self._t_gate = t
             if t - self._t_gate > self.cfg.clear_timeout:
                 raise SequenceAborted(f"not clear to move to pose {self._k + 1}/{self.n} after "
-                                      f"{self.cfg.clear_timeout:.2f} s", hold=False, code="gate")
+                                      f"{self.cfg.clear_timeout:.2f} s", hold=False, code=Outcome.GATE)
             return Wait()
         if self._t_gate is not None:
             self.timings.gate += t - self._t_gate
@@ -318,7 +320,7 @@ class SamplingSequence:
             duration = checked_move(q, target, self.plan.envelope, self.desc, self.cfg.velocity_scale, floor,
                                     self.names, self._dq)
         except MotionLimitError as e:
-            raise SequenceAborted(f"refusing to command {label}: {e}", code="motion_limit") from e
+            raise SequenceAborted(f"refusing to command {label}: {e}", code=Outcome.MOTION_LIMIT) from e
         self._target, self._duration, self._t_cmd = np.array(target, dtype=float), duration, t
         self._phase = phase
         return Move(self._target.copy(), duration, label)
@@ -333,7 +335,7 @@ class SamplingSequence:
             raise SequenceAborted(
                 f"timeout after {self._duration + self.cfg.arrival_timeout:.2f} s: {what} not reached: joint "
                 f"{self.names[j]} is {np.degrees(err[j]):.2f} deg off (tolerance "
-                f"{np.degrees(self.cfg.arrival_tolerance):.2f} deg)", code="not_reached")
+                f"{np.degrees(self.cfg.arrival_tolerance):.2f} deg)", code=Outcome.NOT_REACHED)
         return False
 
     def _enter_settle(self, t: float) -> None:
