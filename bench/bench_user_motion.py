@@ -104,7 +104,10 @@ def make_move(dyn, robot: str, style: str, i: int):
         target, kind = far, "positions+velocities+accelerations"
     else:
         kind = style
-    pts = user_trajectory(kind, case.q0, target, duration, velocity_limits=dyn.desc.limits.velocity)
+    # no faster than 90 % of the velocity limits (the quintic's peak: 1.875 x the mean), as a planner would time it
+    vmax = np.asarray(dyn.desc.limits.velocity, float)
+    duration = max(duration, float(np.max(1.875 * np.abs(target - case.q0) / (0.9 * vmax))))
+    pts = user_trajectory(kind, case.q0, target, duration, velocity_limits=vmax)
     return case, target, pts
 
 
