@@ -48,6 +48,7 @@ from payload_estimation.collision import CollisionMonitor, MonitorConfig
 from payload_estimation.collision import contact as contact_now
 from payload_estimation.collision.geometry import distance_to_segment, sample_surface
 from payload_estimation.model import RigidBodyDynamics, load_robot
+from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.reporting import format_table
 from payload_estimation.sampling import stop_point
 
@@ -134,14 +135,20 @@ def draw(loc, dyn, q: np.ndarray, rng: np.random.Generator, surfaces) -> tuple |
     return (k, point, f) if np.abs(tau).max() >= MIN_TORQUE else None
 
 
-def run_robot(name: str, count: int, seed: int, variants: dict) -> tuple[list[Trial], int]:
-    """``count`` contacts (alternately at rest and moving); the trials and the weak draws redrawn."""
+def run_robot(name: str, count: int, seed: int, variants: dict, payload_error: float = 0.0
+              ) -> tuple[list[Trial], int]:
+    """``count`` contacts (alternately at rest and moving); the trials and the weak draws redrawn. ``payload_error``:
+    the monitor's payload off by this fraction of its mass and this x 0.1 m on every CoM component (as an online
+    estimate early in a move can be)."""
     desc = load_robot(name)
     dyn = RigidBodyDynamics(desc)
     est = static_estimate(desc, dyn)
     arm = make_arm(desc, seed)
     rng = np.random.default_rng(seed)
     mon = CollisionMonitor(dyn, MonitorConfig(torque_noise=NOISE, contact=None))
+    if payload_error:
+        est = BodyInertia(est.mass * (1 + payload_error), est.com + payload_error * np.array([0.1, -0.1, 0.1]),
+                          est.inertia_com)
     mon.set_payload(est)
     trackers = {v: mod.ContactTracker(mod.ContactLocator(dyn, config=mod.ContactConfig(**kw)))
                 for v, (mod, kw) in variants.items()}
@@ -282,6 +289,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--write", action="store_true", help="write the section into docs/bench/collision.md")
     ap.add_argument("--dump", default="", help="pickle the trials (truth, q, estimates) to this file")
+    ap.add_argument("--payload-error", type=float, default=0.0,
+                    help="the monitor's payload off by this fraction of its mass and x 0.1 m per CoM component")
     ap.add_argument("--load", nargs="*", default=[], help="make the tables from these --dump files (runs nothing)")
     args = ap.parse_args()
     variants = {"after": (contact_now, {})}
@@ -299,7 +308,7 @@ def main() -> int:
         wall |= got["wall"]
     for name in ([] if args.load else args.robots.split(",")):
         t1 = time.monotonic()
-        all_trials[name], weak[name] = run_robot(name, args.count, args.seed, variants)
+        all_trials[name], weak[name] = run_robot(name, args.count, args.seed, variants, args.payload_error)
         wall[name] = time.monotonic() - t1
     cmd = "nice -n 10 .venv/bin/python bench/bench_contact.py" + (f" --count {args.count}" if args.count != 200
                                                                    else "") + " --write"
