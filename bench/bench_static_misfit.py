@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import sys
 import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -39,6 +41,7 @@ from payload_estimation.signals import Samples
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm, true_links
 
 MODEL_ERROR = 0.03
+DUMPED: list[dict] = []  # per run: the loaded captures, the calibration file's text and the truth (--dump)
 KEYS = ("mass", "cx", "cy", "cz")
 
 
@@ -74,6 +77,7 @@ def one_run(desc, dyn, q0, body, offsets, seed: int, amplitude: float, folder: s
     if r.estimate is None or not RecordingEstimator.fits:
         return f"{r.finished.code}"
     q, tau = RecordingEstimator.fits[-1]
+    DUMPED.append({"q": q, "tau": tau, "model": Path(path).read_text(), "truth": (body.mass, body.com.tolist())})
     est = PayloadEstimator(est_cfg, look_for_calibration=False)
     est.set_robot(dyn, desc.joint_names)
     truth = np.array([body.mass, *body.com])
@@ -102,6 +106,7 @@ def main() -> int:
     ap.add_argument("--amplitude", type=float, default=5.0, help="deg, the sample's pose amplitude")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--dump", default="", help="pickle every run's captures, calibration file and truth here")
     args = ap.parse_args()
     bare.PayloadEstimator = RecordingEstimator  # the bare run's estimator core, keeping what it fitted
     t0 = time.monotonic()
@@ -123,6 +128,8 @@ def main() -> int:
                     failed.append(f"{robot} run {k} ({kind}): {r}")
                     continue
                 rows.append(r)
+                if args.dump:
+                    Path(args.dump).write_bytes(pickle.dumps(DUMPED))
                 z0, z = (np.abs(r[v][0]) / r[v][1] for v in ("before", "after"))
                 print(f"[bench_static_misfit] {robot} {k + 1}/{args.runs} {kind}: |e|/σ before {np.round(z0, 2)} "
                       f"after {np.round(z, 2)}{' misfit: ' + r['after'][2] if r['after'][2] else ''}",
