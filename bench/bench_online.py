@@ -74,7 +74,7 @@ OFFSET = 0.5  # N m
 T_GRASP = 0.6  # s at rest unloaded, then the grasp
 T_MOVE = T_GRASP + 0.2
 AFTER = 1.0  # s after the move's start: the early figure
-SWEEP = PosePlanConfig(n_poses=30, amplitude_deg=25.0)
+SWEEP = PosePlanConfig(n_poses=30, amplitude_deg=25.0, velocity_scale=0.5, min_duration=0.4)  # tour timing before #49
 SWEEP_SAMPLES = 500
 CONTACT_FORCE = 40.0  # N
 BASE_THRESHOLD = 6.0  # N m, the monitor's default

@@ -43,6 +43,18 @@ class MotionLimitError(PayloadEstimationError):
 
 
 @dataclass(frozen=True)
+class MoveTiming:
+    """How a rest-to-rest move is timed: its quintic peak speed within ``velocity_scale`` of the velocity limits
+    (0, 1], taking at least ``min_duration`` s. The one home of these defaults: they are the payload_sampler
+    node's (:class:`.sampler.SamplerConfig` and so its parameter table read them here), and the pose plan
+    (:class:`PosePlanConfig`: its tour) and the sequence (:class:`.sequence.SequenceConfig`: its moves) take theirs
+    from here (issue 49: they were 0.9 / 0.25 s, 0.5 / 0.4 s and 0.7 / 0.35 s)."""
+
+    velocity_scale: float = 0.9
+    min_duration: float = 0.25
+
+
+@dataclass(frozen=True)
 class PosePlanConfig:
     """Pose-set parameters.
 
@@ -50,15 +62,16 @@ class PosePlanConfig:
     amplitude_deg: perturbation per joint (deg, scalar or per joint; paper: 7);
     limit_margin_deg: distance kept from the joint position limits (deg);
     velocity_scale: fraction of the velocity limit used by the peak speed of a move (0, 1];
-    min_duration: minimum move duration (s); include_pick: sample q0 itself first;
+    min_duration: minimum move duration (s) (both: :class:`MoveTiming`'s defaults); include_pick: sample q0
+    itself first;
     moving_joints: model joint indices allowed to move (None = all).
     """
 
     n_poses: int = 10
     amplitude_deg: float | Sequence[float] = 7.0
     limit_margin_deg: float = 1.0
-    velocity_scale: float = 0.5
-    min_duration: float = 0.4
+    velocity_scale: float = MoveTiming.velocity_scale
+    min_duration: float = MoveTiming.min_duration
     include_pick: bool = True
     moving_joints: tuple[int, ...] | None = None
     max_candidates: int = 3000
@@ -462,7 +475,7 @@ def validate_plan(plan: PosePlan, desc: RobotDescription) -> None:
 
 
 __all__ = [
-    "MotionLimitError", "PosePlanConfig", "Envelope", "PosePlan", "make_envelope", "move_duration",
+    "MotionLimitError", "MoveTiming", "PosePlanConfig", "Envelope", "PosePlan", "make_envelope", "move_duration",
     "check_command", "check_move", "checked_move", "plan_poses", "unknown_payload_duration",
     "QUINTIC_ACCEL_PEAK", "validate_plan", "shortest_tour", "QUINTIC_PEAK", "stop_point", "tour_plan",
     "greedy_d_optimal", "VELOCITY_MARGIN", "executed_path", "executed_velocity_excess", "check_executed",

@@ -22,12 +22,12 @@ Fault = tuple[str, Ending, Outcome]
 class StreamClock:
     """The run's time base: the node clock ``t`` and the wall clock of the observations (s).
 
-    ``stream_timeout``: wall s without joint_states that abort the run; ``clock_timeout``: wall s the node clock
+    ``joint_state_timeout``: wall s without joint_states that abort the run; ``clock_timeout``: wall s the node clock
     may stand still while joint_states keep arriving (a stream gap or a starved caller, no observation for
-    ``stream_timeout``, does not count)."""
+    ``joint_state_timeout``, does not count)."""
 
-    def __init__(self, t: float, wall: float, stream_timeout: float, clock_timeout: float):
-        self.stream_timeout = stream_timeout
+    def __init__(self, t: float, wall: float, joint_state_timeout: float, clock_timeout: float):
+        self.joint_state_timeout = joint_state_timeout
         self.clock_timeout = clock_timeout
         self.t_seen = -np.inf  # s, the latest node-clock time observed
         self.t_prev = -np.inf  # s, the latest node-clock time observed before the current observation
@@ -37,7 +37,7 @@ class StreamClock:
     def observe(self, t: float, wall: float) -> None:
         """An observation at node-clock ``t`` and ``wall`` (every one, also before the run checks faults)."""
         self.t_prev, self.t_seen = self.t_seen, max(self.t_seen, t)
-        if t != self._clock_moved[0] or wall - self._wall_seen > self.stream_timeout:
+        if t != self._clock_moved[0] or wall - self._wall_seen > self.joint_state_timeout:
             self._clock_moved = (t, wall)  # (after a gap in the observations: a starved process)
         self._wall_seen = wall
 
@@ -47,12 +47,12 @@ class StreamClock:
         if t < self.t_prev - CLOCK_BACK_TOLERANCE:  # every duration of this run was measured on the old clock
             return (f"the clock went back {self.t_prev - t:.2f} s (the simulator or the robot driver restarted): "
                     "this run's timing no longer holds; call ~/sample again", Ending.HOLD, Outcome.CLOCK_RESTART)
-        if stream_age is None or stream_age > self.stream_timeout:
+        if stream_age is None or stream_age > self.joint_state_timeout:
             what = ("no joint_states received" if stream_age is None else
                     f"joint_states lost for {stream_age:.2f} s")
             # no hold: its target would be a stale position, reached too fast from where the arm really is;
             # the last command is a bounded move that ends at rest inside the envelope
-            return f"{what} (joint_state_timeout {self.stream_timeout:.2f} s)", Ending.NONE, Outcome.STREAM_LOST
+            return f"{what} (joint_state_timeout {self.joint_state_timeout:.2f} s)", Ending.NONE, Outcome.STREAM_LOST
         stood = wall - stream_age - self._clock_moved[1]  # s of joint_states arriving on a still clock
         if stood > self.clock_timeout:  # every wait of the run is on the node clock: it would wait forever
             return (f"the node clock stood still at {t:.3f} s for {stood:.1f} s of wall time while joint_states "

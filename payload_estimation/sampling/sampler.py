@@ -36,7 +36,7 @@ from ..model.dynamics import RigidBodyDynamics
 from ..signals.settle import SampleWindow, SettleConfig, check_static
 from .excitation_sequence import Excite, Record
 from .payload_excitation import ExcitationPlan, ExcitationPlanConfig
-from .poses import PosePlanConfig
+from .poses import MoveTiming, PosePlanConfig
 from .sampling_run import (
     Finished,
     Hold,
@@ -128,25 +128,25 @@ class SamplerRefused(PayloadEstimationError):
 
 @dataclass(frozen=True)
 class SamplerConfig:
-    """The payload_sampler's settings, named and in the units of its parameters (deg, s, fractions of the
-    velocity limits). The defaults are the node's: its parameter table (ros/sampler_params.py) takes them from
-    here, the shared ``joint_state_timeout`` row must equal this one (test_sampler checks), so a bare run or a
-    bench that builds ``SamplerConfig()`` runs the node's defaults. The static poses: ``n_poses`` (paper: 10)
-    within ±``amplitude_deg`` (paper: 7°), ``limit_margin_deg`` from the position limits, moves at
-    ``velocity_scale`` taking at least ``min_duration``; arrival within ``arrival_tolerance_deg`` per joint at
-    most ``arrival_timeout`` beyond the planned duration; ``dwell``: longest wait for a static sample at a pose;
-    ``capture_period``: shortest time between capture requests; start-up and supervision:
-    ``pick_rest_timeout``, ``monitor_fit_delay``, ``collision_clear_timeout``, ``joint_state_timeout`` (wall),
-    ``service_timeout`` (wall), ``monitor_timeout`` (wall), ``require_monitor``; ``~/sweep``: ``sweep_poses``,
-    ``sweep_amplitude_deg``, ``sweep_velocity_scale``; ``mode`` of ``~/sample`` (auto, static, dynamic); the
-    dynamic excitation: ``excitation_duration``, ``excitation_harmonics``, ``excitation_velocity_scale``,
-    ``excitation_max_acceleration`` (rad/s²)."""
+    """The payload_sampler's settings, named and in the units of its parameters (deg, s, fractions of the velocity
+    limits). The defaults are the node's: its parameter table (ros/sampler_params.py) takes them from here, the
+    shared ``joint_state_timeout`` row must equal this one (test_sampler checks), so a bare run or a bench that
+    builds ``SamplerConfig()`` runs the node's defaults. The static poses: ``n_poses`` (paper: 10) within
+    ±``amplitude_deg`` (paper: 7°), ``limit_margin_deg`` from the position limits, moves at ``velocity_scale``
+    taking at least ``min_duration`` (their home: :class:`.poses.MoveTiming`); arrival within
+    ``arrival_tolerance_deg`` per joint at most ``arrival_timeout`` beyond the planned duration; ``dwell``: longest
+    wait for a static sample at a pose; ``capture_period``: shortest time between capture requests; start-up and
+    supervision: ``pick_rest_timeout``, ``monitor_fit_delay``, ``collision_clear_timeout``, ``joint_state_timeout``
+    (wall), ``service_timeout`` (wall), ``monitor_timeout`` (wall), ``require_monitor``; ``~/sweep``:
+    ``sweep_poses``, ``sweep_amplitude_deg``, ``sweep_velocity_scale``; ``mode`` of ``~/sample`` (auto, static,
+    dynamic); the dynamic excitation: ``excitation_duration``, ``excitation_harmonics``,
+    ``excitation_velocity_scale``, ``excitation_max_acceleration`` (rad/s²)."""
 
     n_poses: int = 10
     amplitude_deg: float = 7.0
     limit_margin_deg: float = 1.0
-    velocity_scale: float = 0.9
-    min_duration: float = 0.25
+    velocity_scale: float = MoveTiming.velocity_scale
+    min_duration: float = MoveTiming.min_duration
     arrival_tolerance_deg: float = 0.5
     arrival_timeout: float = 2.0
     dwell: float = 1.0
@@ -182,13 +182,13 @@ class SamplerConfig:
                               min_duration=self.min_duration,
                               arrival_tolerance=float(np.radians(self.arrival_tolerance_deg)),
                               arrival_timeout=self.arrival_timeout, dwell=self.dwell,
-                              retry_period=self.capture_period,
+                              capture_period=self.capture_period,
                               clear_timeout=self.collision_clear_timeout + self.monitor_fit_delay)
 
     def run_config(self) -> RunConfig:
         """A run's start-up and supervision timing."""
         return RunConfig(pick_rest_timeout=self.pick_rest_timeout, monitor_fit_delay=self.monitor_fit_delay,
-                         stream_timeout=self.joint_state_timeout or AUTO_STREAM_TIMEOUT,
+                         joint_state_timeout=self.joint_state_timeout or AUTO_STREAM_TIMEOUT,
                          service_timeout=self.service_timeout,
                          start_tolerance=float(np.radians(self.arrival_tolerance_deg)),
                          monitor_timeout=self.monitor_timeout)

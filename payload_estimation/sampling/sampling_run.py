@@ -85,7 +85,8 @@ class RunConfig:
     """Start-up, gate and supervision timing of a run (s).
 
     pick_rest_timeout: max wait for rest at q0 (node clock); monitor_fit_delay: min time from
-    ``active`` to the first move; stream_timeout: wall s without joint_states that abort the run;
+    ``active`` to the first move; joint_state_timeout: wall s without joint_states that abort the run (the node's
+    parameter, its automatic 0 resolved: > 0 here);
     service_timeout: wall s the estimator may take to answer; start_tolerance: rad the arm may move
     between the request and rest at q0 (more means it was not at rest where it was asked);
     mass_limit (kg) and unknown_payload_torque (N m): while the poses captured so far leave the payload
@@ -94,12 +95,12 @@ class RunConfig:
     monitor_timeout: wall s a run waits for the collision monitor to be monitoring before it refuses;
     clock_timeout: wall s the node clock may stand still while joint_states keep arriving (every wait of
     the run is on the node clock: a /clock that stopped would stall it silently) before the run aborts; a
-    stream gap or a starved process (no observation for stream_timeout) does not count.
+    stream gap or a starved process (no observation for joint_state_timeout) does not count.
     """
 
     pick_rest_timeout: float = 3.0
     monitor_fit_delay: float = 0.1
-    stream_timeout: float = 0.5
+    joint_state_timeout: float = 0.5
     service_timeout: float = 3.0
     start_tolerance: float = float(np.radians(0.5))
     mass_limit: float = MAX_PAYLOAD
@@ -108,7 +109,7 @@ class RunConfig:
     clock_timeout: float = 2.0
 
     def __post_init__(self):
-        for k in ("pick_rest_timeout", "stream_timeout", "service_timeout", "start_tolerance", "mass_limit",
+        for k in ("pick_rest_timeout", "joint_state_timeout", "service_timeout", "start_tolerance", "mass_limit",
                   "unknown_payload_torque", "monitor_timeout", "clock_timeout"):
             if not (np.isfinite(getattr(self, k)) and getattr(self, k) > 0):
                 raise PayloadEstimationError(f"run {k} must be > 0, got {getattr(self, k)}")
@@ -253,7 +254,7 @@ class SamplingRun:
         self.sequence: SamplingSequence | ExcitationSequence | None = None
         self.phase = Phase.WAITING
         self.abort_reason: str | None = None
-        self.clock = StreamClock(t, wall, self.cfg.stream_timeout, self.cfg.clock_timeout)
+        self.clock = StreamClock(t, wall, self.cfg.joint_state_timeout, self.cfg.clock_timeout)
         self.gate = CollisionGate()
         self.pick_return = PickReturn(self.desc, self.seq_config, self.names)
         self._t_start, self._wall_start = t, wall
@@ -301,7 +302,7 @@ class SamplingRun:
     def _waiting(self, obs: Observation, out: list[RunAction]) -> None:
         """Wait (``service_timeout`` wall s) for joint_states and the estimator and (``monitor_timeout``)
         for the collision monitor, then fix q0 or refuse."""
-        fresh = obs.q is not None and obs.stream_age is not None and obs.stream_age <= self.cfg.stream_timeout
+        fresh = obs.q is not None and obs.stream_age is not None and obs.stream_age <= self.cfg.joint_state_timeout
         if fresh and obs.estimator_ready and obs.monitor_ready:
             try:
                 self._begin(obs)

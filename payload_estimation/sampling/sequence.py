@@ -10,7 +10,7 @@ simulator) does it: publish a move, ask for a capture, ask for the estimate. Per
    arrived once the planned duration has passed and every joint is within ``arrival_tolerance``;
    ``arrival_timeout`` s later it is "not reached";
 2. **settle/capture** — from arrival on, a capture is requested whenever the arm reads static
-   (at most every ``retry_period`` s); rejected captures are retried until ``dwell`` s after
+   (at most every ``capture_period`` s); rejected captures are retried until ``dwell`` s after
    arrival, then one last request and the run aborts ("no static sample").
 
 After the last capture the estimate is requested *and* the return move to q0 commanded at once:
@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import PayloadEstimationError
 from ..model.description import RobotDescription
-from .poses import MotionLimitError, PosePlan, checked_move
+from .poses import MotionLimitError, MoveTiming, PosePlan, checked_move
 from .run_states import Outcome
 
 
@@ -48,19 +48,19 @@ class SequenceAborted(RuntimeError):
 class SequenceConfig:
     """Timing and tolerances of a run (s, rad).
 
-    velocity_scale, min_duration: move timing as in :class:`.poses.PosePlanConfig`;
+    velocity_scale, min_duration: move timing (defaults: :class:`.poses.MoveTiming`, the node's);
     arrival_tolerance (rad) and arrival_timeout (s beyond the planned duration) for "reached";
     dwell: max s from arrival to an accepted capture (paper: 1 s at every pose);
-    retry_period: min s between two capture requests at a pose; clear_timeout: max s the first
+    capture_period: min s between two capture requests at a pose; clear_timeout: max s the first
     move waits for ``clear_to_move``.
     """
 
-    velocity_scale: float = 0.7
-    min_duration: float = 0.35
+    velocity_scale: float = MoveTiming.velocity_scale
+    min_duration: float = MoveTiming.min_duration
     arrival_tolerance: float = float(np.radians(0.5))
     arrival_timeout: float = 2.0
     dwell: float = 1.0
-    retry_period: float = 0.005
+    capture_period: float = 0.005
     clear_timeout: float = 1.0
 
     def __post_init__(self):
@@ -68,8 +68,8 @@ class SequenceConfig:
             v = getattr(self, k)
             if not (np.isfinite(v) and v > 0):
                 raise PayloadEstimationError(f"sequence {k} must be > 0, got {v}")
-        if not (np.isfinite(self.retry_period) and self.retry_period >= 0):
-            raise PayloadEstimationError(f"sequence retry_period must be >= 0 s, got {self.retry_period}")
+        if not (np.isfinite(self.capture_period) and self.capture_period >= 0):
+            raise PayloadEstimationError(f"sequence capture_period must be >= 0 s, got {self.capture_period}")
 
 
 @dataclass(frozen=True)
@@ -280,7 +280,7 @@ class SamplingSequence:
             if self._pending_capture:
                 return Wait()
             expired = t - self._t_arrive > self.cfg.dwell
-            if (static or expired) and t - self._t_request >= self.cfg.retry_period:
+            if (static or expired) and t - self._t_request >= self.cfg.capture_period:
                 self._pending_capture = True
                 self._t_request = t
                 return Capture(self._k)

@@ -312,7 +312,7 @@ def test_sequence_never_captures_a_moving_arm_and_gives_up_after_dwell():
     from payload_estimation.sampling.sequence import Capture, SamplingSequence, SequenceAborted, SequenceConfig, Wait
 
     desc, plan, q0 = _still_plan()
-    seq = SamplingSequence(plan, desc, SequenceConfig(dwell=0.5, retry_period=0.01))
+    seq = SamplingSequence(plan, desc, SequenceConfig(dwell=0.5, capture_period=0.01))
     t = 0.0
     # pose 1 is q0: no move; while the arm does not read static, no capture is requested before dwell
     while t <= 0.5:
@@ -329,10 +329,10 @@ def test_sequence_retries_rejected_captures_and_reports_a_pose_not_reached():
     from payload_estimation.sampling.sequence import Capture, Move, SamplingSequence, SequenceAborted, SequenceConfig
 
     desc, plan, q0 = _still_plan()
-    seq = SamplingSequence(plan, desc, SequenceConfig(arrival_timeout=0.3, retry_period=0.01))
+    seq = SamplingSequence(plan, desc, SequenceConfig(arrival_timeout=0.3, capture_period=0.01))
     assert isinstance(seq.update(0.0, q0, static=True), Capture)
     seq.captured(False, "torque still settling", 0.001)  # the estimator disagrees: retried, not aborted
-    assert not isinstance(seq.update(0.005, q0, static=True), Capture)  # retry_period
+    assert not isinstance(seq.update(0.005, q0, static=True), Capture)  # capture_period
     assert isinstance(seq.update(0.02, q0, static=True), Capture)
     seq.captured(True, "ok", 0.021)
     assert seq.timings.attempts == [2]

@@ -20,7 +20,7 @@ from payload_estimation.ros.node_support import settle_config
 from payload_estimation.ros.sampler_params import PARAMS, change_note, sampler_config
 from payload_estimation.sampling.bare_run import BareRunConfig
 from payload_estimation.sampling.excitation_sequence import Excite, Record
-from payload_estimation.sampling.poses import PosePlanConfig
+from payload_estimation.sampling.poses import MoveTiming, PosePlanConfig
 from payload_estimation.sampling.sampler import (
     ERROR,
     MONITOR_STATUS_AGE,
@@ -46,7 +46,7 @@ from payload_estimation.sampling.sampling_run import (
     RunSpec,
     SetActive,
 )
-from payload_estimation.sampling.sequence import Capture, Estimate, Move
+from payload_estimation.sampling.sequence import Capture, Estimate, Move, SequenceConfig
 
 DEFAULTS = {p.name: p.default for p in PARAMS.params}
 """The node's parameter values as declared (its ParameterTable)."""
@@ -128,9 +128,10 @@ def test_run_spec_takes_every_parameter_into_the_run():
     assert (p.n_poses, p.amplitude_deg, p.limit_margin_deg, p.velocity_scale, p.min_duration) == (12, 5.0, 2.0, 0.7,
                                                                                                   0.4)
     assert p.max_candidates == PosePlanConfig.max_candidates
-    assert (s.velocity_scale, s.min_duration, s.arrival_timeout, s.dwell, s.retry_period) == (0.7, 0.4, 3.0, 1.5, 0.01)
+    assert (s.velocity_scale, s.min_duration, s.arrival_timeout, s.dwell, s.capture_period) == (0.7, 0.4, 3.0, 1.5,
+                                                                                                0.01)
     assert s.arrival_tolerance == pytest.approx(np.radians(0.8)) and s.clear_timeout == pytest.approx(2.5)
-    assert (r.pick_rest_timeout, r.monitor_fit_delay, r.stream_timeout, r.service_timeout, r.monitor_timeout) == (
+    assert (r.pick_rest_timeout, r.monitor_fit_delay, r.joint_state_timeout, r.service_timeout, r.monitor_timeout) == (
         4.0, 0.5, 0.7, 5.0, 9.0)
     assert r.start_tolerance == pytest.approx(np.radians(0.8))
     sweep = run_spec(sampler_config(values), RunMode.SWEEP)
@@ -173,6 +174,16 @@ def test_the_node_parameter_tables_defaults_are_the_sampler_config_and_the_bare_
     assert spec.excitation == node.excitation()
     assert sampler_config({**DEFAULTS, "n_poses": 12, "require_monitor": False}).n_poses == 12
     assert "parameters changed: dwell, n_poses (applies from the next ~/sample)" in change_note({"n_poses", "dwell"})
+
+
+def test_a_moves_timing_has_one_home_the_nodes():
+    """velocity_scale and min_duration were 0.9 / 0.25 s (the node), 0.7 / 0.35 s (the sequence) and 0.5 / 0.4 s (the
+    pose plan): a script building the low-level configs ran other moves than the node (issue 49)."""
+    home = MoveTiming()
+    node = sampler_config(DEFAULTS)
+    for cfg in (node, PosePlanConfig(), SequenceConfig(), node.pose_plan(), node.sequence()):
+        assert (cfg.velocity_scale, cfg.min_duration) == (home.velocity_scale, home.min_duration), cfg
+    assert (DEFAULTS["velocity_scale"], DEFAULTS["min_duration"]) == (home.velocity_scale, home.min_duration)
 
 
 # ---------------------------------------------------------------------- the mode of ~/sample
@@ -425,5 +436,5 @@ def test_a_reference_run_that_failed_for_a_stream_gap_is_tried_once_more_and_say
     assert stream_fault(lost.text) and not stream_fault("joint_states lost for a while")
     # the automatic stream timeout of a run without a measured rate is the watchdog's
     assert AUTO_STREAM_TIMEOUT == AUTO_MIN and SamplerConfig().joint_state_timeout == 0.0
-    assert SamplerConfig().run_config().stream_timeout == AUTO_MIN
-    assert SamplerConfig(joint_state_timeout=2.0).run_config().stream_timeout == 2.0
+    assert SamplerConfig().run_config().joint_state_timeout == AUTO_MIN
+    assert SamplerConfig(joint_state_timeout=2.0).run_config().joint_state_timeout == 2.0

@@ -224,7 +224,7 @@ def test_a_stream_gap_or_a_starved_caller_is_no_clock_fault(dyn, fault, stream_t
     observe for longer than clock_timeout and sees the newest sample before /clock catches up: neither is a
     node clock that stood still while joint_states arrived."""
     assert fault[next(iter(fault))][1] - fault[next(iter(fault))][0] > RUN.clock_timeout
-    cfg = RunConfig(pick_rest_timeout=1.0, monitor_fit_delay=0.05, stream_timeout=stream_timeout)
+    cfg = RunConfig(pick_rest_timeout=1.0, monitor_fit_delay=0.05, joint_state_timeout=stream_timeout)
     run = SamplingRun(dyn, RunSpec(RunMode.STATIC, PLAN, SEQ, cfg), 0.0, 0.0)
     fin, _ = drive(run, KinematicArm(Q0), 0.0, fault=fault)
     assert fin.ok and fin.code == "done", fin.text
