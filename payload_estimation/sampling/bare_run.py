@@ -1,15 +1,15 @@
 """A sampling run on the MuJoCo arm without ROS: what the three nodes do, stepped in one loop.
 
-For benches and tests that need many runs (random pick configurations, Monte-Carlo): the
-``payload_sampler`` logic (:class:`.sampling_run.SamplingRun`, the static pre-check of
-:class:`.sampler.Sampler`), the ``payload_estimator`` rules (:class:`payload.estimator.PayloadEstimator`:
-captures, recording, reference run, fits, with the node's parameter defaults unless ``cfg.estimator``
-changes them) and the ``collision_monitor`` rules (:class:`collision.supervisor.MonitorSupervisor`:
-residual, provisional payload and thresholds while sampling, estimate acceptance; no reaction: the run's
-collision gate handles a detection) — the same core calls the nodes make, at the simulator's rate, with
-no DDS in between. The estimator uses the robot description's model (no calibration file of this
-machine). It reports the estimate, the run's outcome, every commanded point and the peak residual
-relative to the sampling threshold (what would have raised a false collision).
+For benches and tests that need many runs (random pick configurations, Monte-Carlo): the ``payload_sampler`` logic
+(:class:`.sampling_run.SamplingRun`, the static pre-check of :class:`.sampler.Sampler`), the ``payload_estimator``
+rules (:class:`payload.estimator.PayloadEstimator`: captures, recording, reference run, fits, with the node's
+parameter defaults unless ``cfg.estimator`` changes them) and the ``collision_monitor`` rules
+(:class:`collision.supervisor.MonitorSupervisor`: residual, provisional payload and thresholds while sampling,
+estimate acceptance; no reaction: the run's collision gate handles a detection) — the same core calls the nodes
+make, wired as the nodes are by :class:`.node_cores.NodeCores`, at the simulator's rate, with no DDS in between.
+The estimator uses the robot description's model (no calibration file of this machine). It reports the estimate,
+the run's outcome, every commanded point and the peak residual relative to the sampling threshold (what would have
+raised a false collision).
 """
 
 from __future__ import annotations
@@ -19,20 +19,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..collision.monitor import MonitorConfig
-from ..collision.supervisor import EstimateRefused, MonitorSupervisor, SupervisorConfig
+from ..collision.supervisor import SupervisorConfig
 from ..errors import PayloadEstimationError
 from ..model.dynamics import RigidBodyDynamics
 from ..model.parameters import BodyInertia
 from ..payload.estimate import PayloadEstimate
-from ..payload.estimator import LOADED, PREPARE_PERIOD, UNLOADED, EstimatorConfig, PayloadEstimator
+from ..payload.estimator import UNLOADED, EstimatorConfig
 from ..payload.limits import check_payload
 from ..sim import SensorConfig, SimConfig, SimulatedArm
-from .excitation_sequence import Excite, Record
+from .excitation_sequence import Excite
+from .node_cores import NodeCores
 from .payload_excitation import ExcitationPlan, ExcitationPlanConfig
 from .poses import PosePlanConfig
-from .sampler import Sampler, SamplerConfig, commanded_points
+from .run_states import Outcome
+from .sampler import SamplerConfig, commanded_points
 from .sampling_run import (
-    ClearCaptures,
     Finished,
     Hold,
     Observation,
@@ -41,9 +42,8 @@ from .sampling_run import (
     RunMode,
     RunSpec,
     SamplingRun,
-    SetActive,
 )
-from .sequence import Capture, Estimate, Move, SequenceConfig
+from .sequence import Estimate, Move, SequenceConfig
 
 
 @dataclass(frozen=True)
@@ -100,31 +100,22 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
     arm = SimulatedArm(desc, SimConfig(seed=cfg.seed, model_error=cfg.model_error,
                                        sensor=SensorConfig(noise_std=cfg.noise_std, offset=cfg.offsets)))
     arm.reset(q_pick)
-    estimator = PayloadEstimator(cfg.estimator, look_for_calibration=False)
-    estimator.set_robot(dyn, desc.joint_names)
-    sampler = Sampler()  # its static pre-check, with the estimator's static test as the node's
-    sampler.configure(cfg.estimator.settle, desc.joint_names)
-    sup = MonitorSupervisor(dyn, cfg.monitor, cfg.supervisor, frame=desc.payload_frame_name,
-                            limit_check=check_payload)
-    # the run's view of the monitor: sampling flag, collisions raised while sampling, peak |r| / threshold from
-    # when the residual counts (the grasp's own residual before the first provisional fit is a legitimate
-    # detection that the run's collision gate handles)
-    state = {"active": False, "collisions": 0, "peak": 0.0, "count_from": None, "refused": "", "prepare_at": 0.0}
+    cores = NodeCores(dyn, cfg.estimator, cfg.monitor, cfg.supervisor, limit_check=check_payload)
+    estimator, sampler, sup = cores.estimator, cores.sampler, cores.monitor
+    # what the bare run measures of the monitor: collisions raised while sampling, peak |r| / threshold from when
+    # the residual counts (the grasp's own residual before the first provisional fit is a legitimate detection
+    # that the run's collision gate handles)
+    state = {"collisions": 0, "peak": 0.0, "count_from": None}
 
     def step(seconds: float) -> None:
         for s in arm.run(seconds):
-            estimator.add_sample(s.t, s.q, s.dq, s.tau)
-            if s.t >= state["prepare_at"]:  # the node's 10 Hz timer: the recording's model terms so far
-                estimator.prepare_recording()
-                state["prepare_at"] = s.t + PREPARE_PERIOD
-            sampler.joint_state(s.t, s.q, s.dq, s.tau)
-            st = sup.update(s.t, s.q, s.dq, s.tau)
+            st = cores.joint_state(s.t, s.q, s.dq, s.tau)
             if st.fit is not None and state["count_from"] is None:
                 state["count_from"] = s.t + sup.settle  # the residual has converged to the fit
             ev = st.monitor.event
-            if ev is not None and ev.active and state["active"]:
+            if ev is not None and ev.active and cores.active:
                 state["collisions"] += 1
-            if state["active"] and state["count_from"] is not None and s.t >= state["count_from"]:
+            if cores.active and state["count_from"] is not None and s.t >= state["count_from"]:
                 det = sup.mon.detector
                 state["peak"] = max(state["peak"], float(np.max(np.abs(st.monitor.residual) / det.thresholds)))
 
@@ -141,42 +132,21 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
             obs = Observation(t=s.t, wall=s.t, q=s.q, dq=s.dq, static=static, stream_age=0.0,
                               collision=sup.mon.detector.in_collision, collisions=state["collisions"])
             for act in run.update(obs):
-                if isinstance(act, SetActive):
-                    state["active"] = act.active
-                    sup.set_sampling(act.active)
-                elif isinstance(act, ClearCaptures):
-                    estimator.clear()
-                elif isinstance(act, PlanMotion):  # inline: the simulated arm waits (no stream to starve)
+                if isinstance(act, PlanMotion):  # inline: the simulated arm waits (no stream to starve)
                     run.planned(act.compute())
                 elif isinstance(act, (Move, Hold, Excite)):  # what the node commands
                     targets = [p[1] for p in act.points] if isinstance(act, Excite) else [act.target]
                     commands.extend(np.asarray(q, float).copy() for q in targets)
                     arm.set_trajectory(commanded_points(act))
-                elif isinstance(act, Record):
-                    a = estimator.start_recording()
-                    pending = ("record", a.ok, a.message)
-                elif isinstance(act, Capture):
-                    a = estimator.capture(LOADED, 0.0)
-                    pending = ("capture", a.ok, a.message)
-                elif isinstance(act, Estimate):
-                    result, pending = estimate(run.mode)
                 elif isinstance(act, Finished):
                     return act, result
+                else:  # active, clear, capture, record, estimate: the other nodes' side
+                    answer, est = cores.carry_out(run.mode, act)
+                    if answer is not None:
+                        pending = answer
+                    if isinstance(act, Estimate):
+                        result = est
             step(arm.dt)
-
-    def estimate(mode: RunMode) -> tuple[PayloadEstimate | None, tuple[str, bool, str]]:
-        """The estimator's answer to the run's estimate request (the service of its mode), and the accepted
-        estimate handed to the monitor as the node publishes it: (estimate or None, pending answer)."""
-        if mode is RunMode.RECORD_REFERENCE:
-            a = estimator.store_reference()
-            return None, ("estimate", a.ok, a.message)
-        out = estimator.estimate_motion() if mode is RunMode.DYNAMIC else estimator.estimate()
-        if out.estimate is not None:
-            try:
-                sup.estimate(out.estimate, out.estimate.frame)  # the monitor's payload from now on
-            except EstimateRefused as e:  # the monitor keeps its provisional payload, as the node does
-                state["refused"] = str(e)
-        return out.estimate, ("estimate", out.ok, out.message)
 
     step(1.0)
     anchor = estimator.capture(UNLOADED, 0.0)
@@ -194,7 +164,7 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
         reference_duration = arm.time - t_ref
         if fin.ok:
             reference_plan = run.excitation_plan
-        elif fin.code == "plan_failed":  # no safe excitation here: the sampler's auto mode samples static poses
+        elif fin.code is Outcome.PLAN_FAILED:  # no safe excitation here: the sampler's auto mode samples static poses
             excitation, reference_error = None, fin.text
         else:
             return BareRunResult(fin, None, 0.0, commands, state["collisions"], state["peak"], run.q0,
@@ -208,7 +178,7 @@ def bare_run(desc, q_pick: np.ndarray, payload: BodyInertia | None, cfg: BareRun
                       arm.time, arm.time)
     fin, est = drive(run, commands)
     return BareRunResult(fin, est, arm.time - t_start, commands, state["collisions"], state["peak"], run.q0,
-                         reference_duration, run.excitation_plan, reference_error, state["refused"])
+                         reference_duration, run.excitation_plan, reference_error, cores.monitor_refusal)
 
 
 __all__ = ["bare_run", "BareRunConfig", "BareRunResult"]
