@@ -212,8 +212,8 @@ class PayloadSamplerNode(Node):
     # ------------------------------------------------------------------ services
     async def _start(self, request: str, _, response):
         """``~/sample``, ``~/sweep``, ``~/record_reference``: run one ``request`` to its end, answer its outcome.
-        A ``~/record_reference`` whose run failed for a real gap in joint_states is tried once more by itself
-        (:func:`sampling.sampler.retry_reason`), and the answer says so."""
+        A ``~/record_reference`` or ``~/sweep`` whose run failed for a real gap in joint_states is tried once more by
+        itself (:func:`sampling.sampler.retry_reason`), and the answer says so."""
         first: Finished | None = None
         for attempt in (1, 2):
             idle = self._run is None

@@ -414,7 +414,8 @@ def test_a_reference_run_that_failed_for_a_stream_gap_is_tried_once_more_and_say
     assert retry_reason("~/record_reference", gap, 1) == "the stream has a 372 ms gap"
     assert retry_reason("~/record_reference", lost, 1) == "joint_states lost for 0.53 s"
     assert retry_reason("~/record_reference", gap, 2) == ""  # once
-    assert retry_reason("~/sample", gap, 1) == "" and retry_reason("~/sweep", lost, 1) == ""
+    assert retry_reason("~/sweep", lost, 1) == "joint_states lost for 0.53 s"  # the unloaded calibration sweep too
+    assert retry_reason("~/sample", gap, 1) == "" and retry_reason("~/sample", lost, 1) == ""  # its caller decides
     for other in (Finished(False, "collision reported by the collision monitor", code="collision"),
                   Finished(False, "estimator rejected the fit: mass σ too large", code="estimate_rejected"),
                   Finished(False, "cancelled (joint_states lost for 0.60 s)", code="cancelled"),
