@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
+import inspect
 import math
 import pickle
 import subprocess
@@ -135,23 +136,39 @@ def draw(loc, dyn, q: np.ndarray, rng: np.random.Generator, surfaces) -> tuple |
     return (k, point, f) if np.abs(tau).max() >= MIN_TORQUE else None
 
 
-def run_robot(name: str, count: int, seed: int, variants: dict, payload_error: float = 0.0
-              ) -> tuple[list[Trial], int]:
+def payload_covariance(mass: float, com, sigma_mass: float, sigma_com: float) -> np.ndarray:
+    """4 x 4 covariance (kg, kg m) of (m, m c) for independent errors σ ``sigma_mass`` kg and ``sigma_com`` m per
+    CoM component around ``mass`` kg, ``com`` m (first order)."""
+    jac = np.zeros((4, 4))
+    jac[0, 0] = 1.0
+    jac[1:, 0] = com
+    jac[1:, 1:] = mass * np.eye(3)
+    return jac @ np.diag([sigma_mass ** 2] + [sigma_com ** 2] * 3) @ jac.T
+
+
+def run_robot(name: str, count: int, seed: int, variants: dict, payload_error: float = 0.0,
+              payload_sigma: float | None = None) -> tuple[list[Trial], int]:
     """``count`` contacts (alternately at rest and moving); the trials and the weak draws redrawn. ``payload_error``:
     the monitor's payload off by this fraction of its mass and this x 0.1 m on every CoM component (as an online
-    estimate early in a move can be)."""
+    estimate early in a move can be); ``payload_sigma``: the σ the trackers are given for it in the same units
+    (None: ``payload_error``, i.e. the error is 1 σ per component; 0: none)."""
     desc = load_robot(name)
     dyn = RigidBodyDynamics(desc)
     est = static_estimate(desc, dyn)
     arm = make_arm(desc, seed)
     rng = np.random.default_rng(seed)
     mon = CollisionMonitor(dyn, MonitorConfig(torque_noise=NOISE, contact=None))
+    rel = payload_error if payload_sigma is None else payload_sigma
+    cov = payload_covariance(est.mass, est.com, rel * est.mass, rel * 0.1) if rel else None
     if payload_error:
         est = BodyInertia(est.mass * (1 + payload_error), est.com + payload_error * np.array([0.1, -0.1, 0.1]),
                           est.inertia_com)
     mon.set_payload(est)
     trackers = {v: mod.ContactTracker(mod.ContactLocator(dyn, config=mod.ContactConfig(**kw)))
                 for v, (mod, kw) in variants.items()}
+    takes_dq = {v: "dq" in inspect.signature(tr.update).parameters for v, tr in trackers.items()}
+    for tr in trackers.values():
+        tr.payload_covariance = cov  # the payload's σ as the monitor has it (a tracker before issue 46 ignores it)
     loc = next(iter(trackers.values())).locator
     surfaces = [sample_surface(c, 0.005) for c in loc.geometry.capsules]
     trials: list[Trial] = []
@@ -160,7 +177,8 @@ def run_robot(name: str, count: int, seed: int, variants: dict, payload_error: f
     def run_for(seconds, on_step=None):
         for s in arm.run(seconds):
             step = mon.update(s.t, s.q, s.dq, s.tau)
-            got = {v: tr.update(s.t, s.q, mon.observer.disturbance, mon.detector.current)
+            got = {v: tr.update(s.t, s.q, mon.observer.disturbance, mon.detector.current,
+                                **({"dq": s.dq} if takes_dq[v] else {}))
                    for v, tr in trackers.items()}
             if on_step is not None:
                 on_step(s, step, got)
@@ -291,6 +309,9 @@ def main() -> int:
     ap.add_argument("--dump", default="", help="pickle the trials (truth, q, estimates) to this file")
     ap.add_argument("--payload-error", type=float, default=0.0,
                     help="the monitor's payload off by this fraction of its mass and x 0.1 m per CoM component")
+    ap.add_argument("--payload-sigma", type=float, default=None,
+                    help="the payload's σ the contact trackers are given, in --payload-error's units (default: that "
+                         "error, 1 σ per component; 0: none)")
     ap.add_argument("--load", nargs="*", default=[], help="make the tables from these --dump files (runs nothing)")
     args = ap.parse_args()
     variants = {"after": (contact_now, {})}
@@ -308,7 +329,8 @@ def main() -> int:
         wall |= got["wall"]
     for name in ([] if args.load else args.robots.split(",")):
         t1 = time.monotonic()
-        all_trials[name], weak[name] = run_robot(name, args.count, args.seed, variants, args.payload_error)
+        all_trials[name], weak[name] = run_robot(name, args.count, args.seed, variants, args.payload_error,
+                                                      args.payload_sigma)
         wall[name] = time.monotonic() - t1
     cmd = "nice -n 10 .venv/bin/python bench/bench_contact.py" + (f" --count {args.count}" if args.count != 200
                                                                    else "") + " --write"

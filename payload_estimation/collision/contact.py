@@ -536,17 +536,22 @@ class ContactTracker:
     def __init__(self, locator: ContactLocator):
         self.locator = locator
         self.config = locator.config
-        self._buf: deque[tuple[float, np.ndarray, np.ndarray]] = deque()
+        self._buf: deque[tuple[float, np.ndarray, np.ndarray, np.ndarray | None]] = deque()
         self._done_for: float | None = None  # detection time of the event already estimated
         self.last: ContactEstimate | None = None
+        self.payload_covariance: np.ndarray | None = None
+        """4 x 4 covariance (kg, kg m) of the observer's payload's (m, m c) in the payload frame, or None (exact):
+        the payload's error enters ū as its inverse dynamics, which the baseline removes only where the motion does
+        not change between the baseline and the window (:meth:`payload_sigma`)."""
 
     def reset(self) -> None:
         """Forget the history (e.g. after the observer was re-initialised)."""
         self._buf.clear()
         self._done_for = None
 
-    def update(self, t: float, q, u, event=None) -> ContactEstimate | None:
-        """Feed one sample (t s, q rad, ū N m) and the detector's active event (or None).
+    def update(self, t: float, q, u, event=None, dq=None) -> ContactEstimate | None:
+        """Feed one sample (t s, q rad, ū N m), the detector's active event (or None) and optionally dq (rad/s; else
+        the payload's σ uses the difference of q).
 
         Returns the estimate of the active event once, at its detection + ``delay``; else None.
         Samples whose time does not increase are ignored.
@@ -554,7 +559,7 @@ class ContactTracker:
         t = float(t)
         if self._buf and t <= self._buf[-1][0]:
             return None
-        self._buf.append((t, np.array(q, float), np.array(u, float)))
+        self._buf.append((t, np.array(q, float), np.array(u, float), None if dq is None else np.array(dq, float)))
         while self._buf and self._buf[0][0] < t - self.config.history:
             self._buf.popleft()
         if event is None or self._done_for == event.detection_time:
@@ -601,7 +606,42 @@ class ContactTracker:
         pre = (ts >= onset - cfg.baseline[1]) & (ts < min(onset, t_start) - cfg.guard)
         if pre.any():
             measured += np.abs(us[pre].mean(axis=0) - base)
+        if base_sel.any():
+            measured += self.payload_sigma(np.flatnonzero(base_sel), win)
         return tau, q, t_start, measured
+
+    def payload_sigma(self, base: np.ndarray, win: np.ndarray) -> np.ndarray:
+        """σ (N m per joint) of τ_ext from the payload's error (:attr:`payload_covariance`; zeros without one). An
+        error δp of the payload's (m, m c) adds (Ẇ1 + W2) δp to ū (its inverse dynamics in the momentum form,
+        :meth:`.RigidBodyDynamics.payload_momentum_rows`): the baseline (samples ``base`` of the history) removes
+        its mean there, the window (``win``) keeps the change, e.g. the gravity of a new pose, the arm stopping
+        at the detection or recoiling from the push. The payload's rotational inertia about its CoM is taken as
+        exact (its torque is small against that of its mass at these accelerations)."""
+        cov = self.payload_covariance
+        n = self.locator.n
+        if cov is None or len(win) == 0:
+            return np.zeros(n)
+        dy = self._payload_rows(win) - self._payload_rows(base)
+        return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", dy, np.asarray(cov, float), dy), 0.0))
+
+    def _payload_rows(self, idx: np.ndarray) -> np.ndarray:
+        """n x 4: the mean over the history's samples ``idx`` (consecutive) of Ẇ1 + W2 of the payload's (m, m c)."""
+        dyn = self.locator.dyn
+        first = max(int(idx[0]) - 1, 0)
+        samples = [self._buf[i] for i in range(first, int(idx[-1]) + 1)]
+        if len(samples) < 2:
+            return dyn.payload_gravity_regressor(samples[0][1])
+        ts = np.array([s[0] for s in samples])
+        rows1, rows2 = [], []
+        for k, (_, q, _, dq) in enumerate(samples):
+            if dq is None:  # the difference of q: backward, forward at the first sample
+                a, b = (k - 1, k) if k > 0 else (0, 1)
+                dq = (samples[b][1] - samples[a][1]) / (ts[b] - ts[a])
+            w1, w2 = dyn.payload_momentum_rows(q, dq)
+            rows1.append(w1[:, :4])
+            rows2.append(w2[:, :4])
+        span = ts[-1] - ts[0]
+        return (rows1[-1] - rows1[0]) / span + np.mean(rows2[1:], axis=0)
 
     def estimate(self, onset: float, t_end: float) -> ContactEstimate:
         """The contact estimate from the history: torque and its measured error from :meth:`_external_torque`."""

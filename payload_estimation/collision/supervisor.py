@@ -269,6 +269,8 @@ class MonitorSupervisor:
         if self._due:
             notes, self._due = self._due + notes, []
         self._last = (t, np.asarray(q, float))
+        if self.mon.tracker is not None:  # the contact's σ carries the payload's (issue 46)
+            self.mon.tracker.payload_covariance = self.sigma.cov
         step = self.mon.update(t, q, dq, tau)
         if self.sign.due(t) and self.sign.feed(self.mon.observer.gravity_torque, tau) is not None:
             notes.append(("error", f"{self.sign.fault}. Not monitoring: collision detection is off until then"))
