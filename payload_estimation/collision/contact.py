@@ -15,7 +15,8 @@ torque pattern can be explained on it and not, or on less surface, elsewhere; th
 are the link probabilities. They are calibrated when σ is the real error of τ_ext: σ_j = a floor
 plus a relative part (``ContactConfig``; on the MuJoCo bench the error is about 0.04 N m + 0.8 %)
 plus what the tracker measures on the stream (the noise of ū and the pre-contact drift of the model
-error), scaled up when the best fit needs it.
+error) and what the payload estimate's σ allows its torque to change between the baseline and the contact's window
+(:meth:`ContactTracker.payload_sigma`), scaled up when the best fit needs it.
 
 What is observable depends on the link (n = 7 joints): for links 6 and 7 the 6-D wrench is
 determined, hence F, its line of action and the point where it meets the link; for link 5 the
@@ -62,7 +63,7 @@ class ContactConfig:
 
     sigma_floor (N m) and sigma_relative: per-joint error of the external-torque estimate,
     σ_j = sigma_floor + sigma_relative |τ_j| + the tracker's measured part (noise of ū averaged over
-    the window, drift of the pre-contact model error; see :meth:`ContactTracker.external_torque`).
+    the window, drift of the pre-contact model error, the payload's σ; see :meth:`ContactTracker.external_torque`).
     Where the best fit is worse than that σ explains (χ² above its degrees of freedom n - 5), σ is
     scaled up by the fit (a reduced-χ² rescaling) so the link probabilities stay calibrated.
     friction (μ): the force lies within atan(μ) of the inward surface normal. spacing (m): surface
