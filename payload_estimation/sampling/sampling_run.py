@@ -54,6 +54,7 @@ from .payload_excitation import ExcitationPlan, ExcitationPlanConfig, unknown_pa
 from .pick_return import PickReturn
 from .poses import Envelope, MotionLimitError, PosePlan, PosePlanConfig, make_envelope, stop_point
 from .run_planning import PlanMotion, PlannedMotion
+from .run_requests import EstimatorRequests
 from .run_states import TRANSITIONS, Ending, Outcome, Phase, RunMode, check_transition
 from .run_supervision import CLOCK_BACK_TOLERANCE, CollisionGate, Fault, StreamClock
 from .sequence import (
@@ -223,7 +224,8 @@ class SamplingRun:
 
     The run is a table of phases (:data:`.run_states.TRANSITIONS`) and one handler per phase (:attr:`_HANDLERS`);
     its parts each do one job: :class:`.run_supervision.StreamClock` (clock and stream faults),
-    :class:`.run_supervision.CollisionGate` (which collisions are this run's), :class:`.pick_return.PickReturn`
+    :class:`.run_supervision.CollisionGate` (which collisions are this run's), :class:`.run_requests.EstimatorRequests`
+    (the request waiting for the estimator), :class:`.pick_return.PickReturn`
     (moves back to q0), :class:`.run_planning.PlanMotion` (the motion, off the caller's thread) and the
     sequence (:class:`.sequence.SamplingSequence` or :class:`.excitation_sequence.ExcitationSequence`)."""
 
@@ -262,10 +264,9 @@ class SamplingRun:
         self._t_phase = t
         self._t_plan = t
         self._planned: PlannedMotion | None = None
-        self._pending: tuple[str, float] | None = None  # (request kind, wall time sent)
+        self.requests = EstimatorRequests(self.cfg.service_timeout)
         self._q_last: np.ndarray | None = None
         self._active_sent = False
-        self._deferred: SequenceAborted | None = None
         self._abort_code: Outcome | None = None
         self._finished: Finished | None = None
 
@@ -369,9 +370,8 @@ class SamplingRun:
 
     def answered(self, kind: str, ok: bool, text: str, t: float) -> None:
         """The estimator answered the pending ``kind`` request ("capture" or "estimate") at ``t`` (s)."""
-        if self._pending is None or self._pending[0] != kind:
+        if not self.requests.take(kind):
             return  # an answer after an abort: nothing waits for it any more
-        self._pending = None
         if self._finished is not None or self.sequence is None:
             return
         if kind in ("capture", "record"):
@@ -381,14 +381,14 @@ class SamplingRun:
                 else:
                     self.sequence.captured(ok, text, t)
             except SequenceAborted as e:
-                self._deferred = e  # ends the run at the next update (no static sample at a pose)
+                self.requests.deferred = e  # ends the run at the next update (no static sample at a pose)
         else:
             self.sequence.estimated(ok, text, t)
 
     @property
     def pending(self) -> str | None:
         """The kind of request waiting for an answer, or None."""
-        return None if self._pending is None else self._pending[0]
+        return self.requests.kind
 
     @property
     def finished(self) -> Finished | None:
@@ -441,20 +441,15 @@ class SamplingRun:
                     Outcome.COLLISION)
         if self.phase is Phase.ABORT_RETURN:
             return None
-        if self._deferred is not None:
-            return str(self._deferred), Ending.RETURN, self._deferred.code
+        if (deferred := self.requests.deferred_fault()) is not None:
+            return deferred
         if obs.cancel:
             done = None if self.sequence is None else self.sequence.estimate_answer
             if done is not None and done[0]:  # the estimate is published and in use: a cancel cannot take it back
                 return (f"{CANCELLED} after the estimate was published and taken into use ({done[1]}); the run "
                         "still returns to the pick configuration", Ending.RETURN, Outcome.CANCELLED)
             return CANCELLED, Ending.RETURN, Outcome.CANCELLED
-        if self._pending is not None and obs.wall - self._pending[1] > self.cfg.service_timeout:
-            what = {"capture": "the capture request", "record": "the request to start recording",
-                    "estimate": "the estimate request"}.get(self._pending[0], self._pending[0])
-            return (f"the estimator did not answer {what} within {self.cfg.service_timeout:.1f} s (service_timeout)",
-                    Ending.RETURN, Outcome.ESTIMATOR_TIMEOUT)
-        return None
+        return self.requests.timeout_fault(obs.wall)
 
     # ------------------------------------------------------------------ the phases' handlers
     def _clear_first(self, obs: Observation, out: list[RunAction]) -> None:
@@ -552,7 +547,7 @@ class SamplingRun:
 
     def _sequence(self, obs: Observation, out: list[RunAction]) -> None:
         seq = self.sequence
-        if self._pending is not None and self._pending[0] in ("capture", "record"):
+        if self.requests.kind in ("capture", "record"):
             return
         clear = self.gate.armed and obs.t - self._t_active >= self.cfg.monitor_fit_delay
         act = seq.update(obs.t, obs.q, seq.wants_static and obs.static, clear_to_move=clear, dq=obs.dq)
@@ -563,7 +558,7 @@ class SamplingRun:
             out.append(act)
         elif isinstance(act, (Capture, Estimate, Record)):
             kind = "capture" if isinstance(act, Capture) else "record" if isinstance(act, Record) else "estimate"
-            self._pending = (kind, obs.wall)
+            self.requests.sent(kind, obs.wall)
             out.append(act)
             if isinstance(act, Estimate) and self.excitation is None:  # the return move is commanded at once
                 ret = seq.update(obs.t, obs.q, False, clear_to_move=True, dq=obs.dq)
@@ -598,7 +593,7 @@ class SamplingRun:
         elif ending is Ending.RETURN and self.phase is Phase.RETURN_FIRST:
             ending = Ending.HOLD
         self.abort_reason = reason
-        self._pending = None
+        self.requests.drop()
         if ending is Ending.RETURN and self._q_last is not None:
             try:
                 out = self._command_return(obs, "pick configuration (abort)")
