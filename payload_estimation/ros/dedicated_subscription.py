@@ -9,9 +9,8 @@ message and calls the callback in the same thread; the node's other entities sta
 
 The subscription belongs to the node (same name resolution, namespace and remapping, listed by
 ``ros2 node info``) but is not registered in its entity list, so the executor never takes from it.
-This uses rclpy's C extension the way ``rclpy.wait_for_message`` does. Its subscription constructor
-takes content-filter options since Kilted and not on Jazzy: :func:`_c_subscription` calls whichever
-form this rclpy has. If the interface is not available at all (another rclpy),
+This uses rclpy's C extension the way ``rclpy.wait_for_message`` does, through :mod:`.rclpy_compat`
+(the subscription handle, its take, the wait set). If the interface is not available at all (another rclpy),
 :func:`create_dedicated_subscription` falls back to an ordinary executor-served subscription and
 says so in the log.
 
@@ -29,6 +28,8 @@ from typing import Any
 from rclpy.guard_condition import GuardCondition
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+
+from . import rclpy_compat
 
 WAKE_NS = 200_000_000
 """Longest wait (ns) before the thread re-checks that the context is still valid."""
@@ -64,11 +65,6 @@ class DedicatedSubscription:
     def __init__(self, node: Node, msg_type: type, topic: str, callback: Callable[[Any], None],
                  qos: QoSProfile, lock: threading.Lock, with_info: bool = False, batch: float = 0.0,
                  raw: bool = False, newest: bool = False):
-        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
-        from rclpy.type_support import check_is_valid_msg_type
-
-        check_is_valid_msg_type(msg_type)  # also loads the type support the C constructor needs
-        self._rclpy = _rclpy
         self._node = node
         self._msg_type = msg_type
         self._callback = callback
@@ -81,7 +77,7 @@ class DedicatedSubscription:
         """Messages taken but not delivered (``newest``: a newer one was waiting)."""
         self._take_lock = threading.Lock()  # the thread's and flush()'s takes, each delivered in order
         self.topic = node.resolve_topic_name(topic)
-        self._handle = _c_subscription(_rclpy, node, msg_type, topic, qos)
+        self._handle = rclpy_compat.c_subscription(node, msg_type, topic, qos)
         self._stop = threading.Event()
         self._wake = GuardCondition(None, None, context=node.context)
         node.context.on_shutdown(self._request_stop)
@@ -105,8 +101,7 @@ class DedicatedSubscription:
         return self._stop.is_set() or not self._node.context.ok()
 
     def _run(self) -> None:
-        _rclpy = self._rclpy
-        ws = _rclpy.WaitSet(1, 1, 0, 0, 0, 0, self._node.context.handle)
+        ws = rclpy_compat.c_wait_set(self._node)
 
         def failed(e: Exception) -> None:
             self.faults += 1
@@ -137,7 +132,7 @@ class DedicatedSubscription:
         with self._take_lock:
             while True:
                 try:
-                    taken = sub.take_message(self._msg_type, self._raw)
+                    taken = rclpy_compat.take_message(sub, self._msg_type, self._raw)
                 except Exception as e:  # noqa: BLE001 - handle destroyed under us at shutdown; otherwise: go on
                     if self._stopping():
                         return False
@@ -164,7 +159,7 @@ class DedicatedSubscription:
     def _take_newest(self, sub, taken):
         """The newest of the messages waiting (``taken`` the first of them); the older ones are counted."""
         while True:
-            newer = sub.take_message(self._msg_type, self._raw)
+            newer = rclpy_compat.take_message(sub, self._msg_type, self._raw)
             if newer is None:
                 return taken
             self.taken += 1
@@ -181,7 +176,7 @@ class DedicatedSubscription:
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=2.0)
         with self._take_lock:
-            self._handle.destroy_when_not_in_use()
+            rclpy_compat.destroy_c_subscription(self._handle)
         self._wake.destroy()
 
 
@@ -189,34 +184,20 @@ def _wait_for_message(ws, handle, wake, stopping: Callable[[], bool], failed: Ca
     """One wait of a subscription thread on ``ws`` (its subscription ``handle`` and guard condition ``wake``), at
     most WAKE_NS: "ready" (a message waits), "idle" (none, or a failed wait: ``failed`` said it) or "stop" (the
     wait failed because the node is stopping)."""
-    ws.clear_entities()
-    ws.add_subscription(handle)
-    ws.add_guard_condition(wake.handle)
     try:
-        ws.wait(WAKE_NS)
+        ready = rclpy_compat.wait_ready(ws, handle, wake, WAKE_NS)
     except Exception as e:  # noqa: BLE001 - context shut down while waiting; otherwise: say so, go on
         if stopping():
             return "stop"
         failed(e)
         return "idle"
-    return "ready" if handle.pointer in ws.get_ready_entities("subscription") else "idle"
+    return "ready" if ready else "idle"
 
 
 def _say_wait_failed(node: Node, topic: str, e: Exception, stop: threading.Event) -> None:
     node.get_logger().error(f"{topic}: waiting for messages failed ({type(e).__name__}: {e}); retrying",
                             throttle_duration_sec=2.0)
     stop.wait(0.01)  # a wait that keeps failing must not spin a core
-
-
-def _c_subscription(rclpy_impl, node: Node, msg_type: type, topic: str, qos: QoSProfile):
-    """rclpy's C subscription handle: Kilted and later take content-filter options (None here),
-    Jazzy's constructor has no such argument."""
-    c_qos = qos.get_c_qos_profile()
-    with node.handle:
-        try:
-            return rclpy_impl.Subscription(node.handle, msg_type, topic, c_qos, None)
-        except TypeError:  # Jazzy (rclpy 7): (node, msg_type, topic, qos)
-            return rclpy_impl.Subscription(node.handle, msg_type, topic, c_qos)
 
 
 def create_dedicated_subscription(node: Node, msg_type: type, topic: str, callback: Callable[[Any], None],
@@ -253,17 +234,12 @@ class PolledSubscription:
 
     def __init__(self, node: Node, msg_type: type, topic: str, qos: QoSProfile, notify: Callable[[], None],
                  batch: float = 0.0):
-        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
-        from rclpy.type_support import check_is_valid_msg_type
-
-        check_is_valid_msg_type(msg_type)
-        self._rclpy = _rclpy
         self._node = node
         self._msg_type = msg_type
         self._notify = notify
         self._batch = float(batch)
         self.topic = node.resolve_topic_name(topic)
-        self._handle = _c_subscription(_rclpy, node, msg_type, topic, qos)
+        self._handle = rclpy_compat.c_subscription(node, msg_type, topic, qos)
         self._take_lock = threading.Lock()
         self._arm_lock = threading.Lock()  # no notify() after disarm() returned
         self._armed = threading.Event()
@@ -302,7 +278,7 @@ class PolledSubscription:
                 return out
             while True:
                 try:
-                    got = self._handle.take_message(self._msg_type, False)
+                    got = rclpy_compat.take_message(self._handle, self._msg_type, False)
                 except Exception:  # noqa: BLE001 - handle destroyed or context shut down under us
                     break
                 if got is None:
@@ -328,7 +304,7 @@ class PolledSubscription:
         return self._stop.is_set() or not self._node.context.ok()
 
     def _run(self) -> None:
-        ws = self._rclpy.WaitSet(1, 1, 0, 0, 0, 0, self._node.context.handle)
+        ws = rclpy_compat.c_wait_set(self._node)
         while not self._stopping():
             if not self._armed.wait(0.2):
                 continue
@@ -356,7 +332,7 @@ class PolledSubscription:
     def _take_newest(self, sub, taken):
         """The newest of the messages waiting (``taken`` the first of them); the older ones are counted."""
         while True:
-            newer = sub.take_message(self._msg_type, self._raw)
+            newer = rclpy_compat.take_message(sub, self._msg_type, self._raw)
             if newer is None:
                 return taken
             self.taken += 1
@@ -373,5 +349,5 @@ class PolledSubscription:
             self._thread.join(timeout=2.0)
         with self._take_lock:
             self._destroyed = True
-            self._handle.destroy_when_not_in_use()
+            rclpy_compat.destroy_c_subscription(self._handle)
         self._wake.destroy()

@@ -30,6 +30,7 @@ from ..signals import SettleConfig
 from ..stream import StampGuard, StampVerdict, StreamTimeout, StreamWatchdog
 from ..stream.driver_stream import DriverStream
 from ..stream.latched_wait import LatchedWait, Publisher
+from . import rclpy_compat
 from .messages import JointSample, JointStateConverter, clock_stamp
 from .parameters import Param, ParameterError, ParameterTable
 from .qos import LATCHED_QOS
@@ -104,9 +105,8 @@ def clock_off_executor(node):
     (destroy it with the node), or None where there is nothing to move (no sim time) or this rclpy keeps its time
     source otherwise (then the executor serves /clock as usual). A later change of ``use_sim_time`` at run time is
     rclpy's again (a subscription of its own when set true)."""
-    ts = getattr(node, "_time_source", None)
-    sub = getattr(ts, "_clock_sub", None)
-    if sub is None or not callable(getattr(ts, "clock_callback", None)):
+    clock_callback = rclpy_compat.time_source_clock_callback(node)
+    if clock_callback is None:
         return None
     import threading
 
@@ -116,13 +116,12 @@ def clock_off_executor(node):
     from .dedicated_subscription import DedicatedSubscription
 
     try:
-        dedicated = DedicatedSubscription(node, ClockMsg, "/clock", ts.clock_callback,
+        dedicated = DedicatedSubscription(node, ClockMsg, "/clock", clock_callback,
                                           QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT),
                                           threading.Lock(), batch=CLOCK_BATCH, newest=True)
     except (ImportError, AttributeError, TypeError):
         return None
-    node.destroy_subscription(sub)
-    ts._clock_sub = None
+    rclpy_compat.drop_time_source_clock_subscription(node)
     node._clock_flush = dedicated.flush  # messages.clock_seconds takes the newest /clock first
     return dedicated
 

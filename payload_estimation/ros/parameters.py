@@ -38,6 +38,7 @@ from rclpy.parameter import Parameter
 from ..errors import PayloadEstimationError
 from ..files.output_path import output_problem
 from ..reporting import format_table
+from . import rclpy_compat
 from .parameter_names import NODE_PARAMETERS
 
 
@@ -262,7 +263,7 @@ class ParameterTable:
         changes. Raises :class:`ParameterError` for a start-up value that is not allowed. Installs
         the conversions and the whole-request handling of the module docstring.
         """
-        overrides = getattr(node, "_parameter_overrides", {})  # parameter files and -p (rclpy keeps them here)
+        overrides = rclpy_compat.parameter_overrides(node)  # parameter files and -p
         for p in self.params:
             given = overrides.get(p.name)
             if given is not None and given.type_ != Parameter.Type.NOT_SET:
@@ -398,13 +399,9 @@ class ParameterTable:
             response.result = failed[0] if failed else SetParametersResult(successful=True)
             return response
 
-        base = f"{node.get_name()}/"
-        for srv in node.services:
-            if srv.srv_type is SetParameters and srv.service_name.endswith(base + "set_parameters"):
-                srv.callback = set_parameters
-            elif srv.srv_type is SetParametersAtomically and srv.service_name.endswith(
-                    base + "set_parameters_atomically"):
-                srv.callback = set_atomically
+        rclpy_compat.replace_service_callback(node, SetParameters, "set_parameters", set_parameters)
+        rclpy_compat.replace_service_callback(node, SetParametersAtomically, "set_parameters_atomically",
+                                              set_atomically)
 
     def values(self, node, names: Iterable[str] | None = None) -> dict[str, Any]:
         """Current values by name (lists as Python lists)."""

@@ -211,3 +211,24 @@ def test_the_circle_finder_sees_a_circle_through_a_function_and_ignores_type_che
     (pkg / "ros" / "e.py").write_text("from .d import z\n")
     assert circles(import_graph(pkg)) == [frozenset({"ros.a", "ros.b", "ros.c"})]
     assert circles(import_graph(pkg, top_level=True)) == []
+
+
+RCLPY_INTERNALS = {  # what ros/rclpy_compat.py wraps, as it reads in code
+    "rclpy's C extension": r"implementation_singleton|rclpy_implementation|\bWaitSet\b|destroy_when_not_in_use",
+    "a C subscription's take": r"(?<!rclpy_compat)\.take_message\(",
+    "the start-up parameter values": r"\b_parameter_overrides\b",
+    "the time source's /clock subscription": r"\b_time_source\b|\b_clock_sub\b",
+    "a replaced service callback": r"\.callback\s*=",
+}
+
+
+def test_rclpy_internals_only_in_the_adapter():
+    """rclpy's private names are used in ros/rclpy_compat.py only (one place to fix for a new distro; each checked
+    by test_rclpy_compat); every pattern finds its use there, so none of them is a pattern that finds nothing."""
+    adapter = PACKAGE / "ros" / "rclpy_compat.py"
+    for what, pattern in RCLPY_INTERNALS.items():
+        assert re.search(pattern, adapter.read_text()), f"{what}: {pattern} no longer matches rclpy_compat.py"
+    found = [f"{p.relative_to(ROOT)}:{i}: {what}" for p in sorted(PACKAGE.rglob("*.py")) if p != adapter
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             for what, pattern in RCLPY_INTERNALS.items() if re.search(pattern, line)]
+    assert not found, f"rclpy internals outside ros/rclpy_compat.py (add a function there): {found}"
