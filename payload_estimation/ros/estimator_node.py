@@ -37,12 +37,11 @@ from ..payload.online_session import OnlineSession
 from ..stream import StampVerdict
 from .dedicated_subscription import create_dedicated_subscription
 from .estimator_params import PARAMS, estimator_config
+from .joint_state_input import JointStateInput
 from .messages import clock_seconds, clock_stamp, estimate_to_msg
 from .node_support import (
     STREAM_PARAMS,
     THROTTLE_S,
-    JointStateInput,
-    RobotModelSource,
     StatusReporter,
     clock_off_executor,
     joint_names_for,
@@ -51,6 +50,7 @@ from .node_support import (
 )
 from .parameters import ParameterError
 from .qos import EVENT_QOS, LATCHED_QOS, SENSOR_QOS
+from .robot_model_source import RobotModelSource
 
 JOINT_STATES_BATCH = 0.02
 """s joint_states gather before the estimator's thread takes them (every sample is taken, 20 at a time at 1 kHz: one

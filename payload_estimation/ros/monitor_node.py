@@ -42,6 +42,7 @@ from ..signals.torque_gains import torque_gains
 from ..stream import StampVerdict
 from .contact_messages import contact_line, contact_messages
 from .dedicated_subscription import create_dedicated_subscription
+from .joint_state_input import JointStateInput
 from .messages import (
     SAMPLER_MARK,
     clock_seconds,
@@ -57,8 +58,6 @@ from .monitor_setup import PendingParameters, monitor_supervisor
 from .node_support import (
     STREAM_PARAMS,
     THROTTLE_S,
-    JointStateInput,
-    RobotModelSource,
     StatusReporter,
     answer,
     clock_off_executor,
@@ -67,6 +66,7 @@ from .node_support import (
     steady_timer,
 )
 from .qos import COMMAND_QOS, EVENT_QOS, LATCHED_QOS, SENSOR_QOS
+from .robot_model_source import RobotModelSource
 
 HOLD_MARK = "collision_monitor/hold"
 """header.frame_id of the monitor's own trajectories (so it does not learn them as 'active')."""

@@ -71,12 +71,11 @@ from ..sampling.sampling_run import ClearCaptures, Finished, Hold, PlanMotion, S
 from ..sampling.sequence import Move
 from ..stream import StampVerdict
 from .dedicated_subscription import PolledSubscription
+from .joint_state_input import JointStateInput
 from .messages import clock_seconds, diagnostic_level
 from .node_support import (
     SETTLE_PARAMS,
     STREAM_PARAMS,
-    JointStateInput,
-    RobotModelSource,
     StatusReporter,
     answer,
     clock_off_executor,
@@ -85,6 +84,7 @@ from .node_support import (
     steady_timer,
 )
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_LATEST_QOS
+from .robot_model_source import RobotModelSource
 from .sampler_params import PARAMS, change_note, sampler_config
 from .sampler_support import drop_pending, log_outcome, motion_msg
 

@@ -44,9 +44,10 @@ from ..payload.estimate import PayloadEstimate
 from ..sim import SimDriver, driver_config, payload_body
 from ..sim.driver import FAULTS, Contact
 from .messages import MessageError, estimate_to_msg, sec_to_time, time_to_sec, trajectory_from_msg
-from .node_support import RobotModelSource, StatusReporter
+from .node_support import StatusReporter
 from .parameters import Param, ParameterError, ParameterTable
 from .qos import COMMAND_QOS, LATCHED_QOS
+from .robot_model_source import RobotModelSource
 
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 """joint_states QoS: reliable (best-effort subscribers match it too), like joint_state_broadcaster."""

@@ -9,7 +9,7 @@ import pytest
 from payload_estimation.cli import command_line
 from payload_estimation.errors import PayloadEstimationError
 from payload_estimation.ros.bringup import BringupError, override_file
-from payload_estimation.ros.node_support import _reason
+from payload_estimation.ros.robot_model_source import _reason
 
 
 def run_with(monkeypatch, exc: Exception) -> int:

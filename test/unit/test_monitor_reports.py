@@ -37,9 +37,10 @@ from payload_estimation.model.parameters import BodyInertia
 from payload_estimation.model.robot_file import load_robot
 from payload_estimation.payload.estimate import PayloadEstimate
 from payload_estimation.payload.limits import check_payload
+from payload_estimation.ros.joint_state_input import JointStateInput
 from payload_estimation.ros.monitor_params import PARAMS
 from payload_estimation.ros.monitor_setup import PendingParameters, monitor_supervisor, planner
-from payload_estimation.ros.node_support import STREAM_PARAMS, JointStateInput
+from payload_estimation.ros.node_support import STREAM_PARAMS
 from payload_estimation.ros.parameters import ParameterError
 from payload_estimation.sampling.poses import check_executed, executed_path, move_duration, stop_point
 from payload_estimation.sim import SensorConfig, SimConfig, SimulatedArm

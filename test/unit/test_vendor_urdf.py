@@ -265,7 +265,7 @@ class _Node:
 
 def test_the_nodes_log_the_tip_choice_and_the_snapping():
     """RobotModelSource (every node's model) logs what loading decided through the node's logger."""
-    from payload_estimation.ros.node_support import RobotModelSource
+    from payload_estimation.ros.robot_model_source import RobotModelSource
 
     for path, expected in ((PANDA, ("info", "tip link panda_link8 (the payload frame) chosen by default")),
                            (GEN3, ("warning", "23 joint <origin>/<axis> numbers read as the exact values"))):
