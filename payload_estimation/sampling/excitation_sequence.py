@@ -26,7 +26,7 @@ import numpy as np
 
 from .payload_excitation import POINT_RATE, ExcitationPlan
 from .poses import MotionLimitError
-from .run_states import Outcome
+from .run_states import ExcitePhase, Outcome
 from .sequence import Done, Estimate, PhaseTimings, SequenceAborted, SequenceConfig, Wait
 
 TAIL = 0.05
@@ -68,7 +68,7 @@ class ExcitationSequence:
         self.point_rate = point_rate
         self._check = check
         self.wants_static = False
-        self._phase = "record"
+        self._phase = ExcitePhase.RECORD
         self._t0: float | None = None
         self._t_gate: float | None = None
         self._t_cmd = 0.0
@@ -83,9 +83,11 @@ class ExcitationSequence:
 
     @property
     def progress(self) -> str:
-        return {"record": "starting", "recording": "starting the recording", "gate": "waiting for the collision gate",
-                "excite": f"excitation ({self.plan.duration:.2f} s)", "tail": "at rest after the excitation",
-                "estimate": "estimating", "done": "done"}[self._phase]
+        return {ExcitePhase.RECORD: "starting", ExcitePhase.RECORDING: "starting the recording",
+                ExcitePhase.GATE: "waiting for the collision gate",
+                ExcitePhase.EXCITE: f"excitation ({self.plan.duration:.2f} s)",
+                ExcitePhase.TAIL: "at rest after the excitation", ExcitePhase.ESTIMATE: "estimating",
+                ExcitePhase.DONE: "done"}[self._phase]
 
     # ------------------------------------------------------------------ answers
     def recorded(self, ok: bool, text: str, t: float) -> None:
@@ -113,13 +115,13 @@ class ExcitationSequence:
         q = np.asarray(q, dtype=float)
         if self._t0 is None:
             self._t0 = t
-            self._phase = "recording"
+            self._phase = ExcitePhase.RECORDING
             return Record()
-        if self._phase == "recording":
+        if self._phase is ExcitePhase.RECORDING:
             if self._recorded is None:
                 return Wait()
-            self._phase, self._t_gate = "gate", t
-        if self._phase == "gate":
+            self._phase, self._t_gate = ExcitePhase.GATE, t
+        if self._phase is ExcitePhase.GATE:
             if not clear_to_move:
                 if t - self._t_gate > self.cfg.clear_timeout:
                     raise SequenceAborted(f"not clear to start the excitation after {self.cfg.clear_timeout:.2f} s",
@@ -127,25 +129,25 @@ class ExcitationSequence:
                 return Wait()
             self.timings.gate = t - self._t_gate
             return self._excite(t)
-        if self._phase == "excite":
+        if self._phase is ExcitePhase.EXCITE:
             if not self._arrived(t, q):
                 return Wait()
             self.timings.moves.append(t - self._t_cmd)
-            self._phase, self._t_arrive = "tail", t
-        if self._phase == "tail":
+            self._phase, self._t_arrive = ExcitePhase.TAIL, t
+        if self._phase is ExcitePhase.TAIL:
             if t - self._t_arrive < self.tail:
                 return Wait()
             self.timings.settles.append(t - self._t_arrive)
             self.timings.attempts.append(1)
-            self._phase, self._t_estimate = "estimate", t
+            self._phase, self._t_estimate = ExcitePhase.ESTIMATE, t
             return Estimate()
-        if self._phase == "estimate":
+        if self._phase is ExcitePhase.ESTIMATE:
             if self._estimate is None:
                 return Wait()
             self.timings.ret = 0.0
             self.timings.finish = t - self._t_estimate
             self.timings.total = t - self._t0
-            self._phase = "done"
+            self._phase = ExcitePhase.DONE
         ok, text = self._estimate
         return Done(ok, text)
 
@@ -160,7 +162,7 @@ class ExcitationSequence:
                     raise MotionLimitError(f"excitation velocity {np.max(np.abs(dq)):.3f} rad/s above the budget")
         except MotionLimitError as e:
             raise SequenceAborted(f"refusing to command the excitation: {e}", code=Outcome.MOTION_LIMIT) from e
-        self._phase, self._t_cmd = "excite", t
+        self._phase, self._t_cmd = ExcitePhase.EXCITE, t
         return Excite(points, self.plan.duration)
 
     def _arrived(self, t: float, q: np.ndarray) -> bool:

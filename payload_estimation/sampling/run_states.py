@@ -1,4 +1,4 @@
-"""The sampling run's modes, phases, outcome codes and the transitions between phases, in one place.
+"""The sampling run's modes, phases (the run's and its sequences'), outcome codes and transitions, in one place.
 
 Phases and outcomes are :class:`enum.StrEnum` s whose values are the words a user and a program read (the
 sampler's status ``phase`` and ``last_outcome``, :attr:`.sampling_run.Finished.code`): ``Outcome.DONE ==
@@ -67,6 +67,33 @@ class Phase(enum.StrEnum):
         return self in (Phase.WAITING, Phase.CLEAR_FIRST, Phase.STARTUP, Phase.REST, Phase.PLANNING)
 
 
+class PosePhase(enum.StrEnum):
+    """Where a pose sequence (:class:`.sequence.SamplingSequence`) is: START (before the first update), NEXT (the next
+    pose's move to command), MOVE (moving to it), SETTLE (captures at it), FINISH (estimate and return to q0),
+    DONE."""
+
+    START = "start"
+    NEXT = "next"
+    MOVE = "move"
+    SETTLE = "settle"
+    FINISH = "finish"
+    DONE = "done"
+
+
+class ExcitePhase(enum.StrEnum):
+    """Where an excitation sequence (:class:`.excitation_sequence.ExcitationSequence`) is: RECORD (ask the estimator
+    to record), RECORDING (its answer awaited), GATE (waiting to be clear to move), EXCITE (the excitation), TAIL (at
+    rest after it), ESTIMATE (its answer awaited), DONE."""
+
+    RECORD = "record"
+    RECORDING = "recording"
+    GATE = "gate"
+    EXCITE = "excite"
+    TAIL = "tail"
+    ESTIMATE = "estimate"
+    DONE = "done"
+
+
 class Outcome(enum.StrEnum):
     """How a run ended (:attr:`.sampling_run.Finished.code`, the sampler's status ``last_outcome``)."""
 
@@ -131,4 +158,4 @@ def check_transition(old: Phase, new: Phase) -> None:
         raise RuntimeError(f"sampling run: no transition {old.value} -> {new.value} in run_states.TRANSITIONS")
 
 
-__all__ = ["RunMode", "Phase", "Outcome", "Ending", "TRANSITIONS", "check_transition"]
+__all__ = ["RunMode", "Phase", "PosePhase", "ExcitePhase", "Outcome", "Ending", "TRANSITIONS", "check_transition"]

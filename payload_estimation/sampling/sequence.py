@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import PayloadEstimationError
 from ..model.description import RobotDescription
 from .poses import MotionLimitError, MoveTiming, PosePlan, checked_move
-from .run_states import Outcome
+from .run_states import Outcome, PosePhase
 
 
 class SequenceAborted(RuntimeError):
@@ -188,7 +188,7 @@ class SamplingSequence:
         slows moves while the payload mass is unknown)."""
         self.n = len(plan.poses)
         self._k = 0
-        self._phase = "start"
+        self._phase = PosePhase.START
         self._t0: float | None = None
         self._target: np.ndarray | None = None
         self._duration = 0.0
@@ -215,12 +215,12 @@ class SamplingSequence:
     @property
     def wants_static(self) -> bool:
         """True when :meth:`update` looks at ``static`` (the caller may skip the check otherwise)."""
-        if self._phase == "finish":
+        if self._phase is PosePhase.FINISH:
             return self._t_back is not None and not self._returned
-        return self._phase == "settle" and not self._pending_capture
+        return self._phase is PosePhase.SETTLE and not self._pending_capture
 
     @property
-    def phase(self) -> str:
+    def phase(self) -> PosePhase:
         return self._phase
 
     @property
@@ -239,7 +239,7 @@ class SamplingSequence:
             self.timings.settles.append(t - self._t_arrive)
             self._t_last_capture = t
             self._k += 1
-            self._phase = "next" if self._k < self.n else "finish"
+            self._phase = PosePhase.NEXT if self._k < self.n else PosePhase.FINISH
             return
         self._last_reason = reason
         if t - self._t_arrive > self.cfg.dwell:
@@ -267,16 +267,16 @@ class SamplingSequence:
         self._dq = None if dq is None else np.asarray(dq, dtype=float)
         if self._t0 is None:
             self._t0 = t
-            self._phase = "next"
-        if self._phase == "next":
+            self._phase = PosePhase.NEXT
+        if self._phase is PosePhase.NEXT:
             return self._next_pose(t, q, static, clear_to_move)
-        if self._phase == "move":
+        if self._phase is PosePhase.MOVE:
             if self._arrived(t, q):
                 self.timings.moves.append(t - self._t_cmd)
                 self._enter_settle(t)
             else:
                 return Wait()
-        if self._phase == "settle":
+        if self._phase is PosePhase.SETTLE:
             if self._pending_capture:
                 return Wait()
             expired = t - self._t_arrive > self.cfg.dwell
@@ -285,9 +285,9 @@ class SamplingSequence:
                 self._t_request = t
                 return Capture(self._k)
             return Wait()
-        if self._phase == "finish":
+        if self._phase is PosePhase.FINISH:
             return self._finish(t, q, static)
-        if self._phase == "done":
+        if self._phase is PosePhase.DONE:
             ok, text = self._estimate
             return Done(ok, text)
         raise RuntimeError(f"unknown phase {self._phase!r}")
@@ -310,9 +310,9 @@ class SamplingSequence:
         if self._t_gate is not None:
             self.timings.gate += t - self._t_gate
             self._t_gate = None
-        return self._command(t, q, target, f"pose {self._k + 1}/{self.n}", "move")
+        return self._command(t, q, target, f"pose {self._k + 1}/{self.n}", PosePhase.MOVE)
 
-    def _command(self, t: float, q: np.ndarray, target: np.ndarray, label: str, phase: str) -> Move:
+    def _command(self, t: float, q: np.ndarray, target: np.ndarray, label: str, phase: PosePhase) -> Move:
         try:
             floor = self.cfg.min_duration
             if self.duration_floor is not None:
@@ -331,7 +331,7 @@ class SamplingSequence:
             return True
         if t - self._t_cmd > self._duration + self.cfg.arrival_timeout:
             j = int(np.argmax(err))
-            what = f"pose {self._k + 1}/{self.n}" if self._phase == "move" else "pick configuration"
+            what = f"pose {self._k + 1}/{self.n}" if self._phase is PosePhase.MOVE else "pick configuration"
             raise SequenceAborted(
                 f"timeout after {self._duration + self.cfg.arrival_timeout:.2f} s: {what} not reached: joint "
                 f"{self.names[j]} is {np.degrees(err[j]):.2f} deg off (tolerance "
@@ -339,7 +339,7 @@ class SamplingSequence:
         return False
 
     def _enter_settle(self, t: float) -> None:
-        self._phase = "settle"
+        self._phase = PosePhase.SETTLE
         self._t_arrive = t
         self._t_request = -np.inf
         self._last_reason = "the arm never became static"
@@ -352,7 +352,7 @@ class SamplingSequence:
         if not self._return_commanded:
             self._return_commanded = True
             if np.max(np.abs(q - self.plan.q0)) >= 0.1 * self.cfg.arrival_tolerance:
-                return self._command(t, q, self.plan.q0, "pick configuration", "finish")
+                return self._command(t, q, self.plan.q0, "pick configuration", PosePhase.FINISH)
             self.timings.ret = 0.0
             self._returned = True
         if not self._returned and self._t_back is None and self._arrived(t, q):
@@ -363,7 +363,7 @@ class SamplingSequence:
         if self._returned and self._estimate is not None:
             self.timings.finish = t - self._t_last_capture
             self.timings.total = t - self._t0
-            self._phase = "done"
+            self._phase = PosePhase.DONE
             ok, text = self._estimate
             return Done(ok, text)
         return Wait()
