@@ -17,30 +17,23 @@ the first joint_states and after ``joint_state_timeout`` s without them (wall ti
 from __future__ import annotations
 
 import functools
-import json
 import sys
 import threading
 from array import array
-from pathlib import Path
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import InertiaStamped, WrenchStamped
+from geometry_msgs.msg import InertiaStamped
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, String
-from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
-from visualization_msgs.msg import Marker
 
-from ..collision.contact import ContactEstimate
 from ..collision.reaction import Action
-from ..collision.supervisor import CalibrationRefused, Command, MonitorInputs, MonitorSupervisor, monitor_status
+from ..collision.supervisor import MonitorInputs, MonitorSupervisor, monitor_status
 from ..errors import PayloadEstimationError
 from ..signals.torque_gains import torque_gains
 from ..stream import StampVerdict
-from .contact_messages import contact_line, contact_messages
 from .dedicated_subscription import create_dedicated_subscription
 from .joint_state_input import JointStateInput
 from .messages import (
@@ -50,16 +43,15 @@ from .messages import (
     joint_state_msg,
     sec_to_time,
     trajectory_from_msg,
-    trajectory_msg,
     trajectory_velocities,
 )
+from .monitor_outputs import HOLD_MARK, MonitorOutputs
 from .monitor_params import PARAMS, monitor_configs, per_joint_check
 from .monitor_setup import PendingParameters, monitor_supervisor
 from .node_support import (
     STREAM_PARAMS,
     THROTTLE_S,
     StatusReporter,
-    answer,
     clock_off_executor,
     joint_names_for,
     log_notes,
@@ -67,9 +59,7 @@ from .node_support import (
 )
 from .qos import COMMAND_QOS, EVENT_QOS, LATCHED_QOS, SENSOR_QOS
 from .robot_model_source import RobotModelSource
-
-HOLD_MARK = "collision_monitor/hold"
-"""header.frame_id of the monitor's own trajectories (so it does not learn them as 'active')."""
+from .threshold_calibration_services import ThresholdCalibrationServices
 
 WATCHDOG_PERIOD = 0.1
 """s between wall-clock checks of the joint_states stream."""
@@ -105,24 +95,15 @@ class CollisionMonitorNode(Node):
         self._residual_listened = True  # ~/residual has a subscriber (checked by the watchdog timer)
         self.inputs = MonitorInputs()  # the sampler's flag, estimates and events (also before a model exists)
         self._joint_states = None
-        self.pub_residual = self.create_publisher(JointState, "~/residual", EVENT_QOS)
-        self.pub_collision = self.create_publisher(Bool, "~/collision", LATCHED_QOS)
-        self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
-        self.pub_wrench = self.create_publisher(WrenchStamped, "~/contact_wrench", EVENT_QOS)
-        self.pub_marker = self.create_publisher(Marker, "~/contact_marker", EVENT_QOS)
-        self.pub_contact = self.create_publisher(String, "~/contact", LATCHED_QOS)
-        self.pub_lost = self.create_publisher(String, "~/payload_lost", LATCHED_QOS)
+        self.out = MonitorOutputs(self)
         self.status = StatusReporter(self, "collision", self._snapshot)
         self.create_subscription(InertiaStamped, "payload/estimate", self._on_estimate, LATCHED_QOS)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
         self.create_subscription(Bool, "payload_sampler/active", self._on_sampling, LATCHED_QOS)
         self.create_subscription(String, "payload_estimator/payload_event", self._on_payload_event, EVENT_QOS)
         self.create_subscription(String, "payload_estimator/online_estimate", self._on_online, LATCHED_QOS)
-        for name, callback in {"start_threshold_calibration": self._srv_calibration_start,
-                               "finish_threshold_calibration": self._srv_calibration_finish,
-                               "cancel_threshold_calibration": self._srv_calibration_cancel}.items():
-            self.create_service(Trigger, f"~/{name}", callback)
-        self.pub_collision.publish(Bool(data=False))
+        self.calibration = ThresholdCalibrationServices(self, self._state_lock, self._changed)
+        self.out.collision.publish(Bool(data=False))
         self.model = RobotModelSource(self, self.values, self._on_model)
         self._clock_thread = clock_off_executor(self)  # /clock (sim time) off the executor: node_support
         steady_timer(self, WATCHDOG_PERIOD, self._watchdog)
@@ -189,9 +170,9 @@ class CollisionMonitorNode(Node):
         step = self.sup.update(t, s.q, s.dq, s.tau)
         self._log(step.notes)
         for report in step.reports:
-            self._on_event(report.event, report.changed)
+            self.out.event(self.sup.describe(report.event, self.joint_names), report.event.active, report.changed)
         if step.loss is not None and step.loss.lost:
-            self._on_lost(step.loss)
+            self.out.payload_lost(self.sup.loss_report(step.loss))
         r = step.monitor.residual
         sec, nanosec = self.input.converter.last_stamp  # the message's own stamp, to the nanosecond
         self._count += 1
@@ -201,51 +182,21 @@ class CollisionMonitorNode(Node):
             stamp.sec, stamp.nanosec = sec, nanosec
             out.effort = array("d", r)  # array.array skips the generated setter's per-element checks
             if self._residual_listened:
-                self.pub_residual.publish(out)
+                self.out.residual.publish(out)
         for c in step.contacts:  # held with its detection until the loss check says collision; none for a loss
-            self._on_contact(c, Time(sec=sec, nanosec=nanosec) if c.time == t else sec_to_time(c.time))
+            self.out.contact(c, Time(sec=sec, nanosec=nanosec) if c.time == t else sec_to_time(c.time))
         if step.action is not Action.NOTHING:
             now = clock_seconds(self)
             command, note = self.sup.react(step.action, now, s.q, s.dq, max(0.0, now - t))
             if command is not None:
-                self._command(command)
+                self.out.command(self.joint_names, command)
             self._log([note] if note else [])
 
     def _restart(self) -> None:
         """The stream started over: re-initialise from its new samples, keep the payload."""
         if self.sup.restart():
-            self.pub_collision.publish(Bool(data=False))
+            self.out.collision.publish(Bool(data=False))
         self.status.publish()
-
-    # ------------------------------------------------------------------ events
-    def _on_event(self, ev, changed: bool) -> None:
-        text = self.sup.describe(ev, self.joint_names)
-        self.get_logger().warning(text) if ev.active else self.get_logger().info(text)
-        if changed:
-            self.pub_collision.publish(Bool(data=ev.active))
-            self.status.publish()
-
-    def _on_contact(self, c: ContactEstimate, stamp) -> None:
-        """The contact estimate of the active event (``stamp``: the sample it was made at; a collision decided by the
-        payload-loss check comes later): the log, ~/contact (JSON: link, probability, force range),
-        ~/contact_wrench and ~/contact_marker in the contact link's frame, the status."""
-        self.get_logger().warning(contact_line(c))  # one answer per contact
-        record, wrench, marker = contact_messages(c, stamp)
-        self.pub_contact.publish(record)
-        if wrench is not None:  # else no link explains the torque: nothing to show
-            self.pub_wrench.publish(wrench)
-            self.pub_marker.publish(marker)
-        self.status.publish()
-
-    def _on_lost(self, v) -> None:
-        """A payload loss (the core logged it): ~/payload_lost (JSON, latched) and the status."""
-        self.pub_lost.publish(String(data=json.dumps(self.sup.loss_report(v))))
-        self.status.publish()
-
-    def _command(self, c: Command) -> None:
-        msg = trajectory_msg(self.joint_names, c.q, c.t, velocities=c.velocities)
-        msg.header.frame_id = HOLD_MARK
-        self.pub_traj.publish(msg)
 
     # ------------------------------------------------------------------ other inputs
     @_locked
@@ -287,66 +238,11 @@ class CollisionMonitorNode(Node):
             self.status.publish()
         self._log(notes)
 
-    # ------------------------------------------------------------------ threshold calibration
-    def _calibration(self, response, call):
-        """Answer a calibration service with ``call(sup)``'s (changed, message), logged, the status published. Only
-        the supervisor's part runs under the state lock: the joint_states thread never waits for a file or for
-        the parameter change (which takes the lock itself)."""
-        def guarded():
-            if self.sup is None:
-                raise CalibrationRefused(f"no robot model yet ({self.model.error or 'waiting for robot_description'})")
-            return call(self.sup)
-
-        changed = answer(response, guarded)
-        if changed:
-            self.get_logger().info(response.message)
-            self.status.publish()
-        else:
-            self.get_logger().warning(f"threshold calibration: {response.message}", throttle_duration_sec=THROTTLE_S)
-        return response
-
-    @_locked
-    def _srv_calibration_start(self, request, response):
-        return self._calibration(response, lambda sup: (True, sup.start_calibration()))
-
-    @_locked
-    def _srv_calibration_cancel(self, request, response):
-        return self._calibration(response, lambda sup: (True, sup.cancel_calibration()))
-
-    def _srv_calibration_finish(self, request, response):
-        return self._calibration(response, self._finish_calibration)
-
-    def _finish_calibration(self, sup: MonitorSupervisor) -> tuple[bool, str]:
-        """The recording's thresholds set as the ``thresholds`` parameter (they apply as any change of it: once no
-        collision is reported) and, with ``threshold_calibration_file``, written as a parameter file."""
-        with self._state_lock:
-            cal = sup.finish_calibration(float(self.values["threshold_calibration_safety"]),
-                                         float(self.values["threshold_calibration_minimum"]))
-        thresholds = cal.to_dict()["thresholds"]
-        result = self.set_parameters([Parameter("thresholds", value=thresholds)])[0]
-        if not result.successful:
-            raise CalibrationRefused(f"the calibrated thresholds {thresholds} N m were refused: {result.reason}; the "
-                                     "thresholds are unchanged")
-        lines = cal.lines(self.joint_names)
-        with self._state_lock:
-            waits = "thresholds" in self._changed.waiting(sup)
-        lines.append("applied: thresholds " + str(thresholds) + " N m"
-                     + (" once the collision reported now is released" if waits else ""))
-        path = str(self.values["threshold_calibration_file"])
-        if path:
-            try:
-                Path(path).write_text(cal.params_file(f"the live residual of {self.get_fully_qualified_name()}",
-                                                      node=self.get_name()))
-                lines.append(f"written to {path} (give it to this node with --params-file)")
-            except OSError as e:
-                lines.append(f"NOT written to {path}: {e} (the thresholds are applied; ros2 param dump keeps them)")
-        return True, "\n".join(lines)
-
     # ------------------------------------------------------------------ status
     def _watchdog(self) -> None:
         # ~/residual is published for every sample only while someone subscribes (a publish with nobody listening is
         # a tenth of the per-sample cost); a new subscriber gets it within WATCHDOG_PERIOD
-        self._residual_listened = self.pub_residual.get_subscription_count() > 0
+        self._residual_listened = self.out.residual.get_subscription_count() > 0
         if self.input is None:
             return
         self.input.awake(WATCHDOG_PERIOD)  # late itself: the silence meanwhile is this node's, not the stream's
