@@ -189,7 +189,7 @@ def run(args) -> int:
 def _mission(client, desc, sc: Scenario) -> dict:
     from ..collision import capsule_geometry, push_point
     from ..model import RigidBodyDynamics
-    from ..sampling.sampler import RETRIED_NOTE
+    from ..sampling import RETRIED_NOTE
 
     dyn = RigidBodyDynamics(desc)
     geometry = capsule_geometry(desc)

@@ -17,7 +17,7 @@ _API = {
     "sequence": ("Capture", "Done", "Estimate", "Move", "PhaseTimings", "SamplingSequence", "SequenceAborted",
                  "SequenceConfig"),
     "sampling_run": ("RunConfig", "RunMode", "RunRefused", "RunSpec", "SamplingRun"),
-    "sampler": ("Sampler", "SamplerConfig", "SamplerRefused", "run_spec"),
+    "sampler": ("RETRIED_NOTE", "Sampler", "SamplerConfig", "SamplerRefused", "run_spec"),
     "bare_run": ("BareRunConfig", "BareRunResult"),
 }
 __all__, __getattr__, __dir__ = lazy_api(__name__, globals(), _API)

@@ -46,6 +46,7 @@ class FakeClient:
         return Res()
 
     call = call_until_success = lambda self, service, timeout=60.0: self._answer(service)  # noqa: E731
+    call_retrying = lambda self, service, timeout=60.0, say=None: self._answer(service)  # noqa: E731
 
     def announce(self, service, timeout=30.0) -> str:
         self.log.append(f"announce {service}")
