@@ -17,10 +17,10 @@ from pathlib import Path
 from benchlib import machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ["model", "payload", "uncertainty", "dynamic", "online", "online_ceiling", "thresholds", "sim", "collision",
-         "payload_events", "residual_real", "identification", "identification_unseen", "panda", "nodes", "cpu",
-         "sampler",
-         "demo"]
+ORDER = ["model", "payload", "uncertainty", "static_misfit", "dynamic", "dynamic_misfit", "pick_configurations",
+         "online", "online_ceiling", "online_misfit", "user_motion", "thresholds", "sim", "sim_styles", "collision",
+         "payload_events", "residual_real", "lbr_med7", "identification", "identification_unseen", "panda", "nodes",
+         "cpu", "sampler", "demo"]
 
 
 
