@@ -271,6 +271,13 @@ def _cone_bound(f: np.ndarray, v: np.ndarray, normals: np.ndarray, cos_cone: flo
     return out
 
 
+def _weigh(rows: np.ndarray, mask: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(N, n, 3) ``rows`` of joints that see the point (``mask``) whitened by ``w``: per-joint weights (n,) or a
+    whitening matrix (n, n) for errors correlated across the joints."""
+    rows = rows * mask[:, :, None]
+    return rows * w[None, :, None] if w.ndim == 1 else np.einsum("ij,pjk->pik", w, rows)
+
+
 def _weighted_quantiles(x: np.ndarray, w: np.ndarray, qs) -> tuple[float, ...]:
     order = np.argsort(x)
     c = np.cumsum(w[order])
@@ -337,9 +344,12 @@ class ContactLocator:
         s = self.config.sigma_floor + self.config.sigma_relative * np.abs(tau)
         return s if measured is None else s + np.asarray(measured, float)
 
-    def locate(self, q, tau_ext, t: float = float("nan"), measured_sigma=None) -> ContactEstimate:
+    def locate(self, q, tau_ext, t: float = float("nan"), measured_sigma=None, torque_covariance=None
+               ) -> ContactEstimate:
         """The contact that best explains ``tau_ext`` (N m) at ``q`` (rad); ``t`` (s) is recorded;
-        ``measured_sigma`` (N m, per joint, optional): measured error of ``tau_ext`` added to σ."""
+        ``measured_sigma`` (N m, per joint, optional): measured error of ``tau_ext`` added to σ;
+        ``torque_covariance`` (n x n N² m², optional): an error correlated across the joints (the payload's), added
+        to the covariance diag(σ²) the fit whitens its rows with."""
         n, cfg = self.n, self.config
         q = np.asarray(q, float)
         tau = np.asarray(tau_ext, float)
@@ -351,9 +361,18 @@ class ContactLocator:
             measured_sigma = np.asarray(measured_sigma, float)
             if measured_sigma.shape != (n,) or not np.all(np.isfinite(measured_sigma) & (measured_sigma >= 0)):
                 raise ContactInputError(f"measured_sigma must be {n} finite values >= 0 N m, got {measured_sigma}")
+        sig = self.sigma(tau, measured_sigma)
+        if torque_covariance is None:
+            w = 1.0 / sig
+            b, sig_total = w * tau, sig
+        else:
+            cov = np.asarray(torque_covariance, float)
+            if cov.shape != (n, n) or not np.all(np.isfinite(cov)):
+                raise ContactInputError(f"torque_covariance must be {n} x {n} and finite, got shape {cov.shape}")
+            cov = np.diag(sig ** 2) + 0.5 * (cov + cov.T)
+            w = np.linalg.inv(np.linalg.cholesky(cov))  # whitening: w cov wᵀ = 1
+            b, sig_total = w @ tau, np.sqrt(np.diag(cov))
         self._kinematics(q)
-        w = 1.0 / self.sigma(tau, measured_sigma)
-        b = w * tau
         o, z = np.array(self._o), np.array(self._z)
         # every link's surface samples at once: points (base frame), their link index and area
         rots = np.array([pose[:3, :3] for pose in self._poses])
@@ -416,7 +435,7 @@ class ContactLocator:
             force_link=rot.T @ f_best, point_link=None if point is None else rot.T @ (point - pos),
             external_torque=tau.copy(), fit_residual=fit_residual, chi2=c_best,
             best_point=pts_k[i].copy(), best_point_link=rot.T @ (pts_k[i] - pos),
-            sigma_scale=math.sqrt(scale2), torque_sigma=math.sqrt(scale2) / w, link_names=self.link_names,
+            sigma_scale=math.sqrt(scale2), torque_sigma=math.sqrt(scale2) * sig_total, link_names=self.link_names,
             misfit=words)
 
     def _force_range(self, pts, nrm, mask, f, like, o, z, w, scale2: float) -> tuple[float, float]:
@@ -454,9 +473,7 @@ class ContactLocator:
     @staticmethod
     def _rows(pts: np.ndarray, mask: np.ndarray, o: np.ndarray, z: np.ndarray, w: np.ndarray) -> np.ndarray:
         """(N, n, 3): row j of w ⊙ J_pᵀ, i.e. w_j (z_j × (p - o_j)) for joints j up to the point's link."""
-        a = np.cross(z[None], pts[:, None, :] - o[None])
-        a *= (mask * w[None])[:, :, None]
-        return a
+        return _weigh(np.cross(z[None], pts[:, None, :] - o[None]), mask, w)
 
     def _fit(self, pts, mask, o, z, w, b) -> tuple[np.ndarray, np.ndarray]:
         """Least-squares F (N, 3) at each point and its χ² (N,)."""
@@ -471,7 +488,7 @@ class ContactLocator:
         a = self._rows(pts, mask, o, z, w)
         res = (a @ f[..., None])[..., 0] - b
         # d(J_pᵀ F)_j / dp = w_j (F × z_j)ᵀ, restricted to the tangent plane (basis t1, t2)
-        dp = np.cross(f[:, None, :], z[None]) * (mask * w[None])[:, :, None]
+        dp = _weigh(np.cross(f[:, None, :], z[None]), mask, w)
         t1, t2 = _tangents(nrm)
         jac = np.concatenate([a, (dp @ t1[..., None]), (dp @ t2[..., None])], axis=2)
         jt = jac.transpose(0, 2, 1)
@@ -540,6 +557,7 @@ class ContactTracker:
         self._buf: deque[tuple[float, np.ndarray, np.ndarray, np.ndarray | None]] = deque()
         self._done_for: float | None = None  # detection time of the event already estimated
         self.last: ContactEstimate | None = None
+        self._windows = (np.zeros(0, int), np.zeros(0, int))  # the last estimate's baseline and window samples
         self.payload_covariance: np.ndarray | None = None
         """4 x 4 covariance (kg, kg m) of the observer's payload's (m, m c) in the payload frame, or None (exact):
         the payload's error enters ū as its inverse dynamics, which the baseline removes only where the motion does
@@ -607,8 +625,7 @@ class ContactTracker:
         pre = (ts >= onset - cfg.baseline[1]) & (ts < min(onset, t_start) - cfg.guard)
         if pre.any():
             measured += np.abs(us[pre].mean(axis=0) - base)
-        if base_sel.any():
-            measured += self.payload_sigma(np.flatnonzero(base_sel), win)
+        self._windows = (np.flatnonzero(base_sel), win)
         return tau, q, t_start, measured
 
     def payload_sigma(self, base: np.ndarray, win: np.ndarray) -> np.ndarray:
@@ -618,12 +635,17 @@ class ContactTracker:
         its mean there, the window (``win``) keeps the change, e.g. the gravity of a new pose, the arm stopping
         at the detection or recoiling from the push. The payload's rotational inertia about its CoM is taken as
         exact (its torque is small against that of its mass at these accelerations)."""
+        cov = self.payload_torque_covariance(base, win)
+        return np.zeros(self.locator.n) if cov is None else np.sqrt(np.maximum(np.diag(cov), 0.0))
+
+    def payload_torque_covariance(self, base: np.ndarray, win: np.ndarray) -> np.ndarray | None:
+        """n x n covariance (N² m²) of τ_ext from the payload's error (:meth:`payload_sigma`; None without one): one
+        error of four parameters, correlated across the joints."""
         cov = self.payload_covariance
-        n = self.locator.n
-        if cov is None or len(win) == 0:
-            return np.zeros(n)
+        if cov is None or len(win) == 0 or len(base) == 0:
+            return None
         dy = self._payload_rows(win) - self._payload_rows(base)
-        return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", dy, np.asarray(cov, float), dy), 0.0))
+        return dy @ np.asarray(cov, float) @ dy.T
 
     def _payload_rows(self, idx: np.ndarray) -> np.ndarray:
         """n x 4: the mean over the history's samples ``idx`` (consecutive) of Ẇ1 + W2 of the payload's (m, m c)."""
@@ -647,7 +669,8 @@ class ContactTracker:
     def estimate(self, onset: float, t_end: float) -> ContactEstimate:
         """The contact estimate from the history: torque and its measured error from :meth:`_external_torque`."""
         tau, q, _, measured = self._external_torque(onset, t_end)
-        return self.locator.locate(q, tau, t_end, measured_sigma=measured)
+        return self.locator.locate(q, tau, t_end, measured_sigma=measured,
+                                   torque_covariance=self.payload_torque_covariance(*self._windows))
 
 
 __all__ = ["ContactConfig", "ContactEstimate", "ContactInputError", "ContactLocator", "ContactTracker",
