@@ -22,23 +22,21 @@ import traceback
 
 from geometry_msgs.msg import InertiaStamped
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, String
-from std_srvs.srv import Trigger
 
 from ..errors import PayloadEstimationError
-from ..files.exports import write_exports
 from ..model.dynamics import RigidBodyDynamics
-from ..payload.announcement_relay import RELAY_WINDOW
 from ..payload.estimate import NO_PAYLOAD, PayloadEstimate
-from ..payload.estimator import CALIBRATION, CAPTURE_WORDS, LOADED, PREPARE_PERIOD, UNLOADED, Answer, PayloadEstimator
+from ..payload.estimator import PREPARE_PERIOD, PayloadEstimator
 from ..payload.online_session import OnlineSession
 from ..stream import StampVerdict
 from .dedicated_subscription import create_dedicated_subscription
 from .estimator_params import PARAMS, estimator_config
+from .estimator_services import NO_LISTENER as NO_LISTENER  # the answer's phrase, imported from here by tests
+from .estimator_services import EstimatorServices
 from .joint_state_input import JointStateInput
-from .messages import clock_seconds, clock_stamp, estimate_to_msg
+from .messages import clock_stamp, estimate_to_msg
 from .node_support import (
     STREAM_PARAMS,
     THROTTLE_S,
@@ -61,10 +59,6 @@ ONLINE_PERIOD = 0.1
 terms are computed on a thread of their own, every :data:`.payload.estimator.PREPARE_PERIOD` s."""
 
 
-NO_LISTENER = "no collision monitor listens"
-"""The phrase of a grasped / released answer whose announcement no collision monitor received."""
-
-
 class PayloadEstimatorNode(Node):
     """Messages, services and parameters <-> :class:`payload.estimator.PayloadEstimator`."""
 
@@ -84,21 +78,7 @@ class PayloadEstimatorNode(Node):
         self._joint_states = create_dedicated_subscription(self, JointState, "joint_states", self._on_joint_states,
                                                            SENSOR_QOS, self._input_lock, batch=JOINT_STATES_BATCH,
                                                            raw=True)  # decoded by the converter: no Python message
-        services = {"capture": lambda q, r: self._capture(LOADED, r),
-                    "capture_unloaded": lambda q, r: self._capture(UNLOADED, r),
-                    "estimate": lambda q, r: self._estimate(core.estimate, r),
-                    "reset": lambda q, r: self._unloaded(core.forget(self.model.error), r),
-                    "clear_captures": lambda q, r: self._reply(core.clear(), r),
-                    "capture_calibration": lambda q, r: self._capture(CALIBRATION, r),
-                    "calibrate": self._srv_calibrate,
-                    "start_recording": lambda q, r: self._reply(self._refusal("recording") or core.start_recording(),
-                                                                r),  # _refusal took the samples before the request
-                    "store_reference": self._srv_store_reference,
-                    "estimate_motion": lambda q, r: self._flush() or self._estimate(core.estimate_motion, r),
-                    # announced grasp / release: the collision monitor learns the change instead of stopping the arm
-                    "grasped": self._srv_grasped, "released": self._srv_released}
-        for name, callback in services.items():
-            self.create_service(Trigger, f"~/{name}", callback)
+        self.trigger_services = EstimatorServices(self, self._flush)  # ~/capture, ~/estimate, ~/grasped, ...
         self.pub_event = self.create_publisher(String, "~/payload_event", EVENT_QOS)
         self.pub_online = self.create_publisher(String, "~/online_estimate", LATCHED_QOS)
         self.create_subscription(Bool, "payload_sampler/active", lambda m: core.online.set_sampling(bool(m.data)),
@@ -169,113 +149,11 @@ class PayloadEstimatorNode(Node):
         if self._joint_states is not None:
             self._joint_states.flush()
 
-    def _refusal(self, what: str, stream: bool = True) -> Answer | None:
-        if stream:
-            self._flush()
-        age, lost = (None, False) if self.input is None else (self.input.age(), self.input.lost())
-        return self.core.refusal(what, self.model.error, age, lost, stream)
-
-    @staticmethod
-    def _reply(answer: Answer, response):
-        response.success, response.message = answer.ok, answer.message
-        return response
-
-    def _capture(self, kind: str, response):
-        a = self._refusal(CAPTURE_WORDS[kind]) or self.core.capture(kind, self.input.age())
-        if not a.ok:
-            self.get_logger().warning(a.message, throttle_duration_sec=THROTTLE_S)
-        return self._reply(a, response)
-
-    def _srv_calibrate(self, request, response):
-        """Identify the unloaded gravity model (with offsets) from the calibration captures, write it and use it."""
-        a = self._refusal("calibrate", stream=False)
-        if a is not None:
-            return self._reply(a, response)
-        path = self.core.calibration_path()
-        a = self.core.calibrate(path)
-        if a.ok:
-            res = self.set_parameters([Parameter("gravity_model", value=str(path))])[0]
-            if res.successful:
-                self.core.calibrated()
-                self.get_logger().info(a.message)
-                return self._reply(a, response)
-            a = Answer(False, f"calibrate: {path} written but not loaded: {res.reason}", fault=True)
-        if a.fault:
-            self.get_logger().error(a.message)
-        return self._reply(a, response)
-
-    def _estimate(self, fit, response):
-        """``fit()`` (the core's static or motion fit): publish an accepted estimate, export it and answer; a
-        rejected fit keeps the previous payload (the core's status says so)."""
-        a = self._refusal("estimate", stream=False)
-        if a is not None:
-            return self._reply(a, response)
-        out = fit()
-        response.success, response.message = out.ok, out.message
-        if out.fit_failed:
-            self.get_logger().error(out.message)
-            self.status.publish()
-        if not out.ok:
-            return response
-        self._publish(out.estimate)
-        if out.imprecise:
-            self.get_logger().warning(f"payload estimate {out.message}")  # IMPRECISE (why): the estimate
-        exported = self.core.export(out.estimate, str(self.values["export_dir"]), self._write_exports)
-        response.message += exported.message
-        if exported.fault:
-            self.get_logger().error(f"{exported.message[2:]}; the estimate is published but not written: set "
-                                    "export_dir to a directory this node can write")
-            self.status.publish()
-        self.get_logger().info(f"payload estimate: {response.message}")
-        return response
-
-    def _srv_store_reference(self, request, response):
-        self._flush()
-        a = self.core.store_reference()
-        if a.fault:
-            self.get_logger().error(a.message, throttle_duration_sec=2.0)
-        elif a.ok:
-            self.get_logger().info(a.message)
-            self.status.publish()
-        return self._reply(a, response)
-
-    def _unloaded(self, a: Answer, response):
-        """Answer a reset or release: 0 kg published when it was taken."""
-        if a.ok:
-            self._publish(NO_PAYLOAD)
-            self.get_logger().info(a.message)
-        return self._reply(a, response)
-
-    def _announce(self, event: str) -> str:
-        """Publish ``event`` on ~/payload_event (the collision monitor's cue); a warning phrase if nobody listens."""
-        self.pub_event.publish(String(data=event))
-        listeners = self.pub_event.get_subscription_count()
-        self.core.announcements.published(event, listeners, time.monotonic())
-        if listeners == 0:
-            return (f"; WARNING: {NO_LISTENER} on payload_estimator/payload_event yet, so it did not get this "
-                    f"announcement (sent again if one appears within {RELAY_WINDOW:g} s, status "
-                    "announcement_unheard; not running in this namespace, or not discovered yet)")
-        return ""
-
-    def _srv_grasped(self, request, response):
-        """An object was grasped: its payload is unknown until estimated; the monitor learns it provisionally."""
-        self._flush()  # the samples waiting in the batch are before the grasp: how late this node is, without them
-        log_notes(self.get_logger(), self.core.use_online_model())
-        a = self.core.announce_grasp(self._announce("grasped"), at=clock_seconds(self))
-        self.get_logger().info(a.message)
-        self.status.publish()
-        return self._reply(a, response)
-
-    def _srv_released(self, request, response):
-        """The object was released: forget the payload (as ~/reset); the monitor expects its torque to vanish."""
-        listening = self._announce("released")  # before the 0 kg estimate: the monitor opens its window first
-        return self._unloaded(self.core.announce_release(listening, self.model.error), response)
-
     # ------------------------------------------------------------------ online estimate
     def _on_payload_lost(self, msg: String) -> None:
         """The collision monitor reports the carried payload lost: the online estimate ends, 0 kg is published."""
         if self.core.payload_lost():
-            self._publish(NO_PAYLOAD)
+            self.publish_estimate(NO_PAYLOAD)
             self.get_logger().warning("payload lost (collision_monitor): online estimate ended, 0 kg published")
 
     def _on_collision(self, msg: Bool) -> None:
@@ -326,13 +204,8 @@ class PayloadEstimatorNode(Node):
             self.status.publish()
 
     # ------------------------------------------------------------------ output
-    def _write_exports(self, est: PayloadEstimate, directory: str):
-        """The estimate's export files in ``directory``; returns that directory."""
-        robot = str(self.values["robot"])  # the estimate's model places the flange (base_link/tip_link included)
-        return write_exports(est, directory, model=robot or "robot_description",
-                             robot=self.dyn.desc if robot and self.dyn is not None else None)[0].parent
-
-    def _publish(self, est: PayloadEstimate) -> None:
+    def publish_estimate(self, est: PayloadEstimate) -> None:
+        """``est`` on payload/estimate (latched) and the status."""
         self.pub_estimate.publish(estimate_to_msg(est, clock_stamp(self), self.core.frame))
         self.status.publish()
 
