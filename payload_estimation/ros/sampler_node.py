@@ -50,8 +50,6 @@ from ..model.dynamics import RigidBodyDynamics
 from ..sampling.excitation_sequence import Excite
 from ..sampling.sampler import (
     ERROR,
-    ESTIMATOR_CALLS,
-    ESTIMATOR_SERVICES,
     OK,
     REQUESTS,
     TICK_PERIOD,
@@ -59,15 +57,13 @@ from ..sampling.sampler import (
     Sampler,
     SamplerConfig,
     answer_text,
-    capture_note,
-    estimate_note,
     plan_note,
     request_kind,
     retried,
     retry_reason,
     stream_stale,
 )
-from ..sampling.sampling_run import ClearCaptures, Finished, Hold, PlanMotion, SamplingRun, SetActive
+from ..sampling.sampling_run import ClearCaptures, Finished, Hold, PlanMotion, SetActive
 from ..sampling.sequence import Move
 from ..stream import StampVerdict
 from .dedicated_subscription import PolledSubscription
@@ -85,8 +81,9 @@ from .node_support import (
 )
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_LATEST_QOS
 from .robot_model_source import RobotModelSource
+from .sampler_estimator_requests import EstimatorRequests
 from .sampler_params import PARAMS, change_note, sampler_config
-from .sampler_support import drop_pending, log_outcome, motion_msg
+from .sampler_support import log_outcome, motion_msg
 
 IDLE_PERIOD = 0.25
 """s between the idle ticks (the newest joint_states for the watchdog and the status; a request polls them itself):
@@ -109,8 +106,6 @@ class PayloadSamplerNode(Node):
         self.joint_names: tuple[str, ...] = ()
         self.input: JointStateInput | None = None
         self._done: Future | None = None
-        self._futures: list = []
-        self._clearing: Future | None = None  # the run's clear_captures request, until answered
         self.pub_traj = self.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
         self.pub_active = self.create_publisher(Bool, "~/active", LATCHED_QOS)
         self.status = StatusReporter(self, "sampling", self._snapshot)
@@ -123,8 +118,7 @@ class PayloadSamplerNode(Node):
         self.create_subscription(Bool, "collision_monitor/collision", self._on_collision, LATCHED_QOS)
         self.create_subscription(DiagnosticArray, "collision_monitor/status", self._on_monitor_status, LATCHED_QOS)
         services = ReentrantCallbackGroup()  # ~/sample awaits its run: the other callbacks must go on meanwhile
-        self.estimator = {n: self.create_client(Trigger, f"payload_estimator/{n}", callback_group=services)
-                          for n in ESTIMATOR_CALLS}
+        self.estimator = EstimatorRequests(self, services, lambda: self._run, self._tick)
         callbacks = {**{r[2:]: partial(self._start, r) for r in REQUESTS}, "cancel": self._srv_cancel,
                      "forget_pick": self._srv_forget_pick}
         for name, callback in callbacks.items():
@@ -205,10 +199,6 @@ class PayloadSamplerNode(Node):
         if self._run is not None:
             self._tick()
 
-    def _estimator_pair(self, run: SamplingRun) -> tuple:
-        """(capture or record, estimate) clients of ``run``'s mode."""
-        return tuple(self.estimator[n] for n in ESTIMATOR_SERVICES[run.mode])
-
     # ------------------------------------------------------------------ services
     async def _start(self, request: str, _, response):
         """``~/sample``, ``~/sweep``, ``~/record_reference``: run one ``request`` to its end, answer its outcome.
@@ -286,7 +276,7 @@ class PayloadSamplerNode(Node):
                 self.status.publish()
             return
         obs = self.core.observation(clock_seconds(self), time.monotonic(), self.input.silent() if self.input else None,
-                                    all(c.service_is_ready() for c in self._estimator_pair(run)),
+                                    self.estimator.ready(run),
                                     bool(self.values["require_monitor"]))
         for act in run.update(obs):
             self._do(act)
@@ -323,10 +313,7 @@ class PayloadSamplerNode(Node):
         elif isinstance(act, SetActive):
             self.pub_active.publish(Bool(data=act.active))
         elif isinstance(act, ClearCaptures):
-            client = self.estimator["clear_captures"]
-            if client.service_is_ready():
-                self._clearing = client.call_async(Trigger.Request())
-                self._futures.append((client, self._clearing))
+            self.estimator.clear()
         elif isinstance(act, (Move, Hold, Excite)):
             self.pub_traj.publish(motion_msg(self.joint_names, act))
             if isinstance(act, Hold):
@@ -336,41 +323,13 @@ class PayloadSamplerNode(Node):
         elif isinstance(act, Finished):
             self._finished(act)
         elif request_kind(act):
-            self._request(request_kind(act))
-
-    def _request(self, kind: str) -> None:
-        """Ask the estimator for a ``kind`` of :func:`sampling.sampler.request_kind` (capture, record, estimate),
-        once its answer to the run's clear_captures has come: two services have no order, and a capture the
-        estimator took before the clear was forgotten (9 poses fitted, "10 poses" answered). A clear that never
-        answers leaves the request pending: the run's service_timeout ends it."""
-        run, clearing = self._run, self._clearing
-        if clearing is not None and not clearing.done():
-            clearing.add_done_callback(lambda _, k=kind, r=run: self._request(k) if self._run is r else None)
-            return
-        client = self._estimator_pair(run)[kind == "estimate"]  # (capture or record, estimate)
-        future = client.call_async(Trigger.Request())
-        self._futures.append((client, future))
-        future.add_done_callback(lambda f, k=kind: self._answered(k, f))
-        if kind == "estimate":
-            self.get_logger().info(estimate_note(run.mode))
-            if not run.mode.excites:
-                self.status.publish()
-
-    def _answered(self, kind: str, future) -> None:
-        run = self._run
-        if run is None or future.cancelled():
-            return
-        res = future.result()
-        if kind == "capture" and res.success and run.sequence is not None:
-            self.get_logger().info(capture_note(run, res.message))
-        run.answered(kind, bool(res.success), str(res.message), clock_seconds(self))
-        self._tick()
+            self.estimator.request(request_kind(act))
 
     def _finished(self, fin: Finished) -> None:
         self._js.disarm()
         self._run_timer.cancel()
         self._idle_timer.reset()
-        drop_pending(self._futures)
+        self.estimator.drop_pending()
         fin = self.core.finish(fin, clock_seconds(self), time.monotonic())
         log_outcome(self.get_logger(), fin)
         self.status.publish()
