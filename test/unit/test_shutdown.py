@@ -56,7 +56,7 @@ def _monitor(context_ok: bool) -> SimpleNamespace:
         input=SimpleNamespace(lost_changed=lambda: True, age=lambda: 0.6, awake=lambda period: None,
                               silent=lambda: 0.6, watchdog=SimpleNamespace(timeout=0.5)),
         _joint_states=None, context=SimpleNamespace(ok=lambda: context_ok), get_logger=lambda: logger,
-        pub_residual=SimpleNamespace(get_subscription_count=lambda: 0),
+        out=SimpleNamespace(residual=SimpleNamespace(get_subscription_count=lambda: 0)),
         status=SimpleNamespace(publish=lambda: None), logger=logger)
 
 
