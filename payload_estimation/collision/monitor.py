@@ -150,7 +150,7 @@ class CollisionMonitor:
             ev = self.detector.update(t, r_det)
         contact = None
         if self.tracker is not None:
-            contact = self.tracker.update(t, q, self.observer.disturbance, self.detector.current)
+            contact = self.tracker.update(t, q, self.observer.disturbance, self.detector.current, dq=dq)
             if contact is not None:
                 self.detector.attach_contact(contact)
         return MonitorStep(r, ev, contact)

@@ -375,3 +375,28 @@ def test_an_effort_running_opposite_to_the_model_stops_monitoring_until_the_gain
             assert step.action is Action.NOTHING and not step.reports
         else:
             assert sup.sign.fault is None and level == 0 and not reported, text
+
+
+def test_the_contact_estimate_carries_the_sigma_of_the_payload_in_use(desc):
+    """The contact tracker's noise model holds the covariance published with the estimate the observer uses (the
+    payload's error enters the contact's force range and link probability); a newer estimate keeps it until its
+    own arrives (the thresholds' rule), and its own then replaces it."""
+    sup = MonitorSupervisor(RigidBodyDynamics(desc), MonitorConfig(quadrature="hold"), SupervisorConfig(),
+                            frame=desc.payload_frame_name, limit_check=check_payload)
+    arm = arm_at(desc)
+    arm.attach_payload(BODY)
+    assert sup.mon.tracker is not None
+    feed(arm, sup, 0.1)
+    est = PayloadEstimate.from_body(BODY, desc.payload_frame_name)
+    cov = np.diag([0.05, 0.004, 0.004, 0.008]) ** 2
+    sup.uncertainty(est.mass, est.com, cov)
+    sup.estimate(est, desc.payload_frame_name)
+    feed(arm, sup, 0.01)
+    np.testing.assert_allclose(sup.mon.tracker.payload_covariance, cov)
+    newer = PayloadEstimate(3.2, BODY.com, None, frame=desc.payload_frame_name, method="message")
+    sup.estimate(newer, desc.payload_frame_name)
+    feed(arm, sup, 0.01)
+    np.testing.assert_allclose(sup.mon.tracker.payload_covariance, cov)
+    sup.uncertainty(newer.mass, newer.com, 4 * cov)
+    feed(arm, sup, 0.01)
+    np.testing.assert_allclose(sup.mon.tracker.payload_covariance, 4 * cov)
