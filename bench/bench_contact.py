@@ -290,12 +290,17 @@ def reliability(all_trials: dict, variants: list[str], labels: dict) -> str:
                         rows, "l" + "r" * (len(heads) + 3), pad=False)
 
 
+END = "<!-- bench_contact.py: end of the generated tables; what follows is written by hand and kept -->"
+
+
 def write_doc(text: str) -> Path:
-    """Replace (or append) SECTION of docs/bench/collision.md with ``text``."""
+    """Replace (or append) SECTION of docs/bench/collision.md with ``text``, up to :data:`END`: the readings and
+    subsections written after it are kept."""
     path = BENCH_DOCS / "collision.md"
     old = path.read_text() if path.exists() else ""
     head = old.split(SECTION)[0].rstrip("\n")
-    path.write_text((head + "\n\n" if head else "") + text.rstrip("\n") + "\n")
+    tail = old.split(END, 1)[1].lstrip("\n") if END in old else ""
+    path.write_text((head + "\n\n" if head else "") + text.rstrip("\n") + f"\n\n{END}\n\n" + tail)
     return path
 
 
