@@ -81,7 +81,7 @@ from .node_support import (
 )
 from .qos import COMMAND_QOS, LATCHED_QOS, SENSOR_LATEST_QOS
 from .robot_model_source import RobotModelSource
-from .sampler_estimator_requests import EstimatorRequests
+from .sampler_estimator_clients import EstimatorClients
 from .sampler_params import PARAMS, change_note, sampler_config
 from .sampler_support import log_outcome, motion_msg
 
@@ -118,7 +118,7 @@ class PayloadSamplerNode(Node):
         self.create_subscription(Bool, "collision_monitor/collision", self._on_collision, LATCHED_QOS)
         self.create_subscription(DiagnosticArray, "collision_monitor/status", self._on_monitor_status, LATCHED_QOS)
         services = ReentrantCallbackGroup()  # ~/sample awaits its run: the other callbacks must go on meanwhile
-        self.estimator = EstimatorRequests(self, services, lambda: self._run, self._tick)
+        self.estimator = EstimatorClients(self, services, lambda: self._run, self._tick)
         callbacks = {**{r[2:]: partial(self._start, r) for r in REQUESTS}, "cancel": self._srv_cancel,
                      "forget_pick": self._srv_forget_pick}
         for name, callback in callbacks.items():

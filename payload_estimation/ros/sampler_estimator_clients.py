@@ -14,7 +14,7 @@ from .messages import clock_seconds
 from .sampler_support import drop_pending
 
 
-class EstimatorRequests:
+class EstimatorClients:
     """The estimator's clients of ``node`` (the sampler: its logger and ``status``) in ``callback_group``;
     ``current_run()`` is the run now (None when idle), ``tick()`` advances it."""
 
