@@ -15,7 +15,7 @@ configuration; both anchored on the unloaded rest before the grasp) and its case
   executes it (``set_trajectory(points, "jtc")``); *far*: 60-90 deg per joint (as far as the limits allow), with
   positions, velocities and accelerations, ending far outside the calibration sweep's ±25 deg envelope;
 - the calibrated estimator runs inside the estimator node's :class:`.payload.online_session.OnlineSession` (fed
-  every sample, ticked every 0.1 s as the node's 10 Hz timer: ``ONLINE_PERIOD`` of ros/estimator_node.py), whose
+  every sample, ticked every 0.05 s as the node's 20 Hz timer: ``ONLINE_PERIOD`` of ros/estimator_node.py), whose
   published estimates (and their gravity uncertainty, sent first) the monitor node's core carries
   (:class:`.collision.supervisor.MonitorSupervisor`, node defaults: 6 N m; the grasp announced at the attach, its
   window and the provisional payload learnt at rest until the first estimate; thresholds widened by 3σ of the
@@ -75,7 +75,7 @@ FAR = "far"
 ALL_STYLES = (*STYLES, FAR)
 PICK = 0.5  # s at rest after the grasp
 REST = 1.5  # s at rest after the move
-TICK = 0.1  # s, the estimator node's online timer (ros/estimator_node.py ONLINE_PERIOD)
+TICK = 0.05  # s, the estimator node's online timer (ros/estimator_node.py ONLINE_PERIOD; 0.1 before 2026-11-29 09:00)
 SWEEP_DEG = 25.0  # the calibration sweep's amplitude (bench_online.SWEEP)
 TILT_DEG = 20.0  # the two rests' tilt from which the rest's accuracy target applies
 ESTS = ("calibrated", "nominal")

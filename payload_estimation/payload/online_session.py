@@ -3,7 +3,7 @@
 :class:`OnlineSession` holds the node's rules around :class:`.online.OnlinePayloadEstimator`, without ROS:
 
 - it is fed every joint-state sample (:meth:`OnlineSession.add_sample`: the estimator's cheap update; rest
-  before a grasp is learnt as the unloaded anchor) and solved on the node's 10 Hz timer
+  before a grasp is learnt as the unloaded anchor) and solved on the node's 20 Hz timer
   (:meth:`OnlineSession.tick`), never in the sample path;
 - it runs against the node's current unloaded model (the calibrated gravity model when one is loaded, else the
   nominal description with ``model_uncertainty``); a changed model starts it over (:meth:`OnlineSession.use`);
@@ -12,8 +12,8 @@
   returns it to publish on ``payload/estimate`` once the arm has moved since the grasp (a joint by ``MOVED``);
   at rest after a grasp nothing is published (the collision monitor's own provisional payload learnt at rest is
   kept; a 0 kg estimate would read as a release). While the arm moves (a joint faster than the estimator's
-  ``rest_speed`` since the last tick) every tick's new estimate is published (the timer's rate: 10 per second at
-  10 Hz). The rest after a move is information (issue 46): a new static orientation determines the CoM components
+  ``rest_speed`` since the last tick) every tick's new estimate is published (the timer's rate: 20 per second at
+  20 Hz). The rest after a move is information (issue 46): a new static orientation determines the CoM components
   the grasp's rest did not, and its rows are checked against their noise model apart from the motion's (a jerky
   move's misfit does not deflate them). At rest after a move an estimate is published when its state changed or a
   σ (mass, a CoM component) changed by ``REST_CHANGE`` since the last one published (as σ shrinks with the rest's

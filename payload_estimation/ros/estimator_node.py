@@ -54,8 +54,9 @@ JOINT_STATES_BATCH = 0.02
 """s joint_states gather before the estimator's thread takes them (every sample is taken, 20 at a time at 1 kHz: one
 wake-up instead of 20, issue 48); a service that reads the samples takes those waiting first."""
 
-ONLINE_PERIOD = 0.1
-"""s between solves of the online estimate (10 Hz; on the wall clock: a solve takes 1-3 ms). A recording's model
+ONLINE_PERIOD = 0.05
+"""s between solves of the online estimate (20 Hz on the wall clock: a solve takes 1-3 ms; at 10 Hz a 2.5 s move
+got 8-10 estimates per second of motion, issue 46 asks >= 10; idle, a tick without a grasp returns at once). A recording's model
 terms are computed on a thread of their own, every :data:`.payload.estimator.PREPARE_PERIOD` s."""
 
 
@@ -174,7 +175,7 @@ class PayloadEstimatorNode(Node):
                                         f"{e}); the fit will compute them", throttle_duration_sec=THROTTLE_S)
 
     def _online_tick(self) -> None:
-        """10 Hz: an announcement no collision monitor heard, again once one listens; solve the online estimate;
+        """20 Hz: an announcement no collision monitor heard, again once one listens; solve the online estimate;
         publish it (and its gravity uncertainty for the monitor) when new."""
         event, notes = self.core.relay_announcement(self.pub_event.get_subscription_count(), time.monotonic())
         if event is not None:

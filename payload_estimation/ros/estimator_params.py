@@ -68,9 +68,9 @@ PARAMS = ROBOT_PARAMS + STREAM_PARAMS + TORQUE_PARAMS + SETTLE_PARAMS + LIMIT_PA
           "empty: nothing written", applies="next estimate", path="dir"),
     Param("online_estimation", True,
           "after ~/grasped, estimate the payload online from whatever motion follows (issue 32: no sampling "
-          "motion) and publish it on payload/estimate at 10 Hz once the arm moves, its gravity uncertainty on "
-          "~/online_estimate (status keys online_*); nothing is published at rest, while payload_sampler runs or "
-          "after ~/released", applies="next grasp"),
+          "motion) and publish it on payload/estimate at 20 Hz once the arm moves (and at rest after a move until "
+          "converged), its gravity uncertainty on ~/online_estimate (status keys online_*); nothing is published "
+          "at rest before the first move, while payload_sampler runs or after ~/released", applies="next grasp"),
     Param("grasp_com_prior", list(_D.grasp_com_prior) or NO_PRIOR,
           "m, [x, y, z] in the payload frame (the frame of the estimate's CoM): what the gripper knows of the grasped "
           "part's CoM (e.g. the grasp point plus half the part's height along the flange axis), given to the online "
