@@ -56,8 +56,8 @@ wake-up instead of 20, issue 48); a service that reads the samples takes those w
 
 ONLINE_PERIOD = 0.05
 """s between solves of the online estimate (20 Hz on the wall clock: a solve takes 1-3 ms; at 10 Hz a 2.5 s move
-got 8-10 estimates per second of motion, issue 46 asks >= 10; idle, a tick without a grasp returns at once). A recording's model
-terms are computed on a thread of their own, every :data:`.payload.estimator.PREPARE_PERIOD` s."""
+got 8-10 estimates per second of motion, issue 46 asks >= 10; idle, a tick without a grasp returns at once). A
+recording's model terms are computed on a thread of their own, every :data:`.payload.estimator.PREPARE_PERIOD` s."""
 
 
 class PayloadEstimatorNode(Node):
