@@ -35,7 +35,27 @@ WAKE_NS = 200_000_000
 """Longest wait (ns) before the thread re-checks that the context is still valid."""
 
 
-class DedicatedSubscription:
+class _TakesNewest:
+    """What both subscriptions share: taking the newest of the waiting messages (``_msg_type``, ``_raw``; counts in
+    ``taken`` and ``skipped``)."""
+
+    _msg_type: type
+    _raw: bool
+    taken: int
+    skipped: int
+
+    def _take_newest(self, sub, taken):
+        """The newest of the messages waiting (``taken`` the first of them); the older ones are counted."""
+        while True:
+            newer = rclpy_compat.take_message(sub, self._msg_type, self._raw)
+            if newer is None:
+                return taken
+            self.taken += 1
+            self.skipped += 1
+            taken = newer
+
+
+class DedicatedSubscription(_TakesNewest):
     """Take ``msg_type`` from ``topic`` in a thread of its own; call ``callback(msg)`` under ``lock``.
 
     ``with_info``: call ``callback(msg, info)`` instead, ``info`` being rclpy's MessageInfo dict
@@ -156,16 +176,6 @@ class DedicatedSubscription:
                         return False  # shutting down: publishers in the callback are already gone
                     log.error(f"{self.topic} callback failed: {type(e).__name__}: {e}", throttle_duration_sec=2.0)
 
-    def _take_newest(self, sub, taken):
-        """The newest of the messages waiting (``taken`` the first of them); the older ones are counted."""
-        while True:
-            newer = rclpy_compat.take_message(sub, self._msg_type, self._raw)
-            if newer is None:
-                return taken
-            self.taken += 1
-            self.skipped += 1
-            taken = newer
-
     def destroy(self) -> None:
         """Stop the thread and destroy the subscription handle (idempotent)."""
         if self._destroyed:
@@ -222,7 +232,7 @@ def create_dedicated_subscription(node: Node, msg_type: type, topic: str, callba
         return None
 
 
-class PolledSubscription:
+class PolledSubscription(_TakesNewest):
     """A subscription the executor never waits on: messages wait in the middleware's queue (``qos`` depth, the
     newest kept) until :meth:`take_all` takes them, so an idle node pays nothing in Python for a 1 kHz stream.
     While :meth:`arm` ed, a thread of its own waits for a message and calls ``notify()`` (e.g. a guard condition's
@@ -328,16 +338,6 @@ class PolledSubscription:
                         if self._stopping():
                             break
                         raise
-
-    def _take_newest(self, sub, taken):
-        """The newest of the messages waiting (``taken`` the first of them); the older ones are counted."""
-        while True:
-            newer = rclpy_compat.take_message(sub, self._msg_type, self._raw)
-            if newer is None:
-                return taken
-            self.taken += 1
-            self.skipped += 1
-            taken = newer
 
     def destroy(self) -> None:
         """Stop the thread and destroy the subscription handle (idempotent)."""
