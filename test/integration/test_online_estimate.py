@@ -98,13 +98,14 @@ class Probe(Node):
         return self.status.get("collision_monitor", {})
 
 
-@pytest.fixture(scope="module")
-def probe():
-    rclpy.init(args=["--ros-args", "-r", f"__ns:={NS}", "-r", f"/clock:={NS}/clock"])
+def probe_stack(ns: str, robot: str, mass: float, com: np.ndarray, q0: np.ndarray):
+    """sim_node (0.1 N m noise, 3 % model error, carrying ``mass`` kg at ``com`` m from the start at ``q0``) and
+    the nodes under ``ns``, and a :class:`Probe` once the monitor monitors and the estimator has its model."""
+    rclpy.init(args=["--ros-args", "-r", f"__ns:={ns}", "-r", f"/clock:={ns}/clock"])
     try:
-        with sim_stack(NS, [f"robot:={ROBOT}", "noise_std:=[0.1]", "model_error:=0.03", f"payload_mass:={MASS}",
-                            f"payload_com:={COM.tolist()}", "payload_inertia:=[0.01, 0.0, 0.0, 0.008, 0.0, 0.006]",
-                            f"initial_positions:={Q0.tolist()}"],
+        with sim_stack(ns, [f"robot:={robot}", "noise_std:=[0.1]", "model_error:=0.03", f"payload_mass:={mass}",
+                            f"payload_com:={com.tolist()}", "payload_inertia:=[0.01, 0.0, 0.0, 0.008, 0.0, 0.006]",
+                            f"initial_positions:={q0.tolist()}"],
                        ["robot:=''", "joint_state_timeout:=2.0", "service_timeout:=10.0"]):
             node = Probe()
             spin = SpinThread(SingleThreadedExecutor(), node)
@@ -118,6 +119,11 @@ def probe():
                 node.destroy_node()
     finally:
         rclpy.shutdown()
+
+
+@pytest.fixture(scope="module")
+def probe():
+    yield from probe_stack(NS, ROBOT, MASS, COM, Q0)
 
 
 def _settle(p: Probe, seconds: float) -> None:

@@ -14,15 +14,12 @@ import os
 
 import numpy as np
 import pytest
-import rclpy
 from builtin_interfaces.msg import Duration
-from rclpy.executors import SingleThreadedExecutor
-from ros_helpers import call_trigger, sim_stack, wait_for
-from test_online_estimate import Probe, _settle
+from ros_helpers import call_trigger, wait_for
+from test_online_estimate import _settle, probe_stack
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from payload_estimation.model.robot_file import load_robot
-from payload_estimation.ros.spin_thread import SpinThread
 from payload_estimation.sim.styles import user_trajectory
 
 pytestmark = pytest.mark.flaky(reruns=1, reruns_delay=2)
@@ -37,24 +34,7 @@ MASS, COM = 2.0, np.array([0.03, -0.02, 0.08])
 
 @pytest.fixture(scope="module")
 def probe():
-    rclpy.init(args=["--ros-args", "-r", f"__ns:={NS}", "-r", f"/clock:={NS}/clock"])
-    try:
-        with sim_stack(NS, [f"robot:={ROBOT}", "noise_std:=[0.1]", "model_error:=0.03", f"payload_mass:={MASS}",
-                            f"payload_com:={COM.tolist()}", "payload_inertia:=[0.01, 0.0, 0.0, 0.008, 0.0, 0.006]",
-                            f"initial_positions:={Q0.tolist()}"],
-                       ["robot:=''", "joint_state_timeout:=2.0", "service_timeout:=10.0"]):
-            node = Probe()
-            spin = SpinThread(SingleThreadedExecutor(), node)
-            try:
-                assert wait_for(lambda: node.mon().get("_text", "").startswith("monitoring"), 60.0), node.status
-                assert wait_for(lambda: "no robot model" not in node.est().get("_text", "no robot model"), 30.0), \
-                    node.status
-                yield node
-            finally:
-                spin.stop()
-                node.destroy_node()
-    finally:
-        rclpy.shutdown()
+    yield from probe_stack(NS, ROBOT, MASS, COM, Q0)
 
 
 def _message(names, points) -> JointTrajectory:
