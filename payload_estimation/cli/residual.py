@@ -273,6 +273,8 @@ def run(args) -> int:
               f"on joint {e.peak_joint + 1}, {rel}\n     {_contact_text(e)}")
     m = res.max_outside_events
     print("max |r| outside events: " + ", ".join(f"{x:.2f}" for x in m) + f" N m (max {m.max(initial=0.0):.2f})")
+    if (hint := _nominal_hint(args, res, thresholds)) is not None:
+        print(hint)
     if args.out:
         print(f"residual written to {args.out}")
     if cal is not None:
@@ -282,6 +284,19 @@ def run(args) -> int:
               + (f" (parameter file {args.params_out}: --ros-args --params-file {args.params_out})"
                  if args.params_out else " (--params-out FILE writes them as a parameter file)"))
     return 0
+
+
+def _nominal_hint(args, res: ResidualRun, thresholds: np.ndarray) -> str | None:
+    """What to read into events or a residual above half the thresholds when the observer ran on the nominal
+    description (None: an identified model, or a residual well below the thresholds)."""
+    if args.params not in (None, "nominal"):
+        return None
+    if not res.events and not np.any(res.max_outside_events > 0.5 * thresholds):
+        return None
+    return ("note: the observer ran on the robot description's nominal dynamics (no --params, no friction): on a "
+            "real arm events and residuals of this size are often that model's own error, not contacts. Identify "
+            "the arm on a contact-free recording (payload-estimation identify --data FILE ...) and replay with "
+            "--params PARAMS.yaml")
 
 
 def _calibration(args, res: ResidualRun, dq: np.ndarray) -> ThresholdCalibration:

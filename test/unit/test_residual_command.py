@@ -173,3 +173,14 @@ def test_a_noise_free_recording_is_replayed_whole_and_one_too_short_is_refused(t
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "21 sample(s) over 0.020 s is too short for the momentum observer" in err, err
     assert "needs at least 0.0333 s (5 / its smallest gain of 150/s)" in err
+
+
+@pytest.mark.parametrize("threshold, said", [("1.0", True), ("20.0", False)])
+def test_a_residual_near_the_thresholds_on_the_nominal_model_says_to_identify(run_1khz, tmp_path, capsys,
+                                                                               threshold, said):
+    """The unmodelled 0.4 kg gives a residual of 1-6 N m: against 1 N m thresholds (events) the command says the
+    nominal model may be what it sees; against 20 N m nothing is said."""
+    data = _save_run(_every(run_1khz, 10), tmp_path / "run.csv")
+    assert main(_residual("--data", str(data), "--threshold", threshold)) == 0
+    out = capsys.readouterr().out
+    assert ("nominal dynamics" in out and "payload-estimation identify" in out) is said, out
